@@ -1,0 +1,1 @@
+"""Lean typed structs for the Kubernetes objects descheduling reads."""

@@ -1,0 +1,104 @@
+"""Metadata and selector structs shared by every kind."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+import msgspec
+
+
+
+class Shared(str):
+    """A string value that repeats across objects (namespaces, label values, images, owner UIDs...).
+
+    Decoded through `shared_hook`, so each distinct value exists once in memory: at 150k pods this
+    saves hundreds of megabytes and costs about 0.1 µs per value.
+    """
+
+    __slots__ = ()
+
+
+_shared: dict[str, Shared] = {}
+
+
+def _new_shared(obj: Any) -> Shared:
+    if isinstance(obj, bool) or not isinstance(obj, str | int | float):
+        raise NotImplementedError(f"expected a string, got {type(obj).__name__}")
+    text = obj if isinstance(obj, str) else repr(obj) if isinstance(obj, float) else str(obj)
+    found = _shared[obj] = Shared(text)
+    return found
+
+
+def shared_hook(typ: type, obj: Any) -> Any:
+    """msgspec dec_hook: the one Shared instance for a string (a number, as a YAML quantity like
+    `cpu: 2` is, becomes its decimal text). Shared is the models' only custom type, and this runs
+    millions of times per snapshot: keep it to one dict lookup."""
+    found = _shared.get(obj)
+    return found if found is not None else _new_shared(obj)
+
+
+# The shared default for absent maps: msgspec would copy a `{}` default into every instance.
+EMPTY_MAP: Mapping[str, Any] = MappingProxyType({})
+
+
+class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    kind: Shared = Shared("")
+    name: Shared = Shared("")
+    uid: Shared = Shared("")
+    controller: bool | None = None
+
+
+class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    name: str = ""
+    namespace: Shared = Shared("")
+    uid: str = ""
+    labels: Mapping[str, str] = EMPTY_MAP
+    annotations: Mapping[str, str] = EMPTY_MAP
+    owner_references: tuple[OwnerReference, ...] = ()
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+
+
+class LabelSelectorRequirement(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    key: str = ""
+    operator: str = ""
+    values: tuple[str, ...] = ()
+
+
+class LabelSelector(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+
+# Annotations desched reads. Others (kubectl's last-applied-configuration above all) are dropped at
+# load time: they are large, and no descheduling decision depends on them.
+KEPT_ANNOTATION_PREFIXES = (
+    "descheduler.alpha.kubernetes.io/",
+    "kubernetes.io/config.",
+    "scheduling.koordinator.sh/",
+    "koordinator.sh/",
+    "node.koordinator.sh/",
+    "descheduler.koordinator.sh/",
+    "controller.kubernetes.io/",
+)
+
+
+def trim_annotations(meta: ObjectMeta) -> None:
+    """Keep only the annotations a descheduling decision can depend on."""
+    annotations = meta.annotations
+    if annotations:
+        kept = {k: v for k, v in annotations.items() if k.startswith(KEPT_ANNOTATION_PREFIXES)}
+        if len(kept) != len(annotations):
+            meta.annotations = kept or EMPTY_MAP
+
+
+def controller_ref(meta: ObjectMeta) -> OwnerReference | None:
+    """The ownerReference with controller=true, as metav1.GetControllerOf returns it."""
+    for ref in meta.owner_references:
+        if ref.controller:
+            return ref
+    return None

@@ -1,0 +1,398 @@
+"""Pod: the lean struct and the facts descheduling derives from it (requests, QoS, owner, storage)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+
+from desched.model.meta import (
+    EMPTY_MAP,
+    LabelSelector,
+    ObjectMeta,
+    OwnerReference,
+    Shared,
+    controller_ref,
+    shared_hook,
+)
+from desched.model.quantity import resource_amount
+
+Quantity = Shared  # JSON numbers are accepted and kept as their text
+# Closed value sets decode to one shared string object each (msgspec returns the Literal's value).
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""]
+ConditionStatus = Literal["True", "False", "Unknown", ""]
+
+
+class ResourceRequirements(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    requests: Mapping[str, Quantity] = EMPTY_MAP
+    limits: Mapping[str, Quantity] = EMPTY_MAP
+
+
+class ContainerPort(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    """Only host ports constrain scheduling; other port fields are not kept."""
+
+    host_port: int = 0
+
+
+class Container(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    name: str = ""
+    image: Shared = Shared("")
+    resources: ResourceRequirements | None = None
+    ports: tuple[ContainerPort, ...] = ()
+    restart_policy: str = ""
+
+
+class Present(msgspec.Struct, gc=False):
+    """A volume source desched only needs to know is there (hostPath, emptyDir)."""
+
+
+class PVCSource(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    claim_name: str = ""
+
+
+class Volume(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    host_path: Present | None = None
+    empty_dir: Present | None = None
+    persistent_volume_claim: PVCSource | None = None
+    ephemeral: Present | None = None
+
+
+class NodeSelectorRequirement(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    key: Shared = Shared("")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] = "In"
+    values: tuple[Shared, ...] = ()
+
+
+class NodeSelectorTerm(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+class NodeSelector(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
+
+
+class PreferredSchedulingTerm(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    weight: int = 0
+    preference: NodeSelectorTerm = msgspec.field(default_factory=NodeSelectorTerm)
+
+
+class NodeAffinity(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+class PodAffinityTerm(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[Shared, ...] = ()
+    topology_key: Shared = Shared("")
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+class WeightedPodAffinityTerm(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm = msgspec.field(default_factory=PodAffinityTerm)
+
+
+class PodAffinity(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+class Affinity(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class Toleration(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    key: str = ""
+    operator: Literal["Exists", "Equal", ""] = ""
+    value: str = ""
+    effect: TaintEffect = ""
+    toleration_seconds: int | None = None
+
+
+class TopologySpreadConstraint(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    max_skew: int = 1
+    topology_key: Shared = Shared("")
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway", ""] = ""
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: Literal["Honor", "Ignore"] | None = None
+    node_taints_policy: Literal["Honor", "Ignore"] | None = None
+    match_label_keys: tuple[str, ...] = ()
+
+
+class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    node_name: Shared = Shared("")
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: Mapping[str, Quantity] = EMPTY_MAP
+    resources: ResourceRequirements | None = None
+    node_selector: Mapping[Shared, Shared] = EMPTY_MAP
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    priority: int | None = None
+    priority_class_name: Shared = Shared("")
+    scheduler_name: Shared = Shared("")
+    volumes: tuple[Volume, ...] = ()
+    resource_claims: tuple[Present, ...] = ()
+
+
+class ContainerStateWaiting(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    reason: Shared = Shared("")
+
+
+class ContainerStateTerminated(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    reason: Shared = Shared("")
+    exit_code: int = 0
+
+
+class ContainerState(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    waiting: ContainerStateWaiting | None = None
+    terminated: ContainerStateTerminated | None = None
+
+
+class ContainerStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    name: str = ""
+    restart_count: int = 0
+    state: ContainerState | None = None
+
+
+class PodCondition(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    type: Shared = Shared("")
+    status: ConditionStatus = ""
+    reason: Shared = Shared("")
+    last_transition_time: datetime | None = None
+
+
+class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown", ""] = ""
+    reason: Shared = Shared("")
+    qos_class: Literal["Guaranteed", "Burstable", "BestEffort", ""] = ""
+    start_time: datetime | None = None
+    # Decoded on first use (Pod.conditions): most pods' conditions are never read, and decoding
+    # them eagerly costs a third of the load time. The raw text points into the snapshot file.
+    conditions: msgspec.Raw = msgspec.Raw()
+    container_statuses: tuple[ContainerStatus, ...] = ()
+    init_container_statuses: tuple[ContainerStatus, ...] = ()
+    ephemeral_container_statuses: tuple[ContainerStatus, ...] = ()
+
+
+_conditions_decoder = msgspec.json.Decoder(tuple[PodCondition, ...], dec_hook=shared_hook)
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+SOURCE_ANNOTATION = "kubernetes.io/config.source"
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+_QOS_RESOURCES = ("cpu", "memory")
+
+
+def _container_requests(container: Container) -> dict[str, int]:
+    """A container's requests, with a limit standing in for a missing request (API defaulting)."""
+    res = container.resources
+    if res is None:
+        return {}
+    out = {name: resource_amount(name, q) for name, q in res.limits.items()}
+    out.update({name: resource_amount(name, q) for name, q in res.requests.items()})
+    return out
+
+
+def _add(into: dict[str, int], other: dict[str, int]) -> None:
+    for name, amount in other.items():
+        into[name] = into.get(name, 0) + amount
+
+
+def _max(into: dict[str, int], other: dict[str, int]) -> None:
+    for name, amount in other.items():
+        if amount > into.get(name, 0):
+            into[name] = amount
+
+
+class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defaults=True,
+          gc=False):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+    # Derived facts, computed on first use. Their wire names cannot occur in Kubernetes JSON.
+    cached_requests: dict[str, int] | None = msgspec.field(default=None, name="~requests")
+    cached_qos: str = msgspec.field(default="", name="~qos")
+    cached_conditions: tuple[PodCondition, ...] | None = msgspec.field(
+        default=None, name="~conditions")
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def node_name(self) -> str:
+        return self.spec.node_name
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self.metadata.labels
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        return self.metadata.annotations
+
+    @property
+    def owner_references(self) -> tuple[OwnerReference, ...]:
+        return self.metadata.owner_references
+
+    @property
+    def priority(self) -> int | None:
+        return self.spec.priority
+
+    @property
+    def terminal(self) -> bool:
+        """Succeeded or Failed: upstream's ListPodsOnANode leaves these out."""
+        return self.status.phase in ("Succeeded", "Failed")
+
+    @property
+    def terminating(self) -> bool:
+        return self.metadata.deletion_timestamp is not None
+
+    @property
+    def conditions(self) -> tuple[PodCondition, ...]:
+        if self.cached_conditions is None:
+            raw = self.status.conditions
+            self.cached_conditions = _conditions_decoder.decode(raw) if raw else ()
+        return self.cached_conditions
+
+    def condition(self, type_: str) -> PodCondition | None:
+        for cond in self.conditions:
+            if cond.type == type_:
+                return cond
+        return None
+
+    @property
+    def requests(self) -> dict[str, int]:
+        if self.cached_requests is None:
+            self.cached_requests = self._compute_requests()
+        return self.cached_requests
+
+    def _compute_requests(self) -> dict[str, int]:
+        """Effective requests as the scheduler computes them (resourcehelper.PodRequests).
+
+        Sum of the containers; each init container runs alone (plus the sidecars started before it),
+        so the pod needs the max of that and the sum; sidecars (restartPolicy Always) also add to the
+        sum; pod-level resources replace the aggregate for the resources they name; overhead is added.
+        """
+        spec = self.spec
+        total: Mapping[str, int] = EMPTY_MAP
+        for container in spec.containers:
+            _add(total, _container_requests(container))
+        if spec.init_containers:
+            sidecars: Mapping[str, int] = EMPTY_MAP
+            init_peak: Mapping[str, int] = EMPTY_MAP
+            for container in spec.init_containers:
+                reqs = _container_requests(container)
+                if container.restart_policy == "Always":
+                    _add(total, reqs)
+                    _add(sidecars, reqs)
+                    running = dict(sidecars)
+                else:
+                    running = dict(reqs)
+                    _add(running, sidecars)
+                _max(init_peak, running)
+            _max(total, init_peak)
+        if spec.resources is not None and spec.resources.requests:
+            for name, q in spec.resources.requests.items():
+                total[name] = resource_amount(name, q)
+        if spec.overhead:
+            _add(total, {name: resource_amount(name, q) for name, q in spec.overhead.items()})
+        return total
+
+    @property
+    def request_keys(self) -> frozenset[str]:
+        """Resource names any container or init container requests (key presence, as HNU checks)."""
+        keys: set[str] = set()
+        for container in (*self.spec.containers, *self.spec.init_containers):
+            if container.resources is not None:
+                keys.update(container.resources.requests)
+        return frozenset(keys)
+
+    @property
+    def qos_class(self) -> str:
+        """status.qosClass, or computed from the spec as the kubelet does (v1qos.GetPodQOS)."""
+        if self.status.qos_class:
+            return self.status.qos_class
+        if not self.cached_qos:
+            self.cached_qos = self._compute_qos()
+        return self.cached_qos
+
+    def _compute_qos(self) -> str:
+        requests: Mapping[str, int] = EMPTY_MAP
+        limits: Mapping[str, int] = EMPTY_MAP
+        guaranteed = True
+        for container in (*self.spec.containers, *self.spec.init_containers):
+            res = container.resources or ResourceRequirements()
+            for name in _QOS_RESOURCES:
+                if name in res.requests:
+                    amount = resource_amount(name, res.requests[name])
+                    if amount != 0:
+                        requests[name] = requests.get(name, 0) + amount
+            found = set()
+            for name in _QOS_RESOURCES:
+                if name in res.limits:
+                    amount = resource_amount(name, res.limits[name])
+                    if amount != 0:
+                        found.add(name)
+                        limits[name] = limits.get(name, 0) + amount
+            if len(found) != len(_QOS_RESOURCES):
+                guaranteed = False
+        if not requests and not limits:
+            return "BestEffort"
+        if guaranteed:
+            for name, amount in requests.items():
+                if limits.get(name) != amount:
+                    guaranteed = False
+                    break
+        if guaranteed and len(requests) == len(limits):
+            return "Guaranteed"
+        return "Burstable"
+
+    @property
+    def controller(self) -> OwnerReference | None:
+        return controller_ref(self.metadata)
+
+    @property
+    def is_mirror(self) -> bool:
+        return MIRROR_ANNOTATION in self.metadata.annotations
+
+    @property
+    def is_static(self) -> bool:
+        source = self.metadata.annotations.get(SOURCE_ANNOTATION)
+        return source is not None and source != "api"
+
+    @property
+    def is_daemonset(self) -> bool:
+        return any(ref.kind == "DaemonSet" for ref in self.metadata.owner_references)
+
+    @property
+    def has_local_storage(self) -> bool:
+        """A hostPath or emptyDir volume (any medium), as upstream's IsPodWithLocalStorage."""
+        return any(v.host_path is not None or v.empty_dir is not None for v in self.spec.volumes)
+
+    @property
+    def pvc_names(self) -> list[str]:
+        return [v.persistent_volume_claim.claim_name for v in self.spec.volumes
+                if v.persistent_volume_claim is not None]
+
+    def images(self) -> list[str]:
+        return [c.image for c in self.spec.containers]

@@ -1,0 +1,1 @@
+"""Scheduling predicates shared by nodeFit, the plugins and the scheduler model."""

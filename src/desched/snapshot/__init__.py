@@ -1,0 +1,1 @@
+"""Snapshot files and the indexed ClusterSnapshot built from them."""

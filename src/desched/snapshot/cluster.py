@@ -1,0 +1,171 @@
+"""ClusterSnapshot: the objects of one cluster state and the indices plugins need."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from desched.model.meta import ObjectMeta, Shared, trim_annotations
+from desched.model.node import Node
+from desched.model.objects import (
+    WORKLOAD_TYPES,
+    Namespace,
+    NodeMetric,
+    NodeMetrics,
+    PersistentVolumeClaim,
+    PodDisruptionBudget,
+    PodMetrics,
+    PodMigrationJob,
+    PriorityClass,
+    Reservation,
+)
+from desched.model.pod import Pod
+from desched.predicates.labels import Matcher, compile_selector
+
+_WORKLOADS = tuple(WORKLOAD_TYPES)
+
+
+class ClusterSnapshot:
+    """Objects by kind plus indices: pods by node, namespace and owner UID; PDBs by namespace.
+
+    Pods are keyed by "namespace/name". Removing a pod (an eviction in simulation) updates every
+    index, so later plugins in the same cycle no longer see it.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.pods: dict[str, Pod] = {}
+        self.pods_by_node: dict[str, dict[str, Pod]] = {}
+        self.pods_by_namespace: dict[str, dict[str, Pod]] = {}
+        self.pods_by_owner_uid: dict[str, dict[str, Pod]] = {}
+        self.namespaces: dict[str, Namespace] = {}
+        self.pdbs_by_namespace: dict[str, list[PodDisruptionBudget]] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.pvcs: dict[str, PersistentVolumeClaim] = {}
+        self.workloads: dict[tuple[str, str, str], Any] = {}
+        self.node_metrics: dict[str, NodeMetric] = {}
+        self.metrics_nodes: dict[str, NodeMetrics] = {}
+        self.metrics_pods: dict[str, PodMetrics] = {}
+        self.migration_jobs: dict[str, PodMigrationJob] = {}
+        self.reservations: dict[str, Reservation] = {}
+        self._pdb_selectors: dict[int, Matcher] = {}
+
+    # -- building ----------------------------------------------------------------------------------
+    def add(self, obj: Any) -> None:
+        meta = obj.metadata
+        if meta.annotations:
+            trim_annotations(meta)
+        if type(obj) is Pod:
+            self.add_pod(obj)
+        elif isinstance(obj, Node):
+            self.nodes[meta.name] = obj
+        elif isinstance(obj, PodDisruptionBudget):
+            self.pdbs_by_namespace.setdefault(meta.namespace or "default", []).append(obj)
+        elif isinstance(obj, Namespace):
+            self.namespaces[meta.name] = obj
+        elif isinstance(obj, PriorityClass):
+            self.priority_classes[meta.name] = obj
+        elif isinstance(obj, PersistentVolumeClaim):
+            self.pvcs[f"{meta.namespace or 'default'}/{meta.name}"] = obj
+        elif isinstance(obj, _WORKLOADS):
+            self.workloads[(type(obj).__name__, meta.namespace or "default", meta.name)] = obj
+        elif isinstance(obj, NodeMetric):
+            self.node_metrics[meta.name] = obj
+        elif isinstance(obj, NodeMetrics):
+            self.metrics_nodes[meta.name] = obj
+        elif isinstance(obj, PodMetrics):
+            self.metrics_pods[f"{meta.namespace or 'default'}/{meta.name}"] = obj
+        elif isinstance(obj, PodMigrationJob):
+            self.migration_jobs[meta.name] = obj
+        elif isinstance(obj, Reservation):
+            self.reservations[meta.name] = obj
+
+    def add_pod(self, pod: Pod) -> None:
+        meta = pod.metadata
+        if not meta.namespace:
+            meta.namespace = Shared("default")
+        key = f"{meta.namespace}/{meta.name}"
+        pods = self.pods
+        if key in pods:
+            self.remove_pod(pods[key])
+        pods[key] = pod
+        node_name = pod.spec.node_name
+        if node_name:
+            on_node = self.pods_by_node.get(node_name)
+            if on_node is None:
+                on_node = self.pods_by_node[node_name] = {}
+            on_node[key] = pod
+        in_ns = self.pods_by_namespace.get(meta.namespace)
+        if in_ns is None:
+            in_ns = self.pods_by_namespace[meta.namespace] = {}
+        in_ns[key] = pod
+        by_owner = self.pods_by_owner_uid
+        for ref in meta.owner_references:
+            if ref.uid:
+                owned = by_owner.get(ref.uid)
+                if owned is None:
+                    owned = by_owner[ref.uid] = {}
+                owned[key] = pod
+
+    def finish(self) -> None:
+        """Resolve what can only be resolved once everything is read."""
+        for name in self.pods_by_namespace:
+            if name not in self.namespaces:
+                # A namespace referenced by pods but not dumped: it exists, with no labels.
+                self.namespaces[name] = Namespace(metadata=ObjectMeta(name=name))
+
+    def remove_pod(self, pod: Pod) -> None:
+        key = pod.key
+        if self.pods.get(key) is not pod:
+            return
+        del self.pods[key]
+        by_node = self.pods_by_node.get(pod.spec.node_name)
+        if by_node is not None:
+            by_node.pop(key, None)
+        self.pods_by_namespace.get(pod.namespace, {}).pop(key, None)
+        for ref in pod.metadata.owner_references:
+            owned = self.pods_by_owner_uid.get(ref.uid)
+            if owned is not None:
+                owned.pop(key, None)
+
+    # -- queries -----------------------------------------------------------------------------------
+    def pods_on_node(self, node_name: str, include_terminal: bool = False) -> list[Pod]:
+        """Upstream's ListPodsOnANode (no Succeeded/Failed) or ListAllPodsOnANode."""
+        pods = self.pods_by_node.get(node_name)
+        if not pods:
+            return []
+        if include_terminal:
+            return list(pods.values())
+        return [p for p in pods.values() if not p.terminal]
+
+    def ready_nodes(self, selector: Matcher | None = None) -> list[Node]:
+        """Ready nodes (unschedulable ones included), optionally filtered by a label matcher."""
+        return [n for n in self.nodes.values()
+                if n.ready and (selector is None or selector(n.metadata.labels))]
+
+    def pdbs_for_pod(self, pod: Pod) -> list[PodDisruptionBudget]:
+        """PDBs in the pod's namespace whose selector matches the pod (a nil selector matches
+        nothing, an empty one everything, as the disruption controller treats them)."""
+        out = []
+        for pdb in self.pdbs_by_namespace.get(pod.namespace, ()):
+            matcher = self._pdb_selectors.get(id(pdb))
+            if matcher is None:
+                matcher = self._pdb_selectors[id(pdb)] = compile_selector(pdb.spec.selector)
+            if matcher(pod.metadata.labels):
+                out.append(pdb)
+        return out
+
+    def pods_of_pdb(self, pdb: PodDisruptionBudget) -> Iterator[Pod]:
+        matcher = self._pdb_selectors.get(id(pdb))
+        if matcher is None:
+            matcher = self._pdb_selectors[id(pdb)] = compile_selector(pdb.spec.selector)
+        for pod in self.pods_by_namespace.get(pdb.metadata.namespace or "default", {}).values():
+            if matcher(pod.metadata.labels):
+                yield pod
+
+    def namespace_labels(self, name: str) -> dict[str, str]:
+        ns = self.namespaces.get(name)
+        return ns.metadata.labels if ns is not None else {}
+
+    def all_pods(self) -> Iterable[Pod]:
+        return self.pods.values()
