@@ -49,6 +49,7 @@ class ClusterSnapshot:
         self.migration_jobs: dict[str, PodMigrationJob] = {}
         self.reservations: dict[str, Reservation] = {}
         self._pdb_selectors: dict[int, Matcher] = {}
+        self._node_requested: dict[str, dict[str, int]] = {}
 
     # -- building ----------------------------------------------------------------------------------
     def add(self, obj: Any) -> None:
@@ -91,6 +92,7 @@ class ClusterSnapshot:
         pods[key] = pod
         node_name = pod.spec.node_name
         if node_name:
+            self._node_requested.pop(node_name, None)
             on_node = self.pods_by_node.get(node_name)
             if on_node is None:
                 on_node = self.pods_by_node[node_name] = {}
@@ -119,6 +121,7 @@ class ClusterSnapshot:
         if self.pods.get(key) is not pod:
             return
         del self.pods[key]
+        self._node_requested.pop(pod.spec.node_name, None)
         by_node = self.pods_by_node.get(pod.spec.node_name)
         if by_node is not None:
             by_node.pop(key, None)
@@ -137,6 +140,23 @@ class ClusterSnapshot:
         if include_terminal:
             return list(pods.values())
         return [p for p in pods.values() if not p.terminal]
+
+    def node_requested(self, node_name: str) -> dict[str, int]:
+        """Sum of the effective requests of the node's non-terminal pods, plus `pods` = their
+        count. Cached per node; adding or removing a pod on the node invalidates it."""
+        cached = self._node_requested.get(node_name)
+        if cached is None:
+            cached = {}
+            count = 0
+            for pod in self.pods_by_node.get(node_name, {}).values():
+                if pod.terminal:
+                    continue
+                count += 1
+                for name, amount in pod.requests.items():
+                    cached[name] = cached.get(name, 0) + amount
+            cached["pods"] = count
+            self._node_requested[node_name] = cached
+        return cached
 
     def ready_nodes(self, selector: Matcher | None = None) -> list[Node]:
         """Ready nodes (unschedulable ones included), optionally filtered by a label matcher."""

@@ -1,0 +1,122 @@
+"""The `desched` command line (DESIGN §1.1). Invalid input exits 2 with one line on stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from desched.errors import InputError
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def _parse_now(value: str | None) -> datetime:
+    if not value:
+        return datetime.now(UTC)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InputError("--now", f"not an RFC 3339 time: {value!r}") from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+class _Group(click.Group):
+    """Turns InputError into one line and exit code 2; anything unexpected into exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except InputError as err:
+            _fail(str(err))
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except BrokenPipeError:
+            sys.exit(0)
+        except Exception as err:  # a bug: say so in one line, keep the traceback for debugging
+            if os.environ.get("DESCHED_DEBUG"):
+                raise
+            _fail(f"unexpected failure: {type(err).__name__}: {err} "
+                  f"(set DESCHED_DEBUG=1 for a traceback)", 1)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="desched")
+def main() -> None:
+    """desched: a Kubernetes descheduler for upstream and Koordinator policies."""
+
+
+_policy_option = click.option(
+    "--policy", "--policy-config-file", "--config", "policy_path", required=True,
+    type=click.Path(dir_okay=False), help="Policy file (DeschedulerPolicy, "
+    "DeschedulerConfiguration, or a ConfigMap holding one).")
+
+
+@main.command()
+@_policy_option
+def validate(policy_path: str) -> None:
+    """Check a policy file: prints `ok`, or the errors and exits 2."""
+    from desched.policy.loader import load_policy
+
+    load_policy(policy_path)
+    click.echo("ok")
+
+
+@main.command()
+@_policy_option
+@click.option("--snapshot", "snapshots", multiple=True, required=True,
+              type=click.Path(dir_okay=False), help="Snapshot file (repeatable).")
+@click.option("--now", "now_text", help="Fix the clock (RFC 3339).")
+@click.option("--cycles", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--reschedule", is_flag=True,
+              help="Recreate evicted owned pods and place them between cycles.")
+@click.option("--output", type=click.Choice(["text", "json", "html"]), default="text",
+              show_default=True)
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None, cycles: int,
+             reschedule: bool, output: str, out_path: str | None) -> None:
+    """Run the policy against a cluster snapshot and report what it would evict."""
+    from desched.report import render
+    from desched.simulation import run_simulation
+
+    now = _parse_now(now_text)
+    result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule)
+    text = render(result, output)
+    if out_path:
+        try:
+            with open(out_path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as err:
+            raise InputError(out_path, f"cannot write output: {err.strerror or err}") from None
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@main.command()
+@_policy_option
+@click.option("--snapshot", "snapshots", multiple=True, required=True,
+              type=click.Path(dir_okay=False))
+@click.option("--pod", "pod_ref", help="NAMESPACE/NAME of the pod to explain.")
+@click.option("--node", "node_name", help="Explain every pod on this node.")
+@click.option("--now", "now_text", help="Fix the clock (RFC 3339).")
+def explain(policy_path: str, snapshots: tuple[str, ...], pod_ref: str | None,
+            node_name: str | None, now_text: str | None) -> None:
+    """Explain why a pod (or each pod on a node) would or would not be evicted."""
+    from desched.explain import explain_run
+
+    if (pod_ref is None) == (node_name is None):
+        raise InputError("", "give exactly one of --pod NAMESPACE/NAME or --node NAME")
+    if pod_ref is not None and pod_ref.count("/") != 1:
+        raise InputError("--pod", f"expected NAMESPACE/NAME, got {pod_ref!r}")
+    click.echo(explain_run(policy_path, list(snapshots), _parse_now(now_text), pod_ref,
+                           node_name))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Executors carry evictions out: simulation (mutates the snapshot) or the live API."""

@@ -1,0 +1,99 @@
+"""PodDisruptionBudget arithmetic as the policy/v1 Eviction API applies it."""
+
+from __future__ import annotations
+
+import math
+
+from desched.model.objects import PodDisruptionBudget
+from desched.model.pod import Pod
+from desched.snapshot.cluster import ClusterSnapshot
+
+TOO_MANY_REQUESTS = "Cannot evict pod as it would violate the pod's disruption budget."
+MULTIPLE_PDBS = ("This pod has more than one PodDisruptionBudget, which the eviction "
+                 "subresource does not support.")
+
+
+def is_healthy(pod: Pod) -> bool:
+    """Counted as healthy by the disruption controller: Ready and not terminating."""
+    if pod.terminating or pod.terminal:
+        return False
+    ready = pod.condition("Ready")
+    return ready is not None and ready.status == "True"
+
+
+def can_ignore_pdb(pod: Pod) -> bool:
+    """The Eviction API skips the budget for pods that are done, not started, or going away."""
+    return pod.terminal or pod.status.phase == "Pending" or pod.terminating
+
+
+def _scaled(value: int | str, total: int) -> int:
+    """intstr.GetScaledValueFromIntOrPercent with rounding up."""
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if text.endswith("%"):
+        return math.ceil(int(text[:-1]) * total / 100)
+    return int(text)
+
+
+class BudgetTracker:
+    """Disruptions allowed per PDB over a whole run: status.disruptionsAllowed minus the
+    evictions made so far when the status is present, otherwise computed from the healthy pods in
+    the snapshot (evicted pods still count as expected: their workload wants them back)."""
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self.snapshot = snapshot
+        self.evicted: dict[int, int] = {}
+
+    def _counts(self, pdb: PodDisruptionBudget) -> tuple[int, int, int]:
+        """(expected, current healthy, desired healthy)."""
+        matching = [p for p in self.snapshot.pods_of_pdb(pdb) if not p.terminal]
+        expected = len(matching) + self.evicted.get(id(pdb), 0)
+        healthy = sum(1 for p in matching if is_healthy(p))
+        spec = pdb.spec
+        if spec.max_unavailable is not None:
+            desired = max(0, expected - _scaled(spec.max_unavailable, expected))
+        elif spec.min_available is not None:
+            desired = _scaled(spec.min_available, expected)
+        else:
+            desired = expected  # a budget that names neither allows no voluntary disruption
+        return expected, healthy, desired
+
+    def allowed(self, pdb: PodDisruptionBudget) -> int:
+        status = pdb.status
+        if status is not None and status.disruptions_allowed is not None:
+            return status.disruptions_allowed - self.evicted.get(id(pdb), 0)
+        _, healthy, desired = self._counts(pdb)
+        return max(0, healthy - desired)
+
+    def check(self, pod: Pod) -> tuple[PodDisruptionBudget | None, str | None]:
+        """The budget an eviction of this pod draws on, or why the API would refuse it."""
+        if can_ignore_pdb(pod):
+            return None, None
+        pdbs = self.snapshot.pdbs_for_pod(pod)
+        if not pdbs:
+            return None, None
+        if len(pdbs) > 1:
+            return None, MULTIPLE_PDBS
+        pdb = pdbs[0]
+        if not is_healthy(pod):
+            policy = pdb.spec.unhealthy_pod_eviction_policy
+            if policy == "AlwaysAllow":
+                return None, None
+            _, healthy, desired = self._counts(pdb)
+            status = pdb.status
+            if status is not None and status.current_healthy is not None \
+                    and status.desired_healthy is not None:
+                healthy, desired = status.current_healthy, status.desired_healthy
+            if healthy >= desired and desired > 0:
+                return None, None  # an unhealthy pod of a healthy budget: no disruption used
+            return None, TOO_MANY_REQUESTS
+        allowed = self.allowed(pdb)
+        if allowed < 0:
+            return None, "pdb disruptions allowed is negative"
+        if allowed == 0:
+            return None, TOO_MANY_REQUESTS
+        return pdb, None
+
+    def consume(self, pdb: PodDisruptionBudget) -> None:
+        self.evicted[id(pdb)] = self.evicted.get(id(pdb), 0) + 1

@@ -1,0 +1,30 @@
+"""The simulation executor: Eviction-API semantics against the snapshot (DESIGN §1.5)."""
+
+from __future__ import annotations
+
+from desched.executors.pdb import BudgetTracker
+from desched.framework.evictor import ExecutionResult
+from desched.model.pod import Pod
+from desched.snapshot.cluster import ClusterSnapshot
+
+
+class SimulationExecutor:
+    """Evicting removes the pod from the snapshot, so later plugins and cycles no longer see it.
+    A pod covered by a PodDisruptionBudget is evicted only while the budget allows it."""
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self.snapshot = snapshot
+        self.budgets = BudgetTracker(snapshot)
+        self.evicted: list[Pod] = []
+
+    def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult:
+        if self.snapshot.pods.get(pod.key) is not pod:
+            return ExecutionResult(False, "failed", f'pods "{pod.name}" not found')
+        pdb, refusal = self.budgets.check(pod)
+        if refusal is not None:
+            return ExecutionResult(False, "pdb-blocked", refusal)
+        if pdb is not None:
+            self.budgets.consume(pdb)
+        self.snapshot.remove_pod(pod)
+        self.evicted.append(pod)
+        return ExecutionResult(True)

@@ -1,0 +1,1 @@
+"""Profiles, extension points, the plugin registry, the Evictor and decision records."""

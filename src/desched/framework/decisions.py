@@ -1,0 +1,54 @@
+"""Decision records: every eviction, refusal and filter verdict, with its reason.
+
+Evictions and refusals (limits, PDBs, API errors) are always recorded one by one. Filter verdicts
+are counted per (plugin, reason); they are recorded per pod only for the pods being explained,
+because at 150k pods a record per pod per plugin would cost more than the decisions themselves.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+Outcome = Literal["evicted", "filtered", "limited", "pdb-blocked", "failed", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    cycle: int
+    outcome: Outcome
+    namespace: str
+    pod: str
+    node: str
+    profile: str
+    plugin: str
+    reason: str
+
+
+@dataclass
+class DecisionLog:
+    """What one run decided. `explain` names pods (namespace/name) or nodes to record in full."""
+
+    explain_pods: frozenset[str] = frozenset()
+    explain_nodes: frozenset[str] = frozenset()
+    decisions: list[Decision] = field(default_factory=list)
+    filtered_counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    cycle: int = 1
+
+    def wants_detail(self, pod_key: str, node: str) -> bool:
+        return pod_key in self.explain_pods or node in self.explain_nodes
+
+    def record(self, outcome: Outcome, namespace: str, pod: str, node: str, profile: str,
+               plugin: str, reason: str) -> None:
+        self.decisions.append(Decision(self.cycle, outcome, namespace, pod, node, profile, plugin,
+                                       reason))
+
+    def filtered(self, namespace: str, pod: str, node: str, profile: str, plugin: str,
+                 reason: str) -> None:
+        self.filtered_counts[(profile, plugin, reason)] += 1
+        if self.wants_detail(f"{namespace}/{pod}", node):
+            self.record("filtered", namespace, pod, node, profile, plugin, reason)
+
+    def evictions(self) -> list[Decision]:
+        return [d for d in self.decisions if d.outcome == "evicted"]

@@ -1,0 +1,143 @@
+"""The Evictor: global limits, the executor behind it, and the profile-bound view plugins use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from desched.framework.decisions import DecisionLog
+from desched.model.pod import Pod
+
+LimitScope = Literal["total", "node", "namespace"]
+
+# Upstream's error texts (pkg/descheduler/evictions); also the metric's `result` label.
+LIMIT_MESSAGES: dict[LimitScope, str] = {
+    "total": "maximum number of evicted pods per a descheduling cycle reached",
+    "node": "maximum number of evicted pods per node reached",
+    "namespace": "maximum number of evicted pods per namespace reached",
+}
+
+
+class EvictionLimitError(Exception):
+    """A global limit refused the eviction. Plugins stop (total) or move to the next node (node)."""
+
+    def __init__(self, scope: LimitScope) -> None:
+        super().__init__(LIMIT_MESSAGES[scope])
+        self.scope = scope
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    ok: bool
+    outcome: Literal["evicted", "pdb-blocked", "failed"] = "evicted"
+    message: str = ""
+
+
+class Executor(Protocol):
+    """Carries an eviction out: simulation mutates the snapshot, live calls the API."""
+
+    def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult: ...
+
+
+@dataclass
+class Limits:
+    per_node: int | None = None
+    per_namespace: int | None = None
+    total: int | None = None
+
+
+@dataclass
+class Evictor:
+    """Counts evictions per cycle against the policy's limits (reset by `new_cycle`)."""
+
+    limits: Limits
+    executor: Executor
+    log: DecisionLog
+    total: int = 0
+    by_node: dict[str, int] = field(default_factory=dict)
+    by_namespace: dict[str, int] = field(default_factory=dict)
+
+    def new_cycle(self) -> None:
+        self.total = 0
+        self.by_node.clear()
+        self.by_namespace.clear()
+
+    def _limit_hit(self, pod: Pod) -> LimitScope | None:
+        lim = self.limits
+        if lim.total is not None and self.total + 1 > lim.total:
+            return "total"
+        node = pod.node_name
+        if node and lim.per_node is not None and self.by_node.get(node, 0) + 1 > lim.per_node:
+            return "node"
+        if (lim.per_namespace is not None
+                and self.by_namespace.get(pod.namespace, 0) + 1 > lim.per_namespace):
+            return "namespace"
+        return None
+
+    def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> bool:
+        scope = self._limit_hit(pod)
+        if scope is not None:
+            self.log.record("limited", pod.namespace, pod.name, pod.node_name, profile, plugin,
+                            LIMIT_MESSAGES[scope])
+            raise EvictionLimitError(scope)
+        node = pod.node_name
+        result = self.executor.evict(pod, profile, plugin, reason)
+        if not result.ok:
+            self.log.record(result.outcome, pod.namespace, pod.name, node, profile, plugin,
+                            result.message)
+            return False
+        self.total += 1
+        if node:
+            self.by_node[node] = self.by_node.get(node, 0) + 1
+        self.by_namespace[pod.namespace] = self.by_namespace.get(pod.namespace, 0) + 1
+        self.log.record("evicted", pod.namespace, pod.name, node, profile, plugin, reason)
+        return True
+
+
+class FilterChain(Protocol):
+    def filter(self, pod: Pod) -> str | None: ...
+
+    def pre_eviction_filter(self, pod: Pod) -> str | None: ...
+
+
+@dataclass
+class ProfileEvictor:
+    """The evictor as one profile sees it: its filter plugins ANDed, then the global Evictor."""
+
+    evictor: Evictor
+    profile: str
+    filters: list[FilterChain] = field(default_factory=list)
+    pre_eviction_filters: list[FilterChain] = field(default_factory=list)
+
+    def filter_reason(self, pod: Pod) -> str | None:
+        for plugin in self.filters:
+            reason = plugin.filter(pod)
+            if reason is not None:
+                return reason
+        return None
+
+    def pre_eviction_reason(self, pod: Pod) -> str | None:
+        for plugin in self.pre_eviction_filters:
+            reason = plugin.pre_eviction_filter(pod)
+            if reason is not None:
+                return reason
+        return None
+
+    def filter(self, pod: Pod, plugin: str) -> bool:
+        reason = self.filter_reason(pod)
+        if reason is None:
+            return True
+        self.evictor.log.filtered(pod.namespace, pod.name, pod.node_name, self.profile, plugin,
+                                  reason)
+        return False
+
+    def pre_eviction_filter(self, pod: Pod, plugin: str) -> bool:
+        reason = self.pre_eviction_reason(pod)
+        if reason is None:
+            return True
+        self.evictor.log.filtered(pod.namespace, pod.name, pod.node_name, self.profile, plugin,
+                                  reason)
+        return False
+
+    def evict(self, pod: Pod, plugin: str, reason: str) -> bool:
+        return self.evictor.evict(pod, self.profile, plugin, reason)

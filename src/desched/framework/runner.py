@@ -1,0 +1,94 @@
+"""Building profiles from a policy and running descheduling cycles (upstream's run order:
+every profile's deschedule plugins, then every profile's balance plugins)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from desched.framework.decisions import DecisionLog
+from desched.framework.evictor import Evictor, Executor, ProfileEvictor
+from desched.framework.registry import registry
+from desched.framework.types import Clock, Handle
+from desched.model.node import Node
+from desched.policy.model import Policy, ProfileConfig
+from desched.predicates.labels import Matcher
+from desched.snapshot.cluster import ClusterSnapshot
+
+SKIP_FEW_NODES = "Skipping descheduling cycle: requires >=2 nodes"
+
+
+@dataclass
+class Profile:
+    name: str
+    evictor: ProfileEvictor
+    node_selector: Matcher | None = None
+    deschedule: list[tuple[str, Any]] = field(default_factory=list)
+    balance: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evictor, clock: Clock,
+                  log: DecisionLog) -> Profile:
+    """Each distinct plugin is built once per profile, shared by the extension points it is
+    enabled in."""
+    specs = registry()
+    pe = ProfileEvictor(evictor, cfg.name)
+    instances: dict[str, Any] = {}
+
+    def instance(name: str) -> Any:
+        if name not in instances:
+            handle = Handle(snapshot, pe, clock, log, cfg.name, name)
+            instances[name] = specs[name].factory(cfg.args[name], handle)
+        return instances[name]
+
+    pe.filters = [instance(n) for n in cfg.enabled.get("filter", [])]
+    pe.pre_eviction_filters = [instance(n) for n in cfg.enabled.get("preevictionfilter", [])]
+    return Profile(
+        name=cfg.name, evictor=pe, node_selector=cfg.node_selector,
+        deschedule=[(n, instance(n)) for n in cfg.enabled.get("deschedule", [])],
+        balance=[(n, instance(n)) for n in cfg.enabled.get("balance", [])],
+    )
+
+
+@dataclass
+class Descheduler:
+    """A policy bound to a snapshot and an executor; `run_cycle` may be called repeatedly and
+    plugin state (e.g. anomaly detectors) carries over."""
+
+    policy: Policy
+    snapshot: ClusterSnapshot
+    executor: Executor
+    clock: Clock
+    log: DecisionLog = field(default_factory=DecisionLog)
+    profiles: list[Profile] = field(default_factory=list)
+    evictor: Evictor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.evictor = Evictor(self.policy.limits, self.executor, self.log)
+        self.profiles = [build_profile(cfg, self.snapshot, self.evictor, self.clock, self.log)
+                         for cfg in self.policy.profiles]
+
+    def nodes(self) -> list[Node]:
+        return self.snapshot.ready_nodes(self.policy.node_selector)
+
+    def run_cycle(self, cycle: int) -> str | None:
+        """One descheduling cycle; returns why it was skipped, if it was."""
+        self.log.cycle = cycle
+        self.evictor.new_cycle()
+        nodes = self.nodes()
+        if len(nodes) < 2:
+            return SKIP_FEW_NODES
+
+        def scoped(profile: Profile) -> list[Node]:
+            sel = profile.node_selector
+            return nodes if sel is None else [n for n in nodes if sel(n.metadata.labels)]
+
+        for profile in self.profiles:
+            profile_nodes = scoped(profile)
+            for _, plugin in profile.deschedule:
+                plugin.deschedule(profile_nodes)
+        for profile in self.profiles:
+            profile_nodes = scoped(profile)
+            for _, plugin in profile.balance:
+                plugin.balance(profile_nodes)
+        return None

@@ -1,0 +1,74 @@
+"""What plugins see: the handle, the profile-bound evictor, and the plugin protocols."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from desched.model.node import Node
+from desched.model.pod import Pod
+
+if TYPE_CHECKING:
+    from desched.framework.evictor import ProfileEvictor
+    from desched.framework.decisions import DecisionLog
+    from desched.snapshot.cluster import ClusterSnapshot
+
+EXTENSION_POINTS = ("deschedule", "balance", "filter", "preevictionfilter", "evict")
+
+
+class Clock:
+    """The run's notion of now (fixed by --now so a simulation is reproducible)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+
+class Handle:
+    """One plugin's view of the framework: the cluster, its profile's evictor and the clock."""
+
+    def __init__(self, snapshot: ClusterSnapshot, evictor: ProfileEvictor, clock: Clock,
+                 log: DecisionLog, profile: str, plugin: str) -> None:
+        self.snapshot = snapshot
+        self.evictor = evictor
+        self.clock = clock
+        self.log = log
+        self.profile = profile
+        self.plugin = plugin
+
+    @property
+    def now(self) -> datetime:
+        return self.clock.now
+
+    def filter(self, pod: Pod) -> bool:
+        """The profile's Filter verdict; a rejection is recorded against this plugin."""
+        return self.evictor.filter(pod, self.plugin)
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        return self.evictor.pre_eviction_filter(pod, self.plugin)
+
+    def evict(self, pod: Pod, reason: str) -> bool:
+        """Ask for an eviction. Raises EvictionLimitError when a global limit is reached."""
+        return self.evictor.evict(pod, self.plugin, reason)
+
+    def skip(self, pod: Pod, reason: str) -> None:
+        """Record why this plugin passed over a pod it considered (for `explain`)."""
+        self.log.filtered(pod.namespace, pod.name, pod.node_name, self.profile, self.plugin,
+                          reason)
+
+
+@runtime_checkable
+class DeschedulePlugin(Protocol):
+    def deschedule(self, nodes: list[Node]) -> None: ...
+
+
+@runtime_checkable
+class BalancePlugin(Protocol):
+    def balance(self, nodes: list[Node]) -> None: ...
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    def filter(self, pod: Pod) -> str | None:
+        """None when the pod may be evicted, else why not."""
+
+    def pre_eviction_filter(self, pod: Pod) -> str | None: ...

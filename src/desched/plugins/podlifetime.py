@@ -1,0 +1,210 @@
+"""PodLifeTime (deschedule): evicts pods matching every configured criterion — older than
+`maxPodLifeTimeSeconds`, in one of `states`, with a matching condition or exit code, of an
+included owner kind — oldest first across the cluster (reference/descheduler.md §2.11, v0.36)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+
+from desched.framework.evictor import EvictionLimitError
+from desched.framework.registry import PluginSpec, register
+from desched.framework.types import Handle
+from desched.model.meta import LabelSelector
+from desched.model.node import Node
+from desched.model.pod import ContainerStatus, Pod
+from desched.policy.args import (
+    Namespaces,
+    namespace_allowed,
+    validate_label_selector,
+    validate_namespaces,
+)
+from desched.predicates.labels import compile_selector, selector_is_empty
+
+PHASES = ("Running", "Pending", "Succeeded", "Failed", "Unknown")
+POD_REASONS = ("NodeAffinity", "NodeLost", "Shutdown", "UnexpectedAdmissionError")
+WAITING_REASONS = ("PodInitializing", "ContainerCreating", "ImagePullBackOff", "CrashLoopBackOff",
+                   "CreateContainerConfigError", "ErrImagePull", "CreateContainerError",
+                   "InvalidImageName")
+TERMINATED_REASONS = ("OOMKilled", "Error", "Completed", "DeadlineExceeded", "Evicted",
+                      "ContainerCannotRun", "StartError")
+ALLOWED_STATES = frozenset(PHASES + POD_REASONS + WAITING_REASONS + TERMINATED_REASONS)
+
+
+class OwnerKinds(msgspec.Struct, forbid_unknown_fields=True):
+    include: list[str] = []
+    exclude: list[str] = []
+
+
+class ConditionFilter(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    min_time_since_last_transition_seconds: int | None = None
+
+
+class PodLifeTimeArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    namespaces: Namespaces | None = None
+    label_selector: LabelSelector | None = None
+    owner_kinds: OwnerKinds | None = None
+    max_pod_life_time_seconds: int | None = None
+    states: list[str] = []
+    conditions: list[ConditionFilter] = []
+    exit_codes: list[int] = []
+    including_init_containers: bool = False
+    including_ephemeral_containers: bool = False
+
+
+def validate(args: PodLifeTimeArgs) -> list[str]:
+    errs = validate_namespaces(args.namespaces) + validate_label_selector(args.label_selector)
+    if args.owner_kinds is not None and args.owner_kinds.include and args.owner_kinds.exclude:
+        errs.append("only one of Include/Exclude ownerKinds can be set")
+    if args.states and not set(args.states) <= ALLOWED_STATES:
+        errs.append(f"states must be one of [{' '.join(sorted(ALLOWED_STATES))}]")
+    for i, cond in enumerate(args.conditions):
+        if (not cond.type and not cond.status and not cond.reason
+                and cond.min_time_since_last_transition_seconds is None):
+            errs.append(f"conditions[{i}]: at least one of type, status, reason, or "
+                        f"minTimeSinceLastTransitionSeconds must be set")
+    if (args.max_pod_life_time_seconds is None and not args.states and not args.conditions
+            and not args.exit_codes):
+        errs.append("at least one filtering criterion must be specified (maxPodLifeTimeSeconds, "
+                    "states, conditions, or exitCodes)")
+    if args.max_pod_life_time_seconds is not None and args.max_pod_life_time_seconds < 0:
+        errs.append("maxPodLifeTimeSeconds must be a non-negative number")
+    return errs
+
+
+def _statuses(pod: Pod, init: bool, ephemeral: bool) -> list[ContainerStatus]:
+    out = list(pod.status.container_statuses)
+    if init:
+        out.extend(pod.status.init_container_statuses)
+    if ephemeral:
+        out.extend(pod.status.ephemeral_container_statuses)
+    return out
+
+
+class PodLifeTime:
+    def __init__(self, args: PodLifeTimeArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.labels = None if selector_is_empty(args.label_selector) \
+            else compile_selector(args.label_selector)
+        self.states = frozenset(args.states)
+        self.exit_codes = frozenset(args.exit_codes)
+
+    def _age_seconds(self, pod: Pod, now: datetime) -> float | None:
+        created = pod.metadata.creation_timestamp
+        return None if created is None else (now - created).total_seconds()
+
+    def criteria_reason(self, pod: Pod, now: datetime) -> str | None:
+        """Why the pod matches every configured criterion, or None when one fails."""
+        a = self.args
+        parts: list[str] = []
+        if a.max_pod_life_time_seconds is not None:
+            age = self._age_seconds(pod, now)
+            # uint(now - created) > max: a negative age is never old enough.
+            if age is None or age < 0 or int(age) <= a.max_pod_life_time_seconds:
+                return None
+            parts.append(f"pod age {int(age)}s exceeds maxPodLifeTimeSeconds "
+                         f"{a.max_pod_life_time_seconds}")
+        if self.states:
+            matched = self._matching_state(pod)
+            if matched is None:
+                return None
+            parts.append(f"pod is in state {matched}")
+        if a.owner_kinds is not None:
+            kinds = {ref.kind for ref in pod.metadata.owner_references}
+            if a.owner_kinds.include and not kinds & set(a.owner_kinds.include):
+                return None
+            if a.owner_kinds.exclude and kinds & set(a.owner_kinds.exclude):
+                return None
+        if a.conditions:
+            matched = self._matching_condition(pod, now)
+            if matched is None:
+                return None
+            parts.append(f"pod has condition {matched}")
+        if self.exit_codes:
+            code = self._matching_exit_code(pod)
+            if code is None:
+                return None
+            parts.append(f"a container exited with code {code}")
+        return "; ".join(parts)
+
+    def _matching_state(self, pod: Pod) -> str | None:
+        states = self.states
+        if pod.status.phase in states:
+            return pod.status.phase
+        if pod.status.reason in states:
+            return pod.status.reason
+        for cs in _statuses(pod, self.args.including_init_containers,
+                            self.args.including_ephemeral_containers):
+            state = cs.state
+            if state is None:
+                continue
+            if state.waiting is not None and state.waiting.reason in states:
+                return state.waiting.reason
+            if state.terminated is not None and state.terminated.reason in states:
+                return state.terminated.reason
+        return None
+
+    def _matching_condition(self, pod: Pod, now: datetime) -> str | None:
+        for f in self.args.conditions:
+            for cond in pod.conditions:
+                if f.type and cond.type != f.type:
+                    continue
+                if f.status and cond.status != f.status:
+                    continue
+                if f.reason and cond.reason != f.reason:
+                    continue
+                if f.min_time_since_last_transition_seconds is not None:
+                    ltt = cond.last_transition_time
+                    if ltt is None or ((now - ltt).total_seconds()
+                                       < f.min_time_since_last_transition_seconds):
+                        continue
+                return f"{cond.type}={cond.status}" + (f" ({cond.reason})" if cond.reason else "")
+        return None
+
+    def _matching_exit_code(self, pod: Pod) -> int | None:
+        for cs in _statuses(pod, self.args.including_init_containers, False):
+            term = cs.state.terminated if cs.state is not None else None
+            if term is not None and term.exit_code in self.exit_codes:
+                return term.exit_code
+        return None
+
+    def deschedule(self, nodes: list[Node]) -> None:
+        handle, now = self.handle, self.handle.now
+        snapshot = handle.snapshot
+        candidates: list[tuple[datetime, Pod, str]] = []
+        for node in nodes:
+            for pod in snapshot.pods_on_node(node.name, include_terminal=True):
+                if not namespace_allowed(self.args.namespaces, pod.namespace):
+                    continue
+                if self.labels is not None and not self.labels(pod.metadata.labels):
+                    continue
+                reason = self.criteria_reason(pod, now)
+                if reason is None:
+                    continue
+                if not handle.filter(pod) or not handle.pre_eviction_filter(pod):
+                    continue
+                created = pod.metadata.creation_timestamp or now
+                candidates.append((created, pod, reason))
+        # Oldest first, across the whole cluster.
+        candidates.sort(key=lambda c: c[0])
+        for _, pod, reason in candidates:
+            try:
+                handle.evict(pod, reason)
+            except EvictionLimitError as err:
+                if err.scope == "total":
+                    return
+                # A node or namespace limit only skips this pod.
+
+
+register(PluginSpec(
+    name="PodLifeTime",
+    extension_points=frozenset({"deschedule"}),
+    args_type=PodLifeTimeArgs,
+    factory=PodLifeTime,
+    validate=validate,
+))

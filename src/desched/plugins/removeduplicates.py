@@ -1,0 +1,136 @@
+"""RemoveDuplicates (balance): spreads pods of the same owner and images evenly over the nodes
+they could run on, evicting the surplus on nodes above the ceiling of the average
+(reference/descheduler.md §2.2)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import msgspec
+
+from desched.framework.evictor import EvictionLimitError
+from desched.framework.registry import PluginSpec, register
+from desched.framework.types import Handle
+from desched.model.node import Node
+from desched.model.pod import Pod
+from desched.policy.args import Namespaces, namespace_allowed, validate_namespaces
+from desched.predicates.nodeaffinity import required_affinity_matches
+from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
+
+
+class RemoveDuplicatesArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    namespaces: Namespaces | None = None
+    exclude_owner_kinds: list[str] = []
+
+
+def validate(args: RemoveDuplicatesArgs) -> list[str]:
+    return validate_namespaces(args.namespaces)
+
+
+OwnerKey = tuple[str, str, str, str]  # namespace, owner kind, owner name, images hash
+
+
+def _placement_signature(pod: Pod) -> tuple[object, ...]:
+    """Pods alike for placement: same tolerations, required node affinity and nodeSelector."""
+    affinity = pod.spec.affinity
+    required = None
+    if affinity is not None and affinity.node_affinity is not None:
+        selector = affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        if selector is not None:
+            required = msgspec.json.encode(selector)
+    return (msgspec.json.encode(pod.spec.tolerations), required,
+            tuple(sorted(pod.spec.node_selector.items())))
+
+
+class RemoveDuplicates:
+    def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.excluded_kinds = frozenset(args.exclude_owner_kinds)
+
+    def _target_nodes(self, pods_by_node: Mapping[str, list[Pod]], nodes: list[Node]) -> list[str]:
+        """Nodes any of the duplicates could run on (taints and node affinity); a placement class
+        that fits only one node contributes nothing, as upstream's getTargetNodes."""
+        distinct: dict[tuple[object, ...], Pod] = {}
+        for pods in pods_by_node.values():
+            for pod in pods:
+                distinct.setdefault(_placement_signature(pod), pod)
+        targets: dict[str, None] = {}
+        for pod in distinct.values():
+            matching = [n.name for n in nodes
+                        if first_untolerated(n.spec.taints, pod.spec.tolerations,
+                                             SCHEDULING_EFFECTS) is None
+                        and required_affinity_matches(pod, n)]
+            if len(matching) > 1:
+                targets.update(dict.fromkeys(matching))
+        return list(targets)
+
+    def balance(self, nodes: list[Node]) -> None:
+        handle = self.handle
+        snapshot = handle.snapshot
+        occurrences: dict[OwnerKey, int] = {}
+        duplicates: dict[OwnerKey, dict[str, list[Pod]]] = {}
+        for node in nodes:
+            seen: dict[str, list[list[str]]] = {}
+            for pod in snapshot.pods_on_node(node.name):
+                refs = pod.metadata.owner_references
+                if not refs or any(ref.kind in self.excluded_kinds for ref in refs):
+                    continue
+                if not namespace_allowed(self.args.namespaces, pod.namespace):
+                    continue
+                if not handle.filter(pod) or not handle.pre_eviction_filter(pod):
+                    continue
+                images = sorted(c.image for c in pod.spec.containers)
+                if not images:
+                    continue
+                images_hash = "#".join(images)
+                keys: list[str] = []
+                for ref in refs:
+                    owner_key = (pod.namespace, ref.kind, ref.name, images_hash)
+                    occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
+                    keys.extend(f"{pod.namespace}/{ref.kind}/{ref.name}/{image}"
+                                for image in images)
+                keys.sort()
+                earlier = seen.setdefault(keys[0], [])
+                if keys in earlier:
+                    for ref in refs:
+                        owner_key = (pod.namespace, ref.kind, ref.name, images_hash)
+                        duplicates.setdefault(owner_key, {}).setdefault(node.name, []).append(pod)
+                else:
+                    earlier.append(keys)
+
+        for owner_key, pods_by_node in duplicates.items():
+            targets = self._target_nodes(pods_by_node, nodes)
+            if len(targets) < 2:
+                for pods in pods_by_node.values():
+                    for pod in pods:
+                        handle.skip(pod, f"duplicate of {owner_key[1]}/{owner_key[2]} but fewer "
+                                         f"than 2 nodes could take it")
+                continue
+            upper_avg = math.ceil(occurrences[owner_key] / len(targets))
+            for node_name, pods in pods_by_node.items():
+                if len(pods) + 1 <= upper_avg:
+                    continue
+                reason = (f"duplicate of {owner_key[1]}/{owner_key[2]}: node {node_name} runs "
+                          f"{len(pods) + 1}, above the ceiling of the average {upper_avg} over "
+                          f"{len(targets)} feasible nodes")
+                for pod in pods[upper_avg - 1:]:
+                    if snapshot.pods.get(pod.key) is not pod:
+                        continue  # already evicted under another of its owners
+                    try:
+                        handle.evict(pod, reason)
+                    except EvictionLimitError as err:
+                        if err.scope == "total":
+                            return
+                        if err.scope == "node":
+                            break
+
+
+register(PluginSpec(
+    name="RemoveDuplicates",
+    extension_points=frozenset({"balance"}),
+    args_type=RemoveDuplicatesArgs,
+    factory=RemoveDuplicates,
+    validate=validate,
+))

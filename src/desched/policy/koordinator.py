@@ -1,0 +1,223 @@
+"""Koordinator's `DeschedulerConfiguration` (descheduler/v1alpha2), decoded strictly as
+koord-descheduler does, with its defaults and plugin-set merging (reference/koordinator.md §2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from desched.framework.evictor import Limits
+from desched.framework.registry import PluginSpec, registry
+from desched.model.meta import LabelSelector
+from desched.policy.args import ArgsError, decode_args
+from desched.policy.errors import DecodeError, PolicyError, aggregate
+from desched.policy.model import Policy, ProfileConfig
+from desched.predicates.labels import SelectorError, compile_selector, selector_is_empty
+from desched.util.duration import DurationError, parse_duration
+
+DEFAULT_PROFILE = "koord-descheduler"
+# Koordinator's default plugins: MigrationController evicts and filters.
+_DEFAULTS = {"evict": ["MigrationController"], "filter": ["MigrationController"],
+             "deschedule": [], "balance": []}
+
+
+class _Named(msgspec.Struct, forbid_unknown_fields=True):
+    name: str = ""
+
+
+class _PluginSet(msgspec.Struct, forbid_unknown_fields=True):
+    enabled: list[_Named] = []
+    disabled: list[_Named] = []
+
+
+class _Plugins(msgspec.Struct, forbid_unknown_fields=True):
+    deschedule: _PluginSet | None = None
+    balance: _PluginSet | None = None
+    evict: _PluginSet | None = None
+    filter: _PluginSet | None = None
+
+
+class _PluginConfig(msgspec.Struct, forbid_unknown_fields=True):
+    name: str = ""
+    args: Any = None
+
+
+class _Profile(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    name: str = ""
+    plugin_config: list[_PluginConfig] = []
+    plugins: _Plugins | None = None
+    node_selector: LabelSelector | None = None
+
+
+class _LeaderElection(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    leader_elect: bool | None = None
+    lease_duration: str | None = None
+    renew_deadline: str | None = None
+    retry_period: str | None = None
+    resource_lock: str | None = None
+    resource_name: str | None = None
+    resource_namespace: str | None = None
+
+
+class _ClientConnection(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    kubeconfig: str = ""
+    accept_content_types: str = ""
+    content_type: str = ""
+    qps: float | None = None
+    burst: int | None = None
+
+
+class _Config(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    api_version: str = ""
+    kind: str = ""
+    leader_election: _LeaderElection | None = None
+    client_connection: _ClientConnection | None = None
+    enable_profiling: bool | None = None
+    enable_contention_profiling: bool | None = None
+    healthz_bind_address: str | None = None
+    metrics_bind_address: str | None = None
+    descheduling_interval: str | None = None
+    dry_run: bool = False
+    profiles: list[_Profile] = []
+    node_selector: LabelSelector | None = None
+    max_no_of_pods_to_evict_per_node: int | None = None
+    max_no_of_pods_to_evict_per_namespace: int | None = None
+    max_no_of_pods_to_evict_total: int | None = None
+
+
+def _merge(defaults: list[str], user: _PluginSet | None) -> list[str]:
+    """kube-scheduler's mergePluginSet: `*` disables every default; a user-enabled plugin with a
+    default's name takes its place; the other user plugins are appended in order."""
+    if user is None:
+        return list(defaults)
+    disabled = {p.name for p in user.disabled}
+    enabled = [p.name for p in user.enabled]
+    out: list[str] = []
+    if "*" not in disabled:
+        out = [d for d in defaults if d not in disabled]
+    return out + [n for n in enabled if n not in out]
+
+
+def _bind_address(value: str | None, field: str, errs: list[str]) -> None:
+    if value is None:
+        return
+    host, sep, port = value.rpartition(":")
+    if not sep or not port or not port.isdigit():
+        errs.append(f"{field}: Invalid value: {value!r}: must be a valid host:port"
+                    .replace("'", '"'))
+
+
+def load_koordinator(path: str, doc: dict[str, Any]) -> Policy:
+    try:
+        cfg = msgspec.convert(doc, _Config, str_keys=True)
+    except msgspec.ValidationError as err:
+        text = str(err)
+        if text.startswith("Object contains unknown field"):
+            field = text.split("`")[1]
+            where = text.split("at `$")[-1].rstrip("`").lstrip(".") if "at `$" in text else ""
+            full = f"{where}.{field}" if where else field
+            raise DecodeError(path, f'strict decoding error: unknown field "{full}"') from None
+        raise DecodeError(path, text) from None
+    plugins = registry()
+    errs: list[str] = []
+
+    profiles_in = cfg.profiles or [_Profile(name=DEFAULT_PROFILE)]
+    if len(profiles_in) == 1 and not profiles_in[0].name:
+        profiles_in[0].name = DEFAULT_PROFILE
+    seen: set[str] = set()
+    for i, profile in enumerate(profiles_in):
+        if not profile.name:
+            errs.append(f"profiles[{i}].name: Required value")
+        elif profile.name in seen:
+            errs.append(f'profiles[{i}].name: Duplicate value: "{profile.name}"')
+        seen.add(profile.name)
+        names: set[str] = set()
+        for j, pc in enumerate(profile.plugin_config):
+            if pc.name in names:
+                errs.append(f'profiles[{i}].pluginConfig[{j}]: Duplicate value: "{pc.name}"')
+            names.add(pc.name)
+    _bind_address(cfg.healthz_bind_address, "healthzBindAddress", errs)
+    _bind_address(cfg.metrics_bind_address, "metricsBindAddress", errs)
+    node_selector = None
+    if cfg.node_selector is not None and not selector_is_empty(cfg.node_selector):
+        try:
+            node_selector = compile_selector(cfg.node_selector)
+        except SelectorError as err:
+            errs.append(f"nodeSelector: Invalid value: {err}")
+    interval = 0.0
+    if cfg.descheduling_interval:
+        try:
+            interval = parse_duration(cfg.descheduling_interval)
+        except DurationError as err:
+            raise DecodeError(path, str(err)) from None
+    if errs:
+        raise PolicyError(path, errs)
+
+    profiles = [_build_profile(path, p, plugins) for p in profiles_in]
+    for value, name in ((cfg.max_no_of_pods_to_evict_per_node, "maxNoOfPodsToEvictPerNode"),
+                        (cfg.max_no_of_pods_to_evict_per_namespace,
+                         "maxNoOfPodsToEvictPerNamespace"),
+                        (cfg.max_no_of_pods_to_evict_total, "maxNoOfPodsToEvictTotal")):
+        if value is not None and value < 0:
+            raise DecodeError(path, f"json: cannot unmarshal number {value} into Go struct field "
+                                    f"DeschedulerConfiguration.{name} of type uint")
+    return Policy(
+        path=path, format="koordinator", profiles=profiles,
+        limits=Limits(per_node=cfg.max_no_of_pods_to_evict_per_node,
+                      per_namespace=cfg.max_no_of_pods_to_evict_per_namespace,
+                      total=cfg.max_no_of_pods_to_evict_total),
+        node_selector=node_selector, dry_run=cfg.dry_run, descheduling_interval=interval,
+    )
+
+
+def _build_profile(path: str, profile: _Profile, plugins: dict[str, PluginSpec]) -> ProfileConfig:
+    ps = profile.plugins or _Plugins()
+    enabled = {
+        "deschedule": _merge(_DEFAULTS["deschedule"], ps.deschedule),
+        "balance": _merge(_DEFAULTS["balance"], ps.balance),
+        "evict": _merge(_DEFAULTS["evict"], ps.evict),
+        "filter": _merge(_DEFAULTS["filter"], ps.filter),
+    }
+    where = f'profile "{profile.name}"'
+    for ep, names in enabled.items():
+        for name in names:
+            spec = plugins.get(name)
+            if spec is None:
+                raise PolicyError(path, f"{where}: {ep} plugin {name!r} is not registered"
+                                  .replace("'", '"'))
+            if ep not in spec.extension_points:
+                raise PolicyError(path, f"{where}: plugin {name!r} does not extend {ep}"
+                                  .replace("'", '"'))
+    if not enabled["evict"]:
+        raise PolicyError(path, f"{where}: no evict plugin is enabled")
+    if len(enabled["evict"]) > 1:
+        raise PolicyError(path, f"{where}: only one evict plugin can be enabled")
+
+    cfg = ProfileConfig(name=profile.name, enabled=enabled)
+    # Filters double as preEvictionFilters (Koordinator ANDs both over the filter plugins).
+    cfg.enabled["preevictionfilter"] = list(enabled["filter"])
+    raw_args = {pc.name: pc.args for pc in profile.plugin_config}
+    wanted = {n for names in enabled.values() for n in names} | set(raw_args)
+    errs: list[str] = []
+    for name in sorted(wanted, key=lambda n: (n not in raw_args, n)):
+        spec = plugins.get(name)
+        if spec is None:
+            raise PolicyError(path, f"{where}: plugin {name} in pluginConfig not registered")
+        try:
+            args = decode_args(spec.args_type, raw_args.get(name), spec.args_kind or f"{name}Args")
+        except ArgsError as err:
+            raise DecodeError(path, str(err)) from None
+        spec.default(args)
+        plugin_errs = spec.validate(args)
+        if plugin_errs:
+            errs.append(f"{where}: {name}: {aggregate(plugin_errs)}")
+        cfg.args[name] = args
+    if errs:
+        raise PolicyError(path, errs)
+    if profile.node_selector is not None and not selector_is_empty(profile.node_selector):
+        try:
+            cfg.node_selector = compile_selector(profile.node_selector)
+        except SelectorError as err:
+            raise PolicyError(path, f"{where}: nodeSelector: {err}") from None
+    return cfg

@@ -1,0 +1,70 @@
+"""Reading a policy file in any accepted format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from desched.errors import InputError
+from desched.policy.errors import DecodeError
+from desched.policy.koordinator import load_koordinator
+from desched.policy.model import Policy
+from desched.policy.upstream import load_v1alpha2
+from desched.policy.v1alpha1 import load_v1alpha1
+from desched.snapshot.loader import describe_yaml_error
+
+_ACCEPTED = ("descheduler/v1alpha2 DeschedulerPolicy, descheduler/v1alpha1 DeschedulerPolicy, "
+             "descheduler/v1alpha2 DeschedulerConfiguration or a ConfigMap holding one")
+
+
+def _parse(path: str, text: str) -> dict[str, Any]:
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
+    except yaml.YAMLError as err:
+        raise InputError(path, f"invalid YAML: {describe_yaml_error(err)}") from None
+    if len(docs) != 1:
+        raise InputError(path, f"expected one policy document, found {len(docs)}")
+    doc = docs[0]
+    if not isinstance(doc, dict):
+        raise InputError(path, f"expected a policy object, got {type(doc).__name__}")
+    return doc
+
+
+def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Policy:
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    if kind == "ConfigMap" and api_version == "v1" and depth == 0:
+        data = doc.get("data") or {}
+        if not isinstance(data, dict) or not data:
+            raise InputError(path, "ConfigMap has no data key holding a policy")
+        if len(data) > 1:
+            keys = [k for k in data if k in ("policy.yaml", "policy.yml")]
+            if len(keys) != 1:
+                raise InputError(path, f"ConfigMap has several data keys ({', '.join(data)}); "
+                                       f"expected one holding the policy")
+            data = {keys[0]: data[keys[0]]}
+        key, text = next(iter(data.items()))
+        return policy_from_document(f"{path}[{key}]", _parse(f"{path}[{key}]", str(text)),
+                                    depth + 1)
+    if api_version == "descheduler/v1alpha2" and kind == "DeschedulerPolicy":
+        return load_v1alpha2(path, doc)
+    if api_version == "descheduler/v1alpha1" and kind == "DeschedulerPolicy":
+        return load_v1alpha1(path, doc)
+    if api_version == "descheduler/v1alpha2" and kind == "DeschedulerConfiguration":
+        return load_koordinator(path, doc)
+    if not kind or not api_version:
+        raise DecodeError(path, f"Object 'Kind' is missing or 'apiVersion' is missing; expected "
+                                f"{_ACCEPTED}")
+    raise DecodeError(path, f'no kind "{kind}" is registered for version "{api_version}"; '
+                            f"expected {_ACCEPTED}")
+
+
+def load_policy(path: str) -> Policy:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise InputError("", f"failed to read policy config file {path!r}: {detail}"
+                         .replace(f"'{path}'", f'"{path}"')) from None
+    return policy_from_document(path, _parse(path, text))

@@ -1,0 +1,44 @@
+"""The loaded, defaulted, validated policy, whatever format it came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from desched.framework.evictor import Limits
+from desched.predicates.labels import Matcher
+
+PolicyFormat = Literal["v1alpha2", "v1alpha1", "koordinator"]
+
+
+@dataclass
+class ProfileConfig:
+    name: str
+    # plugin name -> decoded args (first pluginConfig entry of a name wins, as upstream).
+    args: dict[str, Any] = field(default_factory=dict)
+    # extension point -> enabled plugin names, in order.
+    enabled: dict[str, list[str]] = field(default_factory=dict)
+    node_selector: Matcher | None = None  # Koordinator's per-profile nodeSelector
+
+
+@dataclass
+class MetricsProvider:
+    source: str
+    prometheus_url: str = ""
+    auth_token_secret: tuple[str, str] | None = None  # (namespace, name)
+
+
+@dataclass
+class Policy:
+    path: str
+    format: PolicyFormat
+    profiles: list[ProfileConfig]
+    limits: Limits = field(default_factory=Limits)
+    node_selector: Matcher | None = None
+    node_selector_text: str = ""
+    eviction_failure_event_notification: bool = False
+    grace_period_seconds: int | None = None
+    metrics_collector_enabled: bool = False
+    metrics_providers: list[MetricsProvider] = field(default_factory=list)
+    dry_run: bool = False  # Koordinator's top-level dryRun
+    descheduling_interval: float = 0.0  # seconds; Koordinator's deschedulingInterval

@@ -1,0 +1,251 @@
+"""kubernetes-sigs/descheduler `DeschedulerPolicy` v1alpha2 (and v1alpha1, converted as v0.30 did).
+
+Follows upstream's load order (reference/descheduler.md §1.1): top-level decoding is lenient and
+case-sensitive, plugin args are strict; validation runs before defaulting and its errors are
+aggregated; DefaultEvictor is injected into every profile; every enabled plugin must be
+registered for its extension point and have a pluginConfig entry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from desched.framework.evictor import Limits
+from desched.framework.registry import PluginSpec, registry
+from desched.policy.args import ArgsError, decode_args
+from desched.policy.errors import DecodeError, PolicyError, aggregate
+from desched.policy.model import MetricsProvider, Policy, ProfileConfig
+from desched.predicates.labels import SelectorError, parse_selector_string
+
+# Upstream's spelling of each extension point key, and how its profile error names it.
+_EP_KEYS = {"deschedule": "deschedule", "balance": "balance", "filter": "filter",
+            "preevictionfilter": "preEvictionFilter"}
+
+
+class _PluginSet(msgspec.Struct):
+    enabled: list[str] = []
+    disabled: list[str] = []
+
+
+class _Plugins(msgspec.Struct):
+    presort: _PluginSet | None = None
+    sort: _PluginSet | None = None
+    deschedule: _PluginSet | None = None
+    balance: _PluginSet | None = None
+    filter: _PluginSet | None = None
+    preevictionfilter: _PluginSet | None = None
+    # Not a key upstream reads (its JSON tag is lower-case), but its README shows it: accepted.
+    pre_eviction_filter: _PluginSet | None = msgspec.field(default=None, name="preEvictionFilter")
+
+
+class _PluginConfig(msgspec.Struct):
+    name: str = ""
+    args: Any = None
+
+
+class _Profile(msgspec.Struct, rename="camel"):
+    name: str = ""
+    plugin_config: list[_PluginConfig] = []
+    plugins: _Plugins | None = None
+
+
+class _SecretRef(msgspec.Struct):
+    namespace: str = ""
+    name: str = ""
+
+
+class _AuthToken(msgspec.Struct, rename="camel"):
+    secret_reference: _SecretRef | None = None
+
+
+class _Prometheus(msgspec.Struct, rename="camel"):
+    url: str = ""
+    auth_token: _AuthToken | None = None
+
+
+class _MetricsProvider(msgspec.Struct):
+    source: str = ""
+    prometheus: _Prometheus | None = None
+
+
+class _MetricsCollector(msgspec.Struct):
+    enabled: bool = False
+
+
+class _Policy(msgspec.Struct, rename="camel"):
+    profiles: list[_Profile] = []
+    node_selector: str | None = None
+    max_no_of_pods_to_evict_per_node: int | None = None
+    max_no_of_pods_to_evict_per_namespace: int | None = None
+    max_no_of_pods_to_evict_total: int | None = None
+    eviction_failure_event_notification: bool | None = None
+    metrics_collector: _MetricsCollector | None = None
+    metrics_providers: list[_MetricsProvider] = []
+    grace_period_seconds: int | None = None
+
+
+def _validate_top_level(pol: _Policy) -> list[str]:
+    errs: list[str] = []
+    seen: set[str] = set()
+    for provider in pol.metrics_providers:
+        if provider.source in seen:
+            errs.append(f"metric provider {provider.source!r} is already configured, each source "
+                        f"can be configured only once".replace("'", '"'))
+        seen.add(provider.source)
+    enabled_collector = pol.metrics_collector is not None and pol.metrics_collector.enabled
+    for provider in pol.metrics_providers:
+        if provider.source == "KubernetesMetrics" and enabled_collector:
+            errs.append("it is not allowed to combine metrics provider when metrics collector "
+                        "is enabled")
+        if provider.source == "Prometheus":
+            prom = provider.prometheus
+            if prom is None:
+                errs.append("prometheus configuration is required when prometheus source is "
+                            "enabled")
+                continue
+            if not prom.url:
+                errs.append("prometheus URL is required when prometheus is enabled")
+            else:
+                from urllib.parse import urlparse
+
+                try:
+                    urlparse(prom.url)
+                except ValueError as err:
+                    errs.append(f"error parsing prometheus URL: {err}")
+            token = prom.auth_token
+            if token is not None:
+                ref = token.secret_reference
+                if ref is None:
+                    errs.append("prometheus authToken secret is expected to be set when "
+                                "authToken field is")
+                elif not ref.name or not ref.namespace:
+                    errs.append("prometheus authToken secret reference does not set both "
+                                "namespace and name")
+    return errs
+
+
+def _non_negative(path: str, name: str, value: int | None) -> int | None:
+    if value is not None and value < 0:
+        raise DecodeError(path, f"json: cannot unmarshal number {value} into Go struct field "
+                                f"DeschedulerPolicy.{name} of type uint")
+    return value
+
+
+def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
+    try:
+        pol = msgspec.convert(doc, _Policy, str_keys=True)
+    except msgspec.ValidationError as err:
+        raise DecodeError(path, str(err)) from None
+    limits = Limits(
+        per_node=_non_negative(path, "maxNoOfPodsToEvictPerNode",
+                               pol.max_no_of_pods_to_evict_per_node),
+        per_namespace=_non_negative(path, "maxNoOfPodsToEvictPerNamespace",
+                                    pol.max_no_of_pods_to_evict_per_namespace),
+        total=_non_negative(path, "maxNoOfPodsToEvictTotal", pol.max_no_of_pods_to_evict_total),
+    )
+    plugins = registry()
+
+    # Decode every pluginConfig's args strictly (decode errors come before validation).
+    decoded: list[list[tuple[str, Any, PluginSpec | None]]] = []
+    for profile in pol.profiles:
+        entries: list[tuple[str, Any, PluginSpec | None]] = []
+        for pc in profile.plugin_config:
+            spec = plugins.get(pc.name)
+            if spec is None:
+                entries.append((pc.name, pc.args, None))
+                continue
+            try:
+                args = decode_args(spec.args_type, pc.args, spec.args_kind or f"{pc.name}Args")
+            except ArgsError as err:
+                raise DecodeError(path, str(err)) from None
+            entries.append((pc.name, args, spec))
+        decoded.append(entries)
+
+    # Validation, before defaulting, aggregated.
+    errs: list[str] = []
+    for profile, entries in zip(pol.profiles, decoded, strict=True):
+        for name, args, spec in entries:
+            if spec is None:
+                errs.append(f"in profile {profile.name}: plugin {name} in pluginConfig not "
+                            f"registered")
+                continue
+            plugin_errs = spec.validate(args)
+            if plugin_errs:
+                errs.append(f"in profile {profile.name}: {aggregate(plugin_errs)}")
+    errs.extend(_validate_top_level(pol))
+    if errs:
+        raise PolicyError(path, errs)
+
+    profiles = [_build_profile(path, profile, entries, plugins)
+                for profile, entries in zip(pol.profiles, decoded, strict=True)]
+
+    node_selector = None
+    if pol.node_selector:
+        try:
+            node_selector = parse_selector_string(pol.node_selector)
+        except SelectorError as err:
+            raise PolicyError(path, f"nodeSelector: {err}") from None
+    providers = []
+    for p in pol.metrics_providers:
+        prom = p.prometheus
+        ref = prom.auth_token.secret_reference if prom and prom.auth_token else None
+        providers.append(MetricsProvider(
+            source=p.source, prometheus_url=prom.url if prom else "",
+            auth_token_secret=(ref.namespace, ref.name) if ref else None))
+    return Policy(
+        path=path, format="v1alpha2", profiles=profiles, limits=limits,
+        node_selector=node_selector, node_selector_text=pol.node_selector or "",
+        eviction_failure_event_notification=bool(pol.eviction_failure_event_notification),
+        grace_period_seconds=pol.grace_period_seconds,
+        metrics_collector_enabled=bool(pol.metrics_collector and pol.metrics_collector.enabled),
+        metrics_providers=providers,
+    )
+
+
+def _build_profile(path: str, profile: _Profile,
+                   entries: list[tuple[str, Any, PluginSpec | None]],
+                   plugins: dict[str, PluginSpec]) -> ProfileConfig:
+    cfg = ProfileConfig(name=profile.name)
+    for name, args, spec in entries:
+        if spec is not None and name not in cfg.args:  # the first entry of a name wins
+            cfg.args[name] = args
+    ps = profile.plugins or _Plugins()
+    pef = list((ps.preevictionfilter or _PluginSet()).enabled)
+    for extra in (ps.pre_eviction_filter or _PluginSet()).enabled:
+        if extra not in pef:
+            pef.append(extra)
+    cfg.enabled = {
+        "deschedule": list((ps.deschedule or _PluginSet()).enabled),
+        "balance": list((ps.balance or _PluginSet()).enabled),
+        "filter": list((ps.filter or _PluginSet()).enabled),
+        "preevictionfilter": pef,
+    }
+    # DefaultEvictor is always a filter and a preEvictionFilter (prepended when missing), and gets
+    # a zero-value pluginConfig when it has none.
+    for ep in ("filter", "preevictionfilter"):
+        if "DefaultEvictor" not in cfg.enabled[ep]:
+            cfg.enabled[ep].insert(0, "DefaultEvictor")
+    if "DefaultEvictor" not in cfg.args:
+        spec = plugins["DefaultEvictor"]
+        cfg.args["DefaultEvictor"] = decode_args(spec.args_type, {}, "DefaultEvictorArgs")
+    for name, args in cfg.args.items():
+        plugins[name].default(args)
+
+    # Profile construction checks (upstream NewProfile).
+    for ep, key in _EP_KEYS.items():
+        missing = [n for n in cfg.enabled[ep]
+                   if n not in plugins or ep not in plugins[n].extension_points]
+        if missing:
+            listed = "[" + " ".join(missing) + "]"
+            raise PolicyError(path, f"unable to create {profile.name!r} profile: profile "
+                                    f"{profile.name!r} configures {key} extension point of "
+                                    f"non-existing plugins: {listed}".replace("'", '"'))
+    for ep in _EP_KEYS:
+        for name in cfg.enabled[ep]:
+            if name not in cfg.args:
+                raise PolicyError(path, f'unable to create "{profile.name}" profile: unable to '
+                                        f'build {name} plugin: unable to find "{name}" plugin '
+                                        f'config')
+    return cfg

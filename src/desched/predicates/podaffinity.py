@@ -1,0 +1,137 @@
+"""Required inter-pod anti-affinity, as the descheduler evaluates it (one direction only).
+
+Only the candidate pod's own required terms are checked; the existing pods' anti-affinity toward
+it, pod affinity and namespaceSelector are ignored, as upstream does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
+
+from desched.model.node import Node
+from desched.model.pod import Pod, PodAffinityTerm
+from desched.predicates.labels import Matcher, SelectorError, compile_selector
+from desched.snapshot.cluster import ClusterSnapshot
+
+
+def anti_affinity_terms(pod: Pod) -> tuple[PodAffinityTerm, ...]:
+    """The pod's requiredDuringSchedulingIgnoredDuringExecution anti-affinity terms."""
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.pod_anti_affinity is None:
+        return ()
+    return affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
+
+
+def term_namespaces(term: PodAffinityTerm, pod: Pod) -> frozenset[str]:
+    """term.namespaces, or the pod's own namespace when empty (namespaceSelector is ignored)."""
+    return frozenset(term.namespaces) if term.namespaces else frozenset((pod.namespace,))
+
+
+def _matches(other: Pod, namespaces: frozenset[str], selector: Matcher) -> bool:
+    return other.namespace in namespaces and selector(other.metadata.labels)
+
+
+def pod_matches_term(other_pod: Pod, term: PodAffinityTerm, pod: Pod) -> bool:
+    """Whether `other_pod` is selected by `pod`'s term: it is in the term's namespaces and its
+    labels match term.labelSelector (a nil selector matches nothing). An invalid selector raises
+    labels.SelectorError."""
+    return _matches(other_pod, term_namespaces(term, pod), compile_selector(term.label_selector))
+
+
+def _same_pod(a: Pod, b: Pod) -> bool:
+    # Upstream compares names only; namespace+name keeps a namesake in another namespace counted.
+    return a.metadata.name == b.metadata.name and a.namespace == b.namespace
+
+
+class AntiAffinityTerm(NamedTuple):
+    """A required anti-affinity term prepared for repeated checks. `selector` is None when the
+    term's selector is invalid; `error` then says why."""
+
+    selector: Matcher | None
+    error: SelectorError | None
+    namespaces: frozenset[str]
+    topology_key: str
+
+
+def compile_anti_affinity(pod: Pod) -> tuple[AntiAffinityTerm, ...]:
+    """The pod's required anti-affinity terms, compiled once for checks against many nodes."""
+    compiled = []
+    for term in anti_affinity_terms(pod):
+        try:
+            selector: Matcher | None = compile_selector(term.label_selector)
+            error = None
+        except SelectorError as err:
+            selector, error = None, err
+        compiled.append(AntiAffinityTerm(selector, error, term_namespaces(term, pod),
+                                         term.topology_key))
+    return tuple(compiled)
+
+
+def anti_affinity_conflict(pod: Pod, terms: tuple[AntiAffinityTerm, ...], node: Node,
+                           snapshot: ClusterSnapshot) -> bool:
+    """`violates_anti_affinity_on_node` with the terms compiled by `compile_anti_affinity`."""
+    if not terms:
+        return False
+    on_node = snapshot.pods_by_node.get(node.metadata.name) or {}
+    labels = node.metadata.labels
+    for term in terms:
+        # Upstream converts each term's selector before looking at the node: an invalid one
+        # fails the check even on an empty node.
+        if term.selector is None:
+            raise term.error or SelectorError("invalid label selector")
+        if term.topology_key not in labels:
+            continue
+        selector, namespaces = term.selector, term.namespaces
+        for other in on_node.values():
+            if (not other.terminal and not _same_pod(other, pod)
+                    and _matches(other, namespaces, selector)):
+                return True
+    return False
+
+
+def violates_anti_affinity_on_node(pod: Pod, node: Node, snapshot: ClusterSnapshot) -> bool:
+    """NodeFit's anti-affinity step: some required anti-affinity term of `pod` selects a
+    non-terminal pod already on `node` (other than `pod` itself), and the node carries the term's
+    topologyKey. Only the node itself is looked at, not its topology domain.
+
+    An invalid term selector raises labels.SelectorError (upstream NodeFit fails with it).
+    """
+    return anti_affinity_conflict(pod, compile_anti_affinity(pod), node, snapshot)
+
+
+def check_pods_with_anti_affinity_exist(
+    pod: Pod,
+    pods_by_namespace: Mapping[str, Iterable[Pod]],
+    node_of: Callable[[str], Node | None],
+) -> bool:
+    """utils.CheckPodsWithAntiAffinityExist: whether a pod selected by one of `pod`'s required
+    anti-affinity terms runs on the same node as `pod`, or on a node with the same value of the
+    term's topologyKey. Pods whose node `node_of` does not know are ignored; an invalid selector
+    makes the whole check false, as upstream."""
+    terms = anti_affinity_terms(pod)
+    if not terms:
+        return False
+    node = node_of(pod.spec.node_name)
+    if node is None:
+        return False  # upstream skips every candidate when the pod's own node is unknown
+    for term in terms:
+        try:
+            selector = compile_selector(term.label_selector)
+        except SelectorError:
+            return False
+        namespaces = term_namespaces(term, pod)
+        key = term.topology_key
+        value = node.metadata.labels.get(key)
+        for namespace in namespaces:
+            for other in pods_by_namespace.get(namespace, ()):
+                if _same_pod(other, pod) or not _matches(other, namespaces, selector):
+                    continue
+                other_node = node_of(other.spec.node_name)
+                if other_node is None:
+                    continue
+                if other_node.metadata.name == node.metadata.name:
+                    return True
+                if value is not None and other_node.metadata.labels.get(key) == value:
+                    return True
+    return False

@@ -1,0 +1,106 @@
+"""Rendering a simulation: text for people, JSON per DESIGN §1.2, a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import msgspec
+
+from desched.simulation import SimulationResult
+
+
+def to_json_obj(result: SimulationResult) -> dict[str, Any]:
+    """`cycles` and `evictions` keep the contract's meaning; the other keys are additions."""
+    log = result.log
+    return {
+        "cycles": result.cycles,
+        "evictions": [
+            {"cycle": d.cycle, "namespace": d.namespace, "pod": d.pod, "node": d.node,
+             "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
+            for d in log.evictions()
+        ],
+        "refusals": [
+            {"cycle": d.cycle, "outcome": d.outcome, "namespace": d.namespace, "pod": d.pod,
+             "node": d.node, "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
+            for d in log.decisions if d.outcome in ("limited", "pdb-blocked", "failed")
+        ],
+        "skipped": [
+            {"profile": profile, "plugin": plugin, "reason": reason, "pods": count}
+            for (profile, plugin, reason), count in sorted(log.filtered_counts.items())
+        ],
+        "cyclesSkipped": [{"cycle": s.cycle, "reason": s.skipped}
+                          for s in result.summaries if s.skipped],
+        "rescheduled": [{"cycle": s.cycle, "pod": key, "node": node}
+                        for s in result.summaries for key, node in s.placements],
+    }
+
+
+def render_text(result: SimulationResult) -> str:
+    lines = [f"policy {result.policy.path} ({result.policy.format}); snapshot: "
+             f"{result.nodes} nodes, {result.pods} pods"]
+    by_cycle: dict[int, list[str]] = {}
+    for d in result.log.decisions:
+        if d.outcome == "evicted":
+            text = f"  evict   {d.namespace}/{d.pod} on {d.node} [{d.profile}/{d.plugin}]: {d.reason}"
+        elif d.outcome in ("limited", "pdb-blocked", "failed"):
+            text = (f"  {d.outcome:7} {d.namespace}/{d.pod} on {d.node} "
+                    f"[{d.profile}/{d.plugin}]: {d.reason}")
+        else:
+            continue
+        by_cycle.setdefault(d.cycle, []).append(text)
+    for summary in result.summaries:
+        evicted = sum(1 for d in result.log.decisions
+                      if d.cycle == summary.cycle and d.outcome == "evicted")
+        head = f"cycle {summary.cycle}: {evicted} pod(s) evicted"
+        if summary.skipped:
+            head += f" ({summary.skipped})"
+        lines.append(head)
+        lines.extend(by_cycle.get(summary.cycle, []))
+        for key, node in summary.placements:
+            lines.append(f"  placed  {key} on {node}" if node else f"  pending {key}: no node fits")
+    if result.log.filtered_counts:
+        lines.append("not evicted (pods considered by a plugin but protected):")
+        for (profile, plugin, reason), count in result.log.filtered_counts.most_common():
+            lines.append(f"  {count:6} [{profile}/{plugin}] {reason}")
+    total = len(result.evictions)
+    lines.append(f"total: {total} pod(s) evicted in {result.cycles} cycle(s)")
+    return "\n".join(lines) + "\n"
+
+
+def render_html(result: SimulationResult) -> str:
+    data = to_json_obj(result)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(e[k]))}</td>" for k in
+                         ("cycle", "namespace", "pod", "node", "profile", "plugin", "reason"))
+        + "</tr>" for e in data["evictions"])
+    refusals = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(e[k]))}</td>" for k in
+                         ("cycle", "outcome", "namespace", "pod", "node", "plugin", "reason"))
+        + "</tr>" for e in data["refusals"])
+    skipped = "".join(
+        f"<tr><td>{s['pods']}</td><td>{html.escape(s['profile'])}/{html.escape(s['plugin'])}"
+        f"</td><td>{html.escape(s['reason'])}</td></tr>" for s in data["skipped"])
+    title = f"desched simulation: {html.escape(result.policy.path)}"
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>{title}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}</style></head>
+<body><h1>{title}</h1>
+<p>{result.nodes} nodes, {result.pods} pods, {result.cycles} cycle(s),
+{len(data["evictions"])} eviction(s).</p>
+<h2>Evictions</h2><table><tr><th>cycle</th><th>namespace</th><th>pod</th><th>node</th>
+<th>profile</th><th>plugin</th><th>reason</th></tr>{rows}</table>
+<h2>Refused</h2><table><tr><th>cycle</th><th>outcome</th><th>namespace</th><th>pod</th>
+<th>node</th><th>plugin</th><th>reason</th></tr>{refusals}</table>
+<h2>Protected</h2><table><tr><th>pods</th><th>plugin</th><th>reason</th></tr>{skipped}</table>
+</body></html>
+"""
+
+
+def render(result: SimulationResult, output: str) -> str:
+    if output == "json":
+        return msgspec.json.encode(to_json_obj(result)).decode() + "\n"
+    if output == "html":
+        return render_html(result)
+    return render_text(result)

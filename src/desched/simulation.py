@@ -1,0 +1,56 @@
+"""`desched simulate`: the policy, the snapshot, the simulation executor, N cycles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from desched.executors.simulation import SimulationExecutor
+from desched.framework.decisions import Decision, DecisionLog
+from desched.framework.runner import Descheduler
+from desched.framework.types import Clock
+from desched.policy.loader import load_policy
+from desched.policy.model import Policy
+from desched.scheduler.placement import reschedule
+from desched.snapshot.loader import load_snapshot
+
+
+@dataclass
+class CycleSummary:
+    cycle: int
+    skipped: str | None = None
+    placements: list[tuple[str, str | None]] = field(default_factory=list)
+
+
+@dataclass
+class SimulationResult:
+    policy: Policy
+    snapshot_files: list[str]
+    nodes: int
+    pods: int
+    cycles: int
+    log: DecisionLog
+    summaries: list[CycleSummary]
+
+    @property
+    def evictions(self) -> list[Decision]:
+        return self.log.evictions()
+
+
+def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime, cycles: int,
+                   do_reschedule: bool, log: DecisionLog | None = None) -> SimulationResult:
+    policy = load_policy(policy_path)
+    snapshot = load_snapshot(snapshot_paths)
+    nodes, pods = len(snapshot.nodes), len(snapshot.pods)
+    executor = SimulationExecutor(snapshot)
+    descheduler = Descheduler(policy, snapshot, executor, Clock(now), log or DecisionLog())
+    summaries = []
+    for cycle in range(1, cycles + 1):
+        summary = CycleSummary(cycle, descheduler.run_cycle(cycle))
+        if do_reschedule and executor.evicted:
+            placed = reschedule(executor.evicted, snapshot, cycle, descheduler.nodes())
+            summary.placements = [(p.key, node) for p, node in placed]
+        executor.evicted.clear()
+        summaries.append(summary)
+    return SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
+                            summaries)
