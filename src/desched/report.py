@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-import msgspec
+from desched.model.meta import json_encoder
 
 from desched.simulation import SimulationResult
 
@@ -100,7 +100,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}</style></head>
 
 def render(result: SimulationResult, output: str) -> str:
     if output == "json":
-        return msgspec.json.encode(to_json_obj(result)).decode() + "\n"
+        return json_encoder.encode(to_json_obj(result)).decode() + "\n"
     if output == "html":
         return render_html(result)
     return render_text(result)

@@ -90,6 +90,15 @@ def test_gt_rejects_what_go_parseint_rejects(make: Any, make_node: Any) -> None:
         assert node_selector_term_matches(term, node) is expected, value
 
 
+def test_match_fields_ignored_for_a_nameless_node(make: Any, make_node: Any) -> None:
+    # Upstream builds no field set for a node without a name, and then skips matchFields.
+    term = make({"matchFields": [name_field("In", "node-1")]}, NodeSelectorTerm)
+    assert node_selector_term_matches(term, make_node("", labels=LABELS)) is True
+    both = make({"matchExpressions": [expr("zone", "In", "b")],
+                 "matchFields": [name_field("In", "node-1")]}, NodeSelectorTerm)
+    assert node_selector_term_matches(both, make_node("", labels=LABELS)) is False
+
+
 def required(*terms: dict[str, Any]) -> dict[str, Any]:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
                              {"nodeSelectorTerms": list(terms)}}}

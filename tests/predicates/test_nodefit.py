@@ -88,6 +88,10 @@ def test_node_fit_taints(make_pod: Any, make_node: Any, make_snapshot: Any,
         ({**ALLOC, "example.com/gpu": "2"}, [{"example.com/gpu": "1"}],
          {"example.com/gpu": "2"}, "insufficient example.com/gpu"),
         (ALLOC, [], {"ephemeral-storage": "1Gi"}, "insufficient ephemeral-storage"),
+        # A missing extended resource has 0 available whatever the node's pods request, while
+        # cpu and memory are always allocatable minus usage (so negative here).
+        (ALLOC, [{"example.com/gpu": "1"}], {"example.com/gpu": "0"}, None),
+        ({"memory": "4Gi", "pods": "10"}, [{"cpu": "100m"}], {"cpu": "0"}, "insufficient cpu"),
         # A resource failure is reported before the pod count.
         ({"cpu": "1", "memory": "4Gi", "pods": "1"}, [{}], {"cpu": "2"}, "insufficient cpu"),
     ],

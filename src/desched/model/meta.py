@@ -102,3 +102,13 @@ def controller_ref(meta: ObjectMeta) -> OwnerReference | None:
         if ref.controller:
             return ref
     return None
+
+
+def _encode_shared(obj: Any) -> Any:
+    if isinstance(obj, Shared):
+        return str(obj)
+    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
+
+
+# JSON encoding for anything holding model values (Shared strings encode as plain strings).
+json_encoder = msgspec.json.Encoder(enc_hook=_encode_shared)

@@ -12,6 +12,7 @@ import msgspec
 from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
+from desched.model.meta import json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.policy.args import Namespaces, namespace_allowed, validate_namespaces
@@ -38,8 +39,8 @@ def _placement_signature(pod: Pod) -> tuple[object, ...]:
     if affinity is not None and affinity.node_affinity is not None:
         selector = affinity.node_affinity.required_during_scheduling_ignored_during_execution
         if selector is not None:
-            required = msgspec.json.encode(selector)
-    return (msgspec.json.encode(pod.spec.tolerations), required,
+            required = json_encoder.encode(selector)
+    return (json_encoder.encode(pod.spec.tolerations), required,
             tuple(sorted(pod.spec.node_selector.items())))
 
 
