@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 PAGE = 500
 ZONES = ["zone-a", "zone-b", "zone-c"]
 APPS_PER_NS = 40
 DAEMONSETS = ["kube-proxy", "node-exporter", "fluent-bit", "calico-node", "csi-node", "npd"]
-BASE_TIME = datetime(2026, 11, 1, tzinfo=timezone.utc)
+BASE_TIME = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def ts(dt: datetime) -> str:
@@ -28,7 +28,7 @@ def ts(dt: datetime) -> str:
 
 
 def uid(rng: random.Random) -> str:
-    h = "%032x" % rng.getrandbits(128)
+    h = f"{rng.getrandbits(128):032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
@@ -230,7 +230,8 @@ def main() -> None:
         out.write(json.dumps({"apiVersion": "v1", "kind": "NamespaceList", "items": namespaces}))
         out.write("\n")
         pdbs = [{"metadata": {"name": f"app-{a:02d}", "namespace": f"team-{n:02d}"},
-                 "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": f"app-{a:02d}"}}}}
+                 "spec": {"maxUnavailable": 1,
+                          "selector": {"matchLabels": {"app": f"app-{a:02d}"}}}}
                 for n in range(60) for a in range(0, APPS_PER_NS, 4)]
         out.write(json.dumps({"apiVersion": "policy/v1", "kind": "PodDisruptionBudgetList",
                               "items": pdbs}))

@@ -1,3 +1,4 @@
-"""desched: a Kubernetes descheduler compatible with kubernetes-sigs/descheduler and koord-descheduler."""
+"""desched: a Kubernetes descheduler compatible with kubernetes-sigs/descheduler and
+koord-descheduler."""
 
 __version__ = "0.1.0"

@@ -6,7 +6,6 @@ import html
 from typing import Any
 
 from desched.model.meta import json_encoder
-
 from desched.simulation import SimulationResult
 
 
@@ -42,7 +41,8 @@ def render_text(result: SimulationResult) -> str:
     by_cycle: dict[int, list[str]] = {}
     for d in result.log.decisions:
         if d.outcome == "evicted":
-            text = f"  evict   {d.namespace}/{d.pod} on {d.node} [{d.profile}/{d.plugin}]: {d.reason}"
+            text = (f"  evict   {d.namespace}/{d.pod} on {d.node} [{d.profile}/{d.plugin}]: "
+                    f"{d.reason}")
         elif d.outcome in ("limited", "pdb-blocked", "failed"):
             text = (f"  {d.outcome:7} {d.namespace}/{d.pod} on {d.node} "
                     f"[{d.profile}/{d.plugin}]: {d.reason}")

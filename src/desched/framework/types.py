@@ -9,8 +9,8 @@ from desched.model.node import Node
 from desched.model.pod import Pod
 
 if TYPE_CHECKING:
-    from desched.framework.evictor import ProfileEvictor
     from desched.framework.decisions import DecisionLog
+    from desched.framework.evictor import ProfileEvictor
     from desched.snapshot.cluster import ClusterSnapshot
 
 EXTENSION_POINTS = ("deschedule", "balance", "filter", "preevictionfilter", "evict")

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
 import msgspec
-
 
 
 class Shared(str):
@@ -22,7 +20,7 @@ class Shared(str):
     __slots__ = ()
 
 
-_shared: dict[str, Shared] = {}
+_shared: dict[object, Shared] = {}
 
 
 def _new_shared(obj: Any) -> Shared:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import functools
+from collections.abc import Mapping
 
 import msgspec
 
@@ -51,7 +50,7 @@ class Node(msgspec.Struct, tag_field="kind", tag="Node", rename="camel", dict=Tr
 
     @functools.cached_property
     def allocatable(self) -> dict[str, int]:
-        """status.allocatable when it is set, else status.capacity (as upstream's NodeUtilization)."""
+        """status.allocatable when set, else status.capacity (as upstream's NodeUtilization)."""
         source = self.status.allocatable or self.status.capacity
         return {name: resource_amount(name, q) for name, q in source.items()}
 

@@ -1,9 +1,9 @@
-"""The other kinds a snapshot may hold: budgets, namespaces, priority classes, owners, metrics, CRs."""
+"""The other kinds a snapshot may hold: budgets, namespaces, priority classes, owners,
+metrics, CRs."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-
 from datetime import datetime
 from typing import Any
 
@@ -148,7 +148,7 @@ class NodeMetric(msgspec.Struct, tag_field="kind", tag="NodeMetric", rename="cam
     status: NodeMetricStatus = msgspec.field(default_factory=NodeMetricStatus)
 
 
-# --- metrics.k8s.io/v1beta1 ------------------------------------------------------------------------
+# --- metrics.k8s.io/v1beta1 -----------------------------------------------------------------
 
 class NodeMetrics(msgspec.Struct, tag_field="kind", tag="NodeMetrics", rename="camel",
                   omit_defaults=True):
@@ -171,7 +171,7 @@ class PodMetrics(msgspec.Struct, tag_field="kind", tag="PodMetrics", rename="cam
     containers: tuple[ContainerMetrics, ...] = ()
 
 
-# --- Koordinator scheduling.koordinator.sh/v1alpha1 -------------------------------------------------
+# --- Koordinator scheduling.koordinator.sh/v1alpha1 ------------------------------------------
 
 class ObjectRef(msgspec.Struct, rename="camel", omit_defaults=True):
     kind: str = ""

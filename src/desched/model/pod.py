@@ -1,9 +1,9 @@
-"""Pod: the lean struct and the facts descheduling derives from it (requests, QoS, owner, storage)."""
+"""Pod: the lean struct and the facts descheduling derives from it (requests, QoS, owner,
+storage)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-
 from datetime import datetime
 from typing import Literal
 
@@ -135,7 +135,7 @@ class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     init_containers: tuple[Container, ...] = ()
     overhead: Mapping[str, Quantity] = EMPTY_MAP
     resources: ResourceRequirements | None = None
-    node_selector: Mapping[Shared, Shared] = EMPTY_MAP
+    node_selector: Mapping[str, str] = EMPTY_MAP
     affinity: Affinity | None = None
     tolerations: tuple[Toleration, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
@@ -290,16 +290,17 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
         """Effective requests as the scheduler computes them (resourcehelper.PodRequests).
 
         Sum of the containers; each init container runs alone (plus the sidecars started before it),
-        so the pod needs the max of that and the sum; sidecars (restartPolicy Always) also add to the
-        sum; pod-level resources replace the aggregate for the resources they name; overhead is added.
+        so the pod needs the max of that and the sum; sidecars (restartPolicy Always) also add to
+        the sum; pod-level resources replace the aggregate for the resources they name; overhead
+        is added.
         """
         spec = self.spec
-        total: Mapping[str, int] = EMPTY_MAP
+        total: dict[str, int] = {}
         for container in spec.containers:
             _add(total, _container_requests(container))
         if spec.init_containers:
-            sidecars: Mapping[str, int] = EMPTY_MAP
-            init_peak: Mapping[str, int] = EMPTY_MAP
+            sidecars: dict[str, int] = {}
+            init_peak: dict[str, int] = {}
             for container in spec.init_containers:
                 reqs = _container_requests(container)
                 if container.restart_policy == "Always":
@@ -337,8 +338,8 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
         return self.cached_qos
 
     def _compute_qos(self) -> str:
-        requests: Mapping[str, int] = EMPTY_MAP
-        limits: Mapping[str, int] = EMPTY_MAP
+        requests: dict[str, int] = {}
+        limits: dict[str, int] = {}
         guaranteed = True
         for container in (*self.spec.containers, *self.spec.init_containers):
             res = container.resources or ResourceRequirements()

@@ -160,7 +160,7 @@ class DefaultEvictor:
         else:
             pc = self.handle.snapshot.priority_classes.get(pt.name)
             if pc is None:
-                raise InputError(self.handle.profile and f"profile {self.handle.profile}" or "",
+                raise InputError((self.handle.profile and f"profile {self.handle.profile}") or "",
                                  f"unable to get priority value from the priority class: "
                                  f'priorityclasses.scheduling.k8s.io "{pt.name}" not found')
             value = pc.value
@@ -170,7 +170,8 @@ class DefaultEvictor:
         return value
 
     def _build_checks(self, new_style: bool) -> list[Check]:
-        on, args, checks = self.protections, self.args, []
+        on, args = self.protections, self.args
+        checks: list[Check] = []
         if "SystemCriticalPods" in on:
             critical_msg = ("pod has system-critical priority and descheduler is not configured "
                             "with systemCriticalPods") if new_style else \

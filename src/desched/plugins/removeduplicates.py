@@ -88,7 +88,7 @@ class RemoveDuplicates:
                 images_hash = "#".join(images)
                 keys: list[str] = []
                 for ref in refs:
-                    owner_key = (pod.namespace, ref.kind, ref.name, images_hash)
+                    owner_key: OwnerKey = (pod.namespace, ref.kind, ref.name, images_hash)
                     occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
                     keys.extend(f"{pod.namespace}/{ref.kind}/{ref.name}/{image}"
                                 for image in images)

@@ -102,7 +102,7 @@ def _merge(defaults: list[str], user: _PluginSet | None) -> list[str]:
 def _bind_address(value: str | None, field: str, errs: list[str]) -> None:
     if value is None:
         return
-    host, sep, port = value.rpartition(":")
+    _, sep, port = value.rpartition(":")
     if not sep or not port or not port.isdigit():
         errs.append(f"{field}: Invalid value: {value!r}: must be a valid host:port"
                     .replace("'", '"'))

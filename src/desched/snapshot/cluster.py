@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from desched.model.meta import ObjectMeta, Shared, trim_annotations
@@ -183,7 +183,7 @@ class ClusterSnapshot:
             if matcher(pod.metadata.labels):
                 yield pod
 
-    def namespace_labels(self, name: str) -> dict[str, str]:
+    def namespace_labels(self, name: str) -> Mapping[str, str]:
         ns = self.namespaces.get(name)
         return ns.metadata.labels if ns is not None else {}
 

@@ -1,4 +1,5 @@
-"""Reading snapshot files: YAML or JSON documents, objects or lists, as `kubectl get -o` prints them.
+"""Reading snapshot files: YAML or JSON documents, objects or lists, as `kubectl get -o`
+prints them.
 
 JSON is decoded from bytes straight into the lean structs. A file whose lines are each one JSON
 document (what `desched snapshot` writes: one list page per line) is memory-mapped and decoded in
@@ -73,13 +74,13 @@ class _Reader:
             return False
         return True
 
-    def _fail(self, where: str, err: Exception) -> InputError:
+    def _fail(self, where: str, err: Exception | str) -> InputError:
         return InputError(self.path, f"{where}: {err}")
 
     def json_document(self, data: Buffer, where: str) -> Iterator[KubeObject]:
         guess = _guess_list_kind(data)
         decoder = PAGE_DECODERS.get(guess) if guess else None
-        if decoder is not None:
+        if guess is not None and decoder is not None:
             try:
                 page = decoder.decode(data)
             except msgspec.DecodeError:
@@ -212,7 +213,7 @@ def read_objects(path: str, warn: Warn = _stderr_warn) -> Iterator[KubeObject]:
     """Every understood object in one snapshot file, in file order."""
     reader = _Reader(path)
     try:
-        handle = Path(path).open("rb")
+        handle = Path(path).open("rb")  # noqa: SIM115 (closed below, after the checks)
     except OSError as err:
         raise InputError(path, f"cannot read snapshot file: {err.strerror or err}") from None
     with handle:

@@ -1,0 +1,74 @@
+"""Decode benchmark: load a 5,000-node / 150,000-pod snapshot, report load time and peak RSS.
+
+    .venv/bin/python bench/decode.py [--nodes 5000] [--pods 150000] [--runs 5]
+
+The snapshot is generated once (bench/generate_cluster.py) into $DESCHED_BENCH_DIR (default
+/tmp/desched-bench). Each run is a fresh process, so peak RSS is the whole process's high-water
+mark (interpreter, modules, decoded objects and indices), read from the kernel (VmHWM).
+Targets (DESIGN §3): <= 3 s and <= 800 MB on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+_CHILD = r"""
+import json, sys, time
+from desched.snapshot.loader import load_snapshot
+t = time.perf_counter()
+snap = load_snapshot([sys.argv[1]], warn=lambda m: None)
+elapsed = time.perf_counter() - t
+hwm = 0
+with open("/proc/self/status") as fh:
+    for line in fh:
+        if line.startswith("VmHWM:"):
+            hwm = int(line.split()[1]) * 1024
+print(json.dumps({"seconds": elapsed, "peak_rss": hwm, "nodes": len(snap.nodes),
+                  "pods": len(snap.pods)}))
+"""
+
+
+def ensure_snapshot(nodes: int, pods: int) -> Path:
+    base = Path(os.environ.get("DESCHED_BENCH_DIR", "/tmp/desched-bench"))
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / f"cluster-{nodes}n-{pods}p.jsonl"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        subprocess.run([sys.executable, str(HERE / "generate_cluster.py"), "--nodes", str(nodes),
+                        "--pods", str(pods), "--out", str(tmp)], check=True)
+        tmp.rename(path)
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="snapshot decode benchmark")
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--pods", type=int, default=150000)
+    ap.add_argument("--runs", type=int, default=5)
+    opts = ap.parse_args()
+    path = ensure_snapshot(opts.nodes, opts.pods)
+    results = []
+    for _ in range(opts.runs):
+        out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], check=True,
+                             capture_output=True, text=True).stdout
+        results.append(json.loads(out))
+    secs = [r["seconds"] for r in results]
+    rss = [r["peak_rss"] / 2**20 for r in results]
+    print(f"snapshot: {path} ({path.stat().st_size / 2**20:.0f} MiB, "
+          f"{results[0]['nodes']} nodes, {results[0]['pods']} pods)")
+    print(f"load time: median {statistics.median(secs):.2f} s "
+          f"(min {min(secs):.2f}, max {max(secs):.2f}, {len(secs)} runs)")
+    print(f"peak RSS:  median {statistics.median(rss):.0f} MiB "
+          f"(min {min(rss):.0f}, max {max(rss):.0f})")
+
+
+if __name__ == "__main__":
+    main()
