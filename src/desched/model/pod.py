@@ -343,9 +343,11 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
         guaranteed = True
         for container in (*self.spec.containers, *self.spec.init_containers):
             res = container.resources or ResourceRequirements()
+            # The API server defaults a missing request to the limit; QoS sees the defaulted spec.
+            defaulted = {**res.limits, **res.requests}
             for name in _QOS_RESOURCES:
-                if name in res.requests:
-                    amount = resource_amount(name, res.requests[name])
+                if name in defaulted:
+                    amount = resource_amount(name, defaulted[name])
                     if amount != 0:
                         requests[name] = requests.get(name, 0) + amount
             found = set()

@@ -1,0 +1,97 @@
+"""Pod facts: effective requests (PodRequests), QoS class, owner and storage detection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from builders import decode
+
+
+def make(containers: list[dict[str, Any]], init: list[dict[str, Any]] | None = None,
+         **spec: Any) -> Any:
+    body: dict[str, Any] = {"containers": containers, **spec}
+    if init:
+        body["initContainers"] = init
+    return decode("Pod", {"metadata": {"name": "p"}, "spec": body})
+
+
+def c(cpu: str | None = None, mem: str | None = None, lim_cpu: str | None = None,
+      lim_mem: str | None = None, restart: str | None = None) -> dict[str, Any]:
+    req = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v is not None}
+    lim = {k: v for k, v in (("cpu", lim_cpu), ("memory", lim_mem)) if v is not None}
+    out: dict[str, Any] = {"name": "c", "image": "i", "resources": {"requests": req,
+                                                                    "limits": lim}}
+    if restart:
+        out["restartPolicy"] = restart
+    return out
+
+
+def test_sum_of_containers() -> None:
+    pod = make([c("100m", "100Mi"), c("200m", "50Mi")])
+    assert pod.requests == {"cpu": 300, "memory": 150 * 2**20}
+
+
+def test_init_container_max() -> None:
+    pod = make([c("100m")], init=[c("500m"), c("200m")])
+    assert pod.requests["cpu"] == 500
+
+
+def test_sidecar_adds_to_sum_and_to_later_init_containers() -> None:
+    # sidecar 100m runs alongside the app (200m) and alongside the later init container (300m).
+    pod = make([c("200m")], init=[c("100m", restart="Always"), c("300m")])
+    assert pod.requests["cpu"] == 400  # max(200+100, 100+300)
+
+
+def test_overhead_added() -> None:
+    pod = make([c("100m")], overhead={"cpu": "50m", "memory": "10Mi"})
+    assert pod.requests == {"cpu": 150, "memory": 10 * 2**20}
+
+
+def test_limits_default_requests() -> None:
+    pod = make([c(lim_cpu="1", lim_mem="1Gi")])
+    assert pod.requests == {"cpu": 1000, "memory": 2**30}
+
+
+def test_pod_level_resources_replace_aggregate() -> None:
+    pod = make([c("100m", "1Gi")], resources={"requests": {"cpu": "2"}})
+    assert pod.requests == {"cpu": 2000, "memory": 2**30}
+
+
+@pytest.mark.parametrize(("containers", "qos"), [
+    ([c()], "BestEffort"),
+    ([c("100m")], "Burstable"),
+    ([c("1", "1Gi", "1", "1Gi")], "Guaranteed"),
+    ([c(lim_cpu="1", lim_mem="1Gi")], "Guaranteed"),       # requests default to limits
+    ([c("500m", "1Gi", "1", "1Gi")], "Burstable"),
+    ([c("1", "1Gi", "1", "1Gi"), c("100m")], "Burstable"),
+])
+def test_qos(containers: list[dict[str, Any]], qos: str) -> None:
+    assert make(containers).qos_class == qos
+
+
+def test_status_qos_wins() -> None:
+    pod = decode("Pod", {"metadata": {"name": "p"}, "status": {"qosClass": "Guaranteed"}})
+    assert pod.qos_class == "Guaranteed"
+
+
+def test_owner_and_classes() -> None:
+    pod = decode("Pod", {"metadata": {
+        "name": "p", "annotations": {"kubernetes.io/config.source": "file"},
+        "ownerReferences": [{"kind": "DaemonSet", "name": "ds", "uid": "u", "controller": True}]},
+        "spec": {"volumes": [{"name": "v", "emptyDir": {}},
+                             {"name": "w", "persistentVolumeClaim": {"claimName": "data"}}]}})
+    assert pod.is_daemonset and pod.is_static and not pod.is_mirror
+    assert pod.controller is not None and pod.controller.name == "ds"
+    assert pod.has_local_storage
+    assert pod.pvc_names == ["data"]
+
+
+def test_conditions_decoded_lazily() -> None:
+    pod = decode("Pod", {"metadata": {"name": "p"}, "status": {"conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+    ready = pod.condition("Ready")
+    assert ready is not None and ready.status == "True"
+    assert ready.last_transition_time is not None and ready.last_transition_time.year == 2026
+    assert pod.condition("PodScheduled") is None
