@@ -1,5 +1,8 @@
-"""The plugins. Importing this package registers every plugin with the framework registry."""
+"""The plugins, one module each. Importing this package imports every module in it, and each
+module registers its plugin with the framework registry."""
 
-from desched.plugins import defaultevictor, podlifetime, removeduplicates
+import importlib
+import pkgutil
 
-__all__ = ["defaultevictor", "podlifetime", "removeduplicates"]
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

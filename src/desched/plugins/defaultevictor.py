@@ -144,7 +144,10 @@ class DefaultEvictor:
         self.args = args
         self.handle = handle
         self.protections, new_style = effective_protections(args)
-        self.threshold = self._resolve_threshold(args.priority_threshold)
+        # The threshold belongs to the SystemCriticalPods protection; with it off, upstream never
+        # looks the priority class up (applySystemCriticalPodsProtection returns early).
+        self.threshold = (self._resolve_threshold(args.priority_threshold)
+                          if "SystemCriticalPods" in self.protections else SYSTEM_CRITICAL_PRIORITY)
         self.checks = self._build_checks(new_style)
         self.node_matcher = parse_selector_string(args.node_selector) if args.node_selector \
             else None
