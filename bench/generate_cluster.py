@@ -244,7 +244,10 @@ def main() -> None:
                 pod = make_pod(i, f"node-{node_index:05d}", node_index, rng,
                                DAEMONSETS[i % len(DAEMONSETS)])
             else:
-                node_index = rng.randrange(args.nodes)
+                # Skewed placement: a tenth of the nodes get about four times their share, so
+                # utilization strategies find hot and cold nodes.
+                hot = max(1, args.nodes // 10)
+                node_index = rng.randrange(hot) if rng.random() < 0.3 else rng.randrange(args.nodes)
                 pod = make_pod(i, f"node-{node_index:05d}", node_index, rng, None)
             page.append(pod)
             if len(page) == PAGE:

@@ -107,3 +107,13 @@ def test_explain_names_the_deciding_plugin_and_reason() -> None:
     assert "kept by default/PodLifeTime: pod does not have any ownerRefs" in kept
     node = explain_run(*args, None, "worker-1")
     assert node.count("EVICTED") == 2
+
+
+def test_koordinator_example_gives_the_same_decisions_as_upstream() -> None:
+    upstream = run_simulation(str(EXAMPLES / "policy.yaml"), [str(EXAMPLES / "cluster.yaml")],
+                              NOW, 1, False)
+    koord = run_simulation(str(EXAMPLES / "koordinator-policy.yaml"),
+                           [str(EXAMPLES / "cluster.yaml")], NOW, 1, False)
+    assert koord.policy.format == "koordinator"
+    assert [(e.pod, e.plugin) for e in koord.evictions] == \
+        [(e.pod, e.plugin) for e in upstream.evictions]

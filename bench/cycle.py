@@ -1,0 +1,77 @@
+"""Cycle benchmark: one descheduling cycle with all ten upstream strategies enabled
+(bench/all-strategies.yaml) on the generated 5,000-node / 150,000-pod snapshot.
+
+    .venv/bin/python bench/cycle.py [--runs 3] [--policy bench/all-strategies.yaml]
+
+Each run is a fresh process: load the snapshot (not timed here; see bench/decode.py), then time
+one `Descheduler.run_cycle` with the simulation executor, and time each plugin separately.
+Target (DESIGN §3): one full cycle <= 2 s on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from decode import ensure_snapshot  # noqa: E402
+
+_CHILD = r"""
+import json, sys, time
+from datetime import datetime, timezone
+from desched.executors.simulation import SimulationExecutor
+from desched.framework.runner import Descheduler
+from desched.framework.types import Clock
+from desched.policy.loader import load_policy
+from desched.snapshot.loader import load_snapshot
+
+policy = load_policy(sys.argv[2])
+snap = load_snapshot([sys.argv[1]], warn=lambda m: None)
+executor = SimulationExecutor(snap)
+d = Descheduler(policy, snap, executor, Clock(datetime(2026, 11, 22, 12, tzinfo=timezone.utc)))
+timings = {}
+for profile in d.profiles:
+    for kind in ("deschedule", "balance"):
+        for i, (name, plugin) in enumerate(getattr(profile, kind)):
+            method = getattr(plugin, kind)
+            def timed(nodes, _m=method, _n=name):
+                t0 = time.perf_counter()
+                _m(nodes)
+                timings[_n] = timings.get(_n, 0.0) + time.perf_counter() - t0
+            setattr(plugin, kind, timed)
+t = time.perf_counter()
+d.run_cycle(1)
+elapsed = time.perf_counter() - t
+print(json.dumps({"seconds": elapsed, "evicted": len(d.log.evictions()), "plugins": timings}))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="one-cycle benchmark, all strategies")
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--pods", type=int, default=150000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--policy", default=str(HERE / "all-strategies.yaml"))
+    opts = ap.parse_args()
+    path = ensure_snapshot(opts.nodes, opts.pods)
+    runs = []
+    for _ in range(opts.runs):
+        out = subprocess.run([sys.executable, "-c", _CHILD, str(path), opts.policy], check=True,
+                             capture_output=True, text=True).stdout
+        runs.append(json.loads(out))
+    secs = [r["seconds"] for r in runs]
+    print(f"cycle: median {statistics.median(secs):.2f} s (min {min(secs):.2f}, "
+          f"max {max(secs):.2f}, {len(secs)} runs); {runs[0]['evicted']} evictions")
+    for name in runs[0]["plugins"]:
+        med = statistics.median(r["plugins"][name] for r in runs)
+        print(f"  {name:48} {med:7.3f} s")
+
+
+if __name__ == "__main__":
+    main()
