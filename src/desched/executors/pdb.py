@@ -43,12 +43,13 @@ class BudgetTracker:
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
-        self.evicted: dict[int, int] = {}
+        self.evicted: dict[int, int] = {}  # disruptions used per PDB
+        self.removed: dict[int, int] = {}  # evicted non-terminal pods per PDB (still expected)
 
     def _counts(self, pdb: PodDisruptionBudget) -> tuple[int, int, int]:
         """(expected, current healthy, desired healthy)."""
         matching = [p for p in self.snapshot.pods_of_pdb(pdb) if not p.terminal]
-        expected = len(matching) + self.evicted.get(id(pdb), 0)
+        expected = len(matching) + self.removed.get(id(pdb), 0)
         healthy = sum(1 for p in matching if is_healthy(p))
         spec = pdb.spec
         if spec.max_unavailable is not None:
@@ -87,7 +88,7 @@ class BudgetTracker:
                 healthy, desired = status.current_healthy, status.desired_healthy
             if healthy >= desired and desired > 0:
                 return None, None  # an unhealthy pod of a healthy budget: no disruption used
-            return None, TOO_MANY_REQUESTS
+            # Otherwise the ordinary check decides, as the API's checkAndDecrement does.
         allowed = self.allowed(pdb)
         if allowed < 0:
             return None, "pdb disruptions allowed is negative"
@@ -97,3 +98,11 @@ class BudgetTracker:
 
     def consume(self, pdb: PodDisruptionBudget) -> None:
         self.evicted[id(pdb)] = self.evicted.get(id(pdb), 0) + 1
+
+    def record_removal(self, pod: Pod) -> None:
+        """An evicted pod keeps counting as expected for every budget covering it, however it
+        got past them (unready, Pending): its workload wants it back."""
+        if pod.terminal:
+            return
+        for pdb in self.snapshot.pdbs_for_pod(pod):
+            self.removed[id(pdb)] = self.removed.get(id(pdb), 0) + 1

@@ -25,6 +25,7 @@ class SimulationExecutor:
             return ExecutionResult(False, "pdb-blocked", refusal)
         if pdb is not None:
             self.budgets.consume(pdb)
+        self.budgets.record_removal(pod)
         self.snapshot.remove_pod(pod)
         self.evicted.append(pod)
         return ExecutionResult(True)

@@ -113,13 +113,13 @@ def validate(args: DefaultEvictorArgs) -> list[str]:
     return errs
 
 
-def effective_protections(args: DefaultEvictorArgs) -> tuple[set[str], bool]:
-    """(protections, new_style). The new style applies when either list is non-empty; otherwise
-    the legacy booleans decide (getEffectivePodProtections)."""
+def effective_protections(args: DefaultEvictorArgs) -> set[str]:
+    """The protections in force: the podProtections lists when either is non-empty, otherwise
+    the legacy booleans (getEffectivePodProtections)."""
     prot = args.pod_protections or PodProtections()
     if prot.default_disabled or prot.extra_enabled:
         on = set(DEFAULT_PROTECTIONS) - set(prot.default_disabled)
-        return on | set(prot.extra_enabled), True
+        return on | set(prot.extra_enabled)
     on = set()
     if not args.evict_local_storage_pods:
         on.add("PodsWithLocalStorage")
@@ -133,7 +133,7 @@ def effective_protections(args: DefaultEvictorArgs) -> tuple[set[str], bool]:
         on.add("PodsWithPVC")
     if args.ignore_pods_without_pdb:
         on.add("PodsWithoutPDB")
-    return on, False
+    return on
 
 
 Check = Callable[[Pod], str | None]
@@ -143,12 +143,12 @@ class DefaultEvictor:
     def __init__(self, args: DefaultEvictorArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.protections, new_style = effective_protections(args)
+        self.protections = effective_protections(args)
         # The threshold belongs to the SystemCriticalPods protection; with it off, upstream never
         # looks the priority class up (applySystemCriticalPodsProtection returns early).
         self.threshold = (self._resolve_threshold(args.priority_threshold)
                           if "SystemCriticalPods" in self.protections else SYSTEM_CRITICAL_PRIORITY)
-        self.checks = self._build_checks(new_style)
+        self.checks = self._build_checks()
         self.node_matcher = parse_selector_string(args.node_selector) if args.node_selector \
             else None
         self.namespace_matcher = (None if selector_is_empty(args.namespace_label_selector)
@@ -172,13 +172,11 @@ class DefaultEvictor:
                                  f"{SYSTEM_CRITICAL_PRIORITY}")
         return value
 
-    def _build_checks(self, new_style: bool) -> list[Check]:
+    def _build_checks(self) -> list[Check]:
         on, args = self.protections, self.args
         checks: list[Check] = []
         if "SystemCriticalPods" in on:
-            critical_msg = ("pod has system-critical priority and descheduler is not configured "
-                            "with systemCriticalPods") if new_style else \
-                "pod has system critical priority"
+            critical_msg = "pod has system critical priority and is protected against eviction"
             threshold = self.threshold
 
             def critical(pod: Pod) -> str | None:
@@ -197,25 +195,19 @@ class DefaultEvictor:
                           or pod.status.phase == "Failed"
                           else "pod does not have any ownerRefs and is not in failed phase")
         if "PodsWithLocalStorage" in on:
-            checks.append(lambda pod: "pod has local storage and descheduler is not configured "
-                          "with evictLocalStoragePods" if pod.has_local_storage else None)
+            checks.append(lambda pod: "pod has local storage and is protected against eviction"
+                          if pod.has_local_storage else None)
         if "DaemonSetPods" in on:
-            ds_msg = ("pod is managed by a DaemonSet and descheduler is not configured with "
-                      "evictDaemonSetPods") if new_style else \
-                "pod is related to daemonset and descheduler is not configured with " \
-                "evictDaemonSetPods"
+            ds_msg = "pod is related to daemonset and is protected against eviction"
             checks.append(lambda pod: ds_msg if pod.is_daemonset else None)
         if "PodsWithPVC" in on:
-            checks.append(self._pvc_check(new_style))
+            checks.append(self._pvc_check())
         if "PodsWithoutPDB" in on:
-            msg = ("pod is not covered by a PodDisruptionBudget and is protected by "
-                   "EvictionProtection: PodsWithoutPDB") if new_style else \
-                "no PodDisruptionBudget found for pod"
+            msg = "pod is not covered by a PodDisruptionBudget and is protected against eviction"
             snapshot = self.handle.snapshot
             checks.append(lambda pod: None if snapshot.pdbs_for_pod(pod) else msg)
         if "PodsWithResourceClaims" in on:
-            checks.append(lambda pod: "pod has ResourceClaims and is protected by "
-                          "EvictionProtection: PodsWithResourceClaims"
+            checks.append(lambda pod: "pod has ResourceClaims and is protected against eviction"
                           if pod.spec.resource_claims else None)
         if not selector_is_empty(args.label_selector):
             match = compile_selector(args.label_selector)
@@ -228,9 +220,8 @@ class DefaultEvictor:
             checks.append(self._min_age_check(parse_duration(args.min_pod_age)))
         return checks
 
-    def _pvc_check(self, new_style: bool) -> Check:
-        msg = ("pod has PVC and is protected by EvictionProtection: PodsWithPVC" if new_style
-               else "pod has a PVC and descheduler is configured to ignore PVC pods")
+    def _pvc_check(self) -> Check:
+        msg = "pod with PVC is protected against eviction"
         prot = self.args.pod_protections
         classes = {sc.name for sc in prot.config.pods_with_pvc.protected_storage_classes} \
             if prot and prot.config and prot.config.pods_with_pvc else set()

@@ -1,0 +1,234 @@
+"""PodDisruptionBudgets in simulation, as the policy/v1 Eviction API applies them (DESIGN §1.5):
+status.disruptionsAllowed when present, otherwise computed from the healthy pods in the snapshot;
+each eviction uses one disruption up; evicted pods still count as expected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from builders import decode, handle_for, node, pod, snapshot
+from desched.executors.pdb import MULTIPLE_PDBS, TOO_MANY_REQUESTS
+from desched.executors.simulation import SimulationExecutor
+from desched.framework.evictor import Limits
+
+WEB = {"app": "web"}
+
+
+def budget(name: str = "web", selector: dict[str, str] | None = None,
+           status: dict[str, Any] | None = None, namespace: str = "default",
+           **spec: Any) -> Any:
+    body: dict[str, Any] = {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"matchLabels": selector or WEB}, **spec}}
+    if status is not None:
+        body["status"] = status
+    return decode("PodDisruptionBudget", body)
+
+
+def web(name: str, ready: bool = True, node_name: str = "n1", **kw: Any) -> Any:
+    kw.setdefault("labels", dict(WEB))
+    return pod(name, node_name, ready=ready, **kw)
+
+
+def evict_all(pdbs: list[Any], pods: list[Any], order: list[str] | None = None
+              ) -> tuple[list[bool], SimulationExecutor]:
+    """Try to evict `order` (default: every pod, in order); whether each one went."""
+    snap = snapshot(node("n1"), node("n2"), *pdbs, *pods)
+    executor = SimulationExecutor(snap)
+    by_name = {p.name: p for p in pods}
+    results = [executor.evict(by_name[name], "default", "Test", "r").ok
+               for name in (order or [p.name for p in pods])]
+    return results, executor
+
+
+def healthy(n: int, prefix: str = "h") -> list[Any]:
+    return [web(f"{prefix}{i}") for i in range(n)]
+
+
+# (id, PDB spec/status, pods, eviction outcomes in order)
+CASES: list[tuple[str, dict[str, Any], list[Any], list[bool]]] = [
+    # status.disruptionsAllowed is honoured and consumed one per eviction.
+    ("status allows 2 of 4", {"minAvailable": 1, "status": {"disruptionsAllowed": 2}},
+     healthy(4), [True, True, False, False]),
+    ("status allows 0", {"minAvailable": 1, "status": {"disruptionsAllowed": 0}},
+     healthy(4), [False, False, False, False]),
+    ("status wins over a spec that would allow none",
+     {"minAvailable": 4, "status": {"disruptionsAllowed": 3}}, healthy(4),
+     [True, True, True, False]),
+    ("status wins over a spec that would allow all",
+     {"maxUnavailable": "100%", "status": {"disruptionsAllowed": 1}}, healthy(4),
+     [True, False, False, False]),
+    # Computed from the healthy pods when status is absent.
+    ("minAvailable int 2 of 4", {"minAvailable": 2}, healthy(4), [True, True, False, False]),
+    ("minAvailable int equal to the pods", {"minAvailable": 3}, healthy(3),
+     [False, False, False]),
+    ("minAvailable int counts only Ready pods", {"minAvailable": 2},
+     [*healthy(2), web("u0", ready=False), web("u1", ready=False)], [False, False]),
+    ("minAvailable 50% of 4: 2 allowed", {"minAvailable": "50%"}, healthy(4),
+     [True, True, False, False]),
+    ("minAvailable 50% of 5 rounds up to 3: 2 allowed, evicted pods stay expected",
+     {"minAvailable": "50%"}, healthy(5), [True, True, False, False, False]),
+    ("minAvailable 0%", {"minAvailable": "0%"}, healthy(2), [True, True]),
+    ("maxUnavailable int 1", {"maxUnavailable": 1}, healthy(4), [True, False, False, False]),
+    ("maxUnavailable int 2 of 5", {"maxUnavailable": 2}, healthy(5),
+     [True, True, False, False, False]),
+    ("maxUnavailable 0", {"maxUnavailable": 0}, healthy(3), [False, False, False]),
+    ("maxUnavailable 30% of 10 rounds up to 3; evicted pods stay expected",
+     {"maxUnavailable": "30%"}, healthy(10),
+     [True, True, True, False, False, False, False, False, False, False]),
+    ("maxUnavailable 25% of 5 rounds up to 2", {"maxUnavailable": "25%"}, healthy(5),
+     [True, True, False, False, False]),
+    ("maxUnavailable 1 already used by an unready pod", {"maxUnavailable": 1},
+     [*healthy(3), web("u", ready=False)], [False, False, False]),
+    ("a budget naming neither allows no disruption", {}, healthy(3), [False, False, False]),
+]
+
+
+@pytest.mark.parametrize(("spec", "pods", "expected"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_budget(spec: dict[str, Any], pods: list[Any], expected: list[bool]) -> None:
+    spec = dict(spec)
+    status = spec.pop("status", None)
+    order = [p.name for p in pods if p.name.startswith("h")]
+    results, executor = evict_all([budget(status=status, **spec)], pods, order)
+    assert results == expected
+    assert [p.name for p in executor.evicted] == [n for n, ok in zip(order, results,
+                                                                     strict=True) if ok]
+
+
+def test_refusal_message_is_the_eviction_apis() -> None:
+    snap = snapshot(node("n1"), node("n2"), budget(minAvailable=1), web("only"))
+    executor = SimulationExecutor(snap)
+    result = executor.evict(snap.pods["default/only"], "default", "Test", "r")
+    assert not result.ok
+    assert result.outcome == "pdb-blocked"
+    assert result.message == TOO_MANY_REQUESTS
+    assert "default/only" in snap.pods  # nothing happened
+
+
+def test_pods_outside_the_selector_or_namespace_are_not_covered() -> None:
+    pods = [pod("other", labels={"app": "db"}), pod("web-elsewhere", namespace="x", labels=WEB)]
+    results, _ = evict_all([budget(minAvailable="100%")], pods)
+    assert results == [True, True]
+
+
+def test_budgets_are_counted_separately() -> None:
+    pods = [web("w0"), web("w1"), pod("d0", labels={"app": "db"}), pod("d1", labels={"app": "db"})]
+    pdbs = [budget("web", maxUnavailable=1), budget("db", selector={"app": "db"}, maxUnavailable=1)]
+    results, _ = evict_all(pdbs, pods, ["w0", "w1", "d0", "d1"])
+    assert results == [True, False, True, False]
+
+
+def test_pod_matching_two_budgets_is_refused() -> None:
+    pods = [web("w0", labels={"app": "web", "tier": "fe"}), web("w1")]
+    pdbs = [budget("by-app", maxUnavailable=5),
+            budget("by-tier", selector={"tier": "fe"}, maxUnavailable=5)]
+    snap = snapshot(node("n1"), node("n2"), *pdbs, *pods)
+    executor = SimulationExecutor(snap)
+    result = executor.evict(snap.pods["default/w0"], "default", "Test", "r")
+    assert not result.ok
+    assert result.message == MULTIPLE_PDBS
+    assert executor.evict(snap.pods["default/w1"], "default", "Test", "r").ok
+
+
+@pytest.mark.parametrize(("phase", "meta"), [
+    ("Pending", None),
+    ("Succeeded", None),
+    ("Failed", None),
+    ("Running", {"deletionTimestamp": "2026-11-22T11:00:00Z"}),
+], ids=["pending", "succeeded", "failed", "terminating"])
+def test_pending_terminal_and_terminating_pods_ignore_the_budget(
+        phase: str, meta: dict[str, Any] | None) -> None:
+    subject = web("x", ready=False, phase=phase, meta=meta)
+    pods = [subject, web("h0"), web("h1")]
+    # An unhealthy budget (2 healthy of 3 desired) that allows nothing: still no obstacle.
+    results, _ = evict_all([budget(minAvailable=3)], pods, ["x", "h0"])
+    assert results == [True, False]
+    # The ignored pod uses no disruption: one healthy pod may still go.
+    results, _ = evict_all([budget(minAvailable=1, status={"disruptionsAllowed": 1})], pods,
+                           ["x", "h0", "h1"])
+    assert results == [True, True, False]
+
+
+@pytest.mark.parametrize("status", [None, {"disruptionsAllowed": 0, "currentHealthy": 3,
+                                           "desiredHealthy": 3, "expectedPods": 4}],
+                         ids=["computed", "from status"])
+def test_unhealthy_pod_with_healthy_budget_is_evicted_without_using_a_disruption(
+        status: dict[str, Any] | None) -> None:
+    pods = [web("u", ready=False), *healthy(3)]
+    results, _ = evict_all([budget(minAvailable=3, status=status)], pods, ["u", "h0"])
+    assert results == [True, False]
+
+
+def test_unhealthy_pod_keeps_counting_as_expected() -> None:
+    # maxUnavailable 1 over 4 pods, one unready: the budget is healthy (3 of desired 3), so the
+    # unready pod may go for free. Its workload will recreate it, so it stays expected: the
+    # healthy pods are still at the minimum and none may go.
+    pods = [web("u", ready=False), *healthy(3)]
+    results, _ = evict_all([budget(maxUnavailable=1)], pods, ["u", "h0", "h1"])
+    assert results == [True, False, False]
+
+
+def test_evicted_pending_pod_keeps_counting_as_expected() -> None:
+    pods = [web("pending", ready=False, phase="Pending"), *healthy(3)]
+    results, _ = evict_all([budget(maxUnavailable=1)], pods, ["pending", "h0"])
+    assert results == [True, False]
+
+
+@pytest.mark.parametrize("status", [None, {"disruptionsAllowed": 0, "currentHealthy": 2,
+                                           "desiredHealthy": 3}],
+                         ids=["computed", "from status"])
+def test_unhealthy_pod_with_unhealthy_budget_is_refused(status: dict[str, Any] | None) -> None:
+    pods = [web("u", ready=False), *healthy(2)]
+    results, _ = evict_all([budget(minAvailable=3, status=status)], pods, ["u"])
+    assert results == [False]
+
+
+def test_unhealthy_pod_under_a_zero_desired_budget_uses_a_disruption() -> None:
+    # desiredHealthy 0 is not a "healthy budget" (the API requires desiredHealthy > 0), so the
+    # unready pod goes through the ordinary check: it may go while disruptions are allowed, and
+    # uses one up.
+    pods = [web("u", ready=False), *healthy(1)]
+    results, _ = evict_all([budget(maxUnavailable=1, status={
+        "disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 0})], pods, ["u", "h0"])
+    assert results == [True, False]
+
+
+def test_always_allow_evicts_unhealthy_pods_of_an_unhealthy_budget() -> None:
+    pods = [web("u0", ready=False), web("u1", ready=False), *healthy(2)]
+    spec = {"minAvailable": 3, "unhealthyPodEvictionPolicy": "AlwaysAllow"}
+    results, _ = evict_all([budget(**spec)], pods, ["u0", "u1", "h0"])
+    assert results == [True, True, False]
+    spec["unhealthyPodEvictionPolicy"] = "IfHealthyBudget"
+    results, _ = evict_all([budget(**spec)], pods, ["u0", "u1", "h0"])
+    assert results == [False, False, False]
+
+
+def test_always_allow_does_not_free_healthy_pods() -> None:
+    results, _ = evict_all([budget(minAvailable=2, unhealthyPodEvictionPolicy="AlwaysAllow")],
+                           healthy(2))
+    assert results == [False, False]
+
+
+def test_budget_is_tracked_across_plugins_and_cycles() -> None:
+    """The allowance is per run: a new cycle does not give the disruptions back."""
+    pods = healthy(4)
+    snap = snapshot(node("n1"), node("n2"), budget(minAvailable=1, status={
+        "disruptionsAllowed": 2}), *pods)
+    handle, executor = handle_for(snap, limits=Limits())
+    assert handle.evict(pods[0], "r") is True
+    handle.evictor.evictor.new_cycle()
+    assert handle.evict(pods[1], "r") is True
+    assert handle.evict(pods[2], "r") is False
+    assert executor.evicted == ["h0", "h1"]
+    [blocked] = [d for d in handle.log.decisions if d.outcome == "pdb-blocked"]
+    assert blocked.pod == "h2"
+    assert blocked.reason == TOO_MANY_REQUESTS
+
+
+def test_negative_allowance_is_refused() -> None:
+    results, _ = evict_all([budget(minAvailable=1, status={"disruptionsAllowed": -1})],
+                           healthy(2))
+    assert results == [False, False]
