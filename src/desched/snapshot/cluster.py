@@ -50,6 +50,7 @@ class ClusterSnapshot:
         self.reservations: dict[str, Reservation] = {}
         self._pdb_selectors: dict[int, Matcher] = {}
         self._node_requested: dict[str, dict[str, int]] = {}
+        self._ready_nodes: dict[int, tuple[Matcher | None, list[Node]]] = {}
 
     # -- building ----------------------------------------------------------------------------------
     def add(self, obj: Any) -> None:
@@ -60,6 +61,7 @@ class ClusterSnapshot:
             self.add_pod(obj)
         elif isinstance(obj, Node):
             self.nodes[meta.name] = obj
+            self._ready_nodes.clear()
         elif isinstance(obj, PodDisruptionBudget):
             self.pdbs_by_namespace.setdefault(meta.namespace or "default", []).append(obj)
         elif isinstance(obj, Namespace):
@@ -159,9 +161,15 @@ class ClusterSnapshot:
         return cached
 
     def ready_nodes(self, selector: Matcher | None = None) -> list[Node]:
-        """Ready nodes (unschedulable ones included), optionally filtered by a label matcher."""
-        return [n for n in self.nodes.values()
-                if n.ready and (selector is None or selector(n.metadata.labels))]
+        """Ready nodes (unschedulable ones included), optionally filtered by a label matcher.
+        Memoized per matcher: nodeFit asks for the same set once per candidate pod."""
+        key = id(selector)
+        cached = self._ready_nodes.get(key)
+        if cached is None or cached[0] is not selector:
+            nodes = [n for n in self.nodes.values()
+                     if n.ready and (selector is None or selector(n.metadata.labels))]
+            cached = self._ready_nodes[key] = (selector, nodes)
+        return list(cached[1])
 
     def pdbs_for_pod(self, pod: Pod) -> list[PodDisruptionBudget]:
         """PDBs in the pod's namespace whose selector matches the pod (a nil selector matches

@@ -1,0 +1,117 @@
+"""HighNodeUtilization (balance): empties nodes whose requests are at or below `thresholds` so
+the scheduler (with a MostAllocated scoring strategy) can pack their pods onto fewer nodes
+(reference/descheduler.md §2.4, §2.5). Always by pod requests; no metrics support upstream."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from desched.framework.registry import PluginSpec, register
+from desched.framework.types import Handle
+from desched.model.node import Node
+from desched.model.pod import Pod
+from desched.plugins.nodeutilization_common import (
+    MAX_PERCENTAGE,
+    EvictionRun,
+    NodeInfo,
+    Percentages,
+    RequestedUsage,
+    below_threshold,
+    classify_and_build,
+    describe_under,
+    pool_has_room,
+    resource_names,
+    sort_by_total_usage,
+    validate_thresholds,
+)
+from desched.policy.args import Namespaces
+
+ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
+EVICTION_MODES = frozenset({ONLY_THRESHOLDING_RESOURCES})
+
+
+class HighNodeUtilizationArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    thresholds: dict[str, float] = {}
+    number_of_nodes: int = 0
+    eviction_modes: list[str] = []
+    evictable_namespaces: Namespaces | None = None
+
+
+def validate(args: HighNodeUtilizationArgs) -> list[str]:
+    """Upstream's ValidateHighNodeUtilizationArgs: the first problem only, and no
+    'thresholds config is not valid: ' prefix (unlike LowNodeUtilization)."""
+    ns = args.evictable_namespaces
+    if ns is not None and ns.include:
+        return ["only Exclude namespaces can be set, inclusion is not supported"]
+    err = validate_thresholds(args.thresholds)
+    if err is not None:
+        return [err]
+    for mode in args.eviction_modes:
+        if mode not in EVICTION_MODES:
+            return [f"invalid eviction mode {mode}"]
+    return []
+
+
+class HighNodeUtilization:
+    def __init__(self, args: HighNodeUtilizationArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.threshold_names = frozenset(args.thresholds)
+        self.high = dict.fromkeys(args.thresholds, float(MAX_PERCENTAGE))
+        self.names = resource_names(args.thresholds)
+        self.usage = RequestedUsage(handle.snapshot, self.names)
+        ns = args.evictable_namespaces
+        self.excluded = frozenset(ns.exclude) if ns is not None else frozenset()
+        self.only_thresholding = ONLY_THRESHOLDING_RESOURCES in args.eviction_modes
+
+    def _thresholds(self, _: dict[str, Percentages]) -> tuple[Percentages, Percentages]:
+        return dict(self.args.thresholds), self.high
+
+    def _removable(self, pod: Pod) -> bool:
+        if not self.handle.filter(pod):
+            return False
+        if self.only_thresholding and not pod.request_keys & self.threshold_names:
+            listed = ", ".join(self.args.thresholds)
+            self.handle.skip(pod, f"pod requests none of the threshold resources ({listed}); "
+                                  f"evictionModes has {ONLY_THRESHOLDING_RESOURCES}")
+            return False
+        return True
+
+    def balance(self, nodes: list[Node]) -> None:
+        args = self.args
+        self.usage.sync(nodes)
+        low, schedulable = classify_and_build(
+            nodes, self.usage, self.names, self._thresholds,
+            # Unschedulable nodes may be underutilized (and are then drained) ...
+            lambda node, pct, lo: below_threshold(pct, lo),
+            # ... but only schedulable ones take the pods.
+            lambda node, pct, hi: not node.spec.unschedulable)
+        if (not low or len(low) <= args.number_of_nodes or len(low) == len(nodes)
+                or not schedulable):
+            return
+        count = len(schedulable)
+        targets = f"{count} schedulable node" + ("s" if count != 1 else "")
+
+        def reason(source: NodeInfo, pool: Mapping[str, int]) -> str:
+            state = " (unschedulable)" if source.node.spec.unschedulable else ""
+            return (f"node {source.name}{state} is underutilized ({describe_under(source)}); "
+                    f"evicting so its pods can be packed onto the {targets}")
+
+        EvictionRun(
+            handle=self.handle, usage=self.usage, names=self.names, removable=self._removable,
+            # No per-source stop: drain each underutilized node while the pool has room.
+            continue_eviction=lambda info, pool: pool_has_room(pool),
+            reason=reason, excluded_namespaces=self.excluded, node_limit=None,
+            destination_kind="schedulable",
+        ).run(sort_by_total_usage(low, ascending=True), schedulable)
+
+
+register(PluginSpec(
+    name="HighNodeUtilization",
+    extension_points=frozenset({"balance"}),
+    args_type=HighNodeUtilizationArgs,
+    factory=HighNodeUtilization,
+    validate=validate,
+))
