@@ -30,6 +30,25 @@ def _parse_now(value: str | None) -> datetime:
 class _Group(click.Group):
     """Turns InputError into one line and exit code 2; anything unexpected into exit code 1."""
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Click's own usage errors (missing, unknown or invalid flags) as one line too: click
+        would print the usage, a hint and the error over four lines."""
+        if not kwargs.get("standalone_mode", True):
+            return super().main(*args, **kwargs)
+        try:
+            rv = super().main(*args, **{**kwargs, "standalone_mode": False})
+        except click.ClickException as err:
+            if type(err).__name__ == "NoArgsIsHelpError":  # no command given (click >= 8.2)
+                err.show()
+                sys.exit(err.exit_code)
+            message = " ".join(err.format_message().split())
+            if isinstance(err, click.UsageError) and err.ctx is not None:
+                message += f" (see '{err.ctx.command_path} --help')"
+            _fail(message, err.exit_code)
+        except click.exceptions.Abort:
+            _fail("aborted", 1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

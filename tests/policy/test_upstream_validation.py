@@ -744,3 +744,28 @@ def test_configmap_inside_a_configmap_is_rejected() -> None:
     with pytest.raises(DecodeError) as info:
         load(_configmap({"policy.yaml": inner}))
     assert 'no kind "ConfigMap" is registered for version "v1"' in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# DefaultEvictor checks upstream makes after validation (load time / plugin build)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_de_priority_threshold_value_above_system_critical() -> None:
+    d = doc(pc("DefaultEvictor", priorityThreshold={"value": 2000000001}), pc("RemoveDuplicates"))
+    assert policy_error(d) == in_profile("priority threshold can't be greater than 2000000000")
+
+
+def test_de_priority_threshold_value_at_system_critical_is_fine() -> None:
+    load(doc(pc("DefaultEvictor", priorityThreshold={"value": 2000000000})))
+
+
+def test_de_node_selector_that_does_not_parse() -> None:
+    d = doc(pc("DefaultEvictor", nodeSelector="zone in ("), pc("RemoveDuplicates"))
+    assert policy_error(d).startswith(in_profile("DefaultEvictor nodeSelector: "))
+
+
+def test_de_node_selector_set_based_is_fine() -> None:
+    args = load(doc(pc("DefaultEvictor", nodeSelector="zone in (a,b),!spot"))
+                ).profiles[0].args["DefaultEvictor"]
+    assert args.node_selector == "zone in (a,b),!spot"

@@ -25,7 +25,8 @@ _shared: dict[object, Shared] = {}
 
 def _new_shared(obj: Any) -> Shared:
     if isinstance(obj, bool) or not isinstance(obj, str | int | float):
-        raise NotImplementedError(f"expected a string, got {type(obj).__name__}")
+        # TypeError makes msgspec report a validation error at the field's path.
+        raise TypeError(f"Expected `str`, got `{'null' if obj is None else type(obj).__name__}`")
     text = obj if isinstance(obj, str) else repr(obj) if isinstance(obj, float) else str(obj)
     found = _shared[obj] = Shared(text)
     return found
@@ -35,7 +36,10 @@ def shared_hook(typ: type, obj: Any) -> Any:
     """msgspec dec_hook: the one Shared instance for a string (a number, as a YAML quantity like
     `cpu: 2` is, becomes its decimal text). Shared is the models' only custom type, and this runs
     millions of times per snapshot: keep it to one dict lookup."""
-    found = _shared.get(obj)
+    try:
+        found = _shared.get(obj)
+    except TypeError:  # unhashable: a list or map where a string belongs
+        found = None
     return found if found is not None else _new_shared(obj)
 
 

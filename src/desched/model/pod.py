@@ -9,6 +9,7 @@ from typing import Literal
 
 import msgspec
 
+from desched.errors import InputError
 from desched.model.meta import (
     EMPTY_MAP,
     LabelSelector,
@@ -271,7 +272,10 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
     def conditions(self) -> tuple[PodCondition, ...]:
         if self.cached_conditions is None:
             raw = self.status.conditions
-            self.cached_conditions = _conditions_decoder.decode(raw) if raw else ()
+            try:
+                self.cached_conditions = _conditions_decoder.decode(raw) if raw else ()
+            except msgspec.DecodeError as err:
+                raise InputError("snapshot", f"pod {self.key}: status.conditions: {err}") from None
         return self.cached_conditions
 
     def condition(self, type_: str) -> PodCondition | None:

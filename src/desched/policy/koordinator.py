@@ -13,6 +13,7 @@ from desched.model.meta import LabelSelector
 from desched.policy.args import ArgsError, decode_args
 from desched.policy.errors import DecodeError, PolicyError, aggregate
 from desched.policy.model import Policy, ProfileConfig
+from desched.policy.upstream import check_default_evictor
 from desched.predicates.labels import SelectorError, compile_selector, selector_is_empty
 from desched.util.duration import DurationError, parse_duration
 
@@ -93,10 +94,18 @@ def _merge(defaults: list[str], user: _PluginSet | None) -> list[str]:
         return list(defaults)
     disabled = {p.name for p in user.disabled}
     enabled = [p.name for p in user.enabled]
+    last_index = {name: i for i, name in enumerate(enabled)}
+    replaced: set[int] = set()
     out: list[str] = []
     if "*" not in disabled:
-        out = [d for d in defaults if d not in disabled]
-    return out + [n for n in enabled if n not in out]
+        for name in defaults:
+            if name in disabled:
+                continue
+            if name in last_index:
+                replaced.add(last_index[name])
+            out.append(name)
+    # Repeated names are kept here (the framework refuses them later).
+    return out + [n for i, n in enumerate(enabled) if i not in replaced]
 
 
 def _bind_address(value: str | None, field: str, errs: list[str]) -> None:
@@ -181,7 +190,10 @@ def _build_profile(path: str, profile: _Profile, plugins: dict[str, PluginSpec])
     }
     where = f'profile "{profile.name}"'
     for ep, names in enabled.items():
-        for name in names:
+        for i, name in enumerate(names):
+            # mergePluginSet keeps repeated names; the framework then refuses them.
+            if name in names[:i]:
+                raise PolicyError(path, f'{where}: plugin "{name}" already registered as "{ep}"')
             spec = plugins.get(name)
             if spec is None:
                 raise PolicyError(path, f"{where}: {ep} plugin {name!r} is not registered"
@@ -213,6 +225,10 @@ def _build_profile(path: str, profile: _Profile, plugins: dict[str, PluginSpec])
         if plugin_errs:
             errs.append(f"{where}: {name}: {aggregate(plugin_errs)}")
         cfg.args[name] = args
+    if "DefaultEvictor" in cfg.args:
+        problem = check_default_evictor(cfg.args["DefaultEvictor"])
+        if problem:
+            errs.append(f"{where}: {problem}")
     if errs:
         raise PolicyError(path, errs)
     if profile.node_selector is not None and not selector_is_empty(profile.node_selector):

@@ -8,12 +8,15 @@ registered for its extension point and have a pluginConfig entry.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import msgspec
 
 from desched.framework.evictor import Limits
 from desched.framework.registry import PluginSpec, registry
+from desched.model.pod import SYSTEM_CRITICAL_PRIORITY
 from desched.policy.args import ArgsError, decode_args
 from desched.policy.errors import DecodeError, PolicyError, aggregate
 from desched.policy.model import MetricsProvider, Policy, ProfileConfig
@@ -86,16 +89,50 @@ class _Policy(msgspec.Struct, rename="camel"):
     grace_period_seconds: int | None = None
 
 
+def _go_url_parse_error(url: str) -> str | None:
+    """The error Go's url.Parse gives for `url` (the cases a Prometheus URL can hit), or None.
+
+    Python's urlparse accepts what Go rejects (e.g. `http://example.com:-80`), so the checks
+    are Go's: control characters, a leading ':' (no scheme), `]` and the port after the host.
+    """
+    quoted = json.dumps(url, ensure_ascii=False)  # Go's %q, which keeps the message one line
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        return f"parse {quoted}: net/url: invalid control character in URL"
+    if url.startswith(":"):
+        return f"parse {quoted}: missing protocol scheme"
+    rest = url.split("#", 1)[0]
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", rest)
+    if scheme:
+        rest = rest[scheme.end():].split("?", 1)[0]
+    if not rest.startswith("//"):
+        return None
+    host = rest[2:].split("/", 1)[0].rpartition("@")[2]
+    if host.startswith("["):
+        end = host.rfind("]")
+        if end < 0:
+            return f"parse {quoted}: missing ']' in host"
+        port = host[end + 1:]
+    else:
+        colon = host.rfind(":")
+        port = host[colon:] if colon >= 0 else ""
+    if port and (port[0] != ":" or any(c not in "0123456789" for c in port[1:])):
+        return f"parse {quoted}: invalid port {json.dumps(port, ensure_ascii=False)} after host"
+    return None
+
+
 def _validate_top_level(pol: _Policy) -> list[str]:
     errs: list[str] = []
-    seen: set[str] = set()
+    # Upstream keys providers by source (the first of a source is kept), so a repeated source is
+    # reported once and its later entries are not checked again.
+    first: dict[str, _MetricsProvider] = {}
     for provider in pol.metrics_providers:
-        if provider.source in seen:
+        if provider.source in first:
             errs.append(f"metric provider {provider.source!r} is already configured, each source "
                         f"can be configured only once".replace("'", '"'))
-        seen.add(provider.source)
+        else:
+            first[provider.source] = provider
     enabled_collector = pol.metrics_collector is not None and pol.metrics_collector.enabled
-    for provider in pol.metrics_providers:
+    for provider in first.values():
         if provider.source == "KubernetesMetrics" and enabled_collector:
             errs.append("it is not allowed to combine metrics provider when metrics collector "
                         "is enabled")
@@ -108,12 +145,9 @@ def _validate_top_level(pol: _Policy) -> list[str]:
             if not prom.url:
                 errs.append("prometheus URL is required when prometheus is enabled")
             else:
-                from urllib.parse import urlparse
-
-                try:
-                    urlparse(prom.url)
-                except ValueError as err:
-                    errs.append(f"error parsing prometheus URL: {err}")
+                url_err = _go_url_parse_error(prom.url)
+                if url_err:
+                    errs.append(f"error parsing prometheus URL: {url_err}")
             token = prom.auth_token
             if token is not None:
                 ref = token.secret_reference
@@ -131,6 +165,23 @@ def _non_negative(path: str, name: str, value: int | None) -> int | None:
         raise DecodeError(path, f"json: cannot unmarshal number {value} into Go struct field "
                                 f"DeschedulerPolicy.{name} of type uint")
     return value
+
+
+def check_default_evictor(args: Any) -> str | None:
+    """What upstream finds wrong with DefaultEvictor args only after validation: a priority
+    threshold value above system-critical (setDefaultEvictor, at load time) and a nodeSelector
+    that does not parse (when the plugin is built). None if both are fine. A threshold given by
+    class name is resolved against the snapshot when the plugin is built."""
+    pt = getattr(args, "priority_threshold", None)
+    if pt is not None and pt.value is not None and pt.value > SYSTEM_CRITICAL_PRIORITY:
+        return f"priority threshold can't be greater than {SYSTEM_CRITICAL_PRIORITY}"
+    node_selector = getattr(args, "node_selector", "")
+    if node_selector:
+        try:
+            parse_selector_string(node_selector)
+        except SelectorError as err:
+            return f"DefaultEvictor nodeSelector: {err}"
+    return None
 
 
 def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
@@ -232,6 +283,9 @@ def _build_profile(path: str, profile: _Profile,
         cfg.args["DefaultEvictor"] = decode_args(spec.args_type, {}, "DefaultEvictorArgs")
     for name, args in cfg.args.items():
         plugins[name].default(args)
+    problem = check_default_evictor(cfg.args["DefaultEvictor"])
+    if problem:
+        raise PolicyError(path, f"in profile {profile.name}: {problem}")
 
     # Profile construction checks (upstream NewProfile).
     for ep, key in _EP_KEYS.items():

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from desched.framework.registry import registry
 from desched.policy.args import ArgsError, decode_args
 from desched.policy.errors import DecodeError, PolicyError, aggregate
@@ -19,6 +21,50 @@ _DESCHEDULE = {"RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNo
                "RemoveFailedPods"}
 _EVICTOR_BOOLS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods",
                   "ignorePvcPods", "evictFailedBarePods")
+
+
+# The v1alpha1 schema, for type checking only (unknown keys are ignored, as Go's decoder did; a
+# value of the wrong type is a decode error, never coerced). Conversion then reads the dict.
+class _PodLifeTime(msgspec.Struct, rename="camel"):
+    max_pod_life_time_seconds: int | None = None
+    states: list[str] | None = None
+    pod_status_phases: list[str] | None = None
+
+
+class _Params(msgspec.Struct, rename="camel"):
+    node_resource_utilization_thresholds: dict[str, Any] | None = None
+    node_affinity_type: list[str] | None = None
+    pods_having_too_many_restarts: dict[str, Any] | None = None
+    pod_life_time: _PodLifeTime | None = None
+    remove_duplicates: dict[str, Any] | None = None
+    failed_pods: dict[str, Any] | None = None
+    include_soft_constraints: bool = False
+    namespaces: dict[str, Any] | None = None
+    threshold_priority: int | None = None
+    threshold_priority_class_name: str = ""
+    label_selector: dict[str, Any] | None = None
+    node_fit: bool = False
+    include_prefer_no_schedule: bool = False
+    excluded_taints: list[str] | None = None
+    included_taints: list[str] | None = None
+
+
+class _Strategy(msgspec.Struct):
+    enabled: bool = False
+    weight: int = 0
+    params: _Params | None = None
+
+
+class _V1alpha1(msgspec.Struct, rename="camel"):
+    strategies: dict[str, Any] | None = None
+    node_selector: str | None = None
+    evict_failed_bare_pods: bool | None = None
+    evict_local_storage_pods: bool | None = None
+    evict_system_critical_pods: bool | None = None
+    evict_daemon_set_pods: bool | None = None
+    ignore_pvc_pods: bool | None = None
+    max_no_of_pods_to_evict_per_node: int | None = None
+    max_no_of_pods_to_evict_per_namespace: int | None = None
 
 
 def _pick(src: dict[str, Any], *keys: str) -> dict[str, Any]:
@@ -68,9 +114,19 @@ def _strategy_args(name: str, params: dict[str, Any]) -> dict[str, Any]:
 
 def convert_v1alpha1(path: str, doc: dict[str, Any]) -> dict[str, Any]:
     """The equivalent v1alpha2 document; conversion errors as upstream worded them."""
+    try:
+        msgspec.convert(doc, _V1alpha1, str_keys=True)
+    except msgspec.ValidationError as err:
+        raise DecodeError(path, str(err)) from None
     strategies = doc.get("strategies") or {}
-    if not isinstance(strategies, dict):
-        raise DecodeError(path, "strategies: expected a map of strategy name to strategy")
+    for name, strategy in strategies.items():
+        try:
+            msgspec.convert(strategy, _Strategy | None, str_keys=True)
+        except msgspec.ValidationError as err:
+            text = str(err)
+            text = (text.replace("`$", f"`$.strategies.{name}") if " - at `$" in text
+                    else f"{text} - at `$.strategies.{name}`")
+            raise DecodeError(path, text) from None
     plugins = registry()
     profiles: list[dict[str, Any]] = []
     for name, strategy in strategies.items():

@@ -1,0 +1,373 @@
+"""The `desched` command line, run as a real process (DESIGN §1.1, §1.2).
+
+Invalid input (policy, snapshot, flags) must exit 2 with exactly one line on stderr that names
+the file (or flag) and the problem, and never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+POLICY = str(REPO / "examples" / "policy.yaml")
+CLUSTER = str(REPO / "examples" / "cluster.yaml")
+NOW = "2026-11-22T12:00:00Z"
+
+
+def desched(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "desched.cli", *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd, check=False)
+
+
+def assert_input_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    """Exit 2, one line on stderr containing every needle, no traceback, nothing on stdout."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    assert proc.stdout == ""
+    return lines[0]
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return str(path)
+
+
+POLICY_HEAD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n"
+
+
+def plt_policy(args: str) -> str:
+    return POLICY_HEAD + textwrap.dedent(f"""\
+        profiles:
+        - name: p
+          pluginConfig:
+          - name: PodLifeTime
+            args: {args}
+          plugins:
+            deschedule:
+              enabled: [PodLifeTime]
+        """)
+
+
+# Each bad policy, with what its one error line must mention besides the file name.
+BAD_POLICIES = {
+    "malformed-yaml": (POLICY_HEAD + "profiles: [\n  - name: p\n", ["invalid YAML"]),
+    "unknown-kind": ("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicies\n",
+                     ['no kind "DeschedulerPolicies"']),
+    "wrong-api-version": ("apiVersion: descheduler/v1beta1\nkind: DeschedulerPolicy\n",
+                          ['version "descheduler/v1beta1"']),
+    "missing-kind": ("profiles: []\n", ["'Kind' is missing"]),
+    "not-a-mapping": ("- just\n- a list\n", ["expected a policy object"]),
+    "unknown-plugin-config": (
+        POLICY_HEAD + "profiles:\n- name: p\n  pluginConfig: [{name: NoSuchPlugin}]\n",
+        ["plugin NoSuchPlugin in pluginConfig not registered"]),
+    "unknown-plugin-enabled": (
+        POLICY_HEAD + "profiles:\n- name: p\n  plugins: {balance: {enabled: [NoSuchPlugin]}}\n",
+        ["non-existing plugins: [NoSuchPlugin]"]),
+    "bad-arg-type": (plt_policy('{maxPodLifeTimeSeconds: "abc"}'), ["maxPodLifeTimeSeconds"]),
+    "unknown-arg-field": (plt_policy("{maxPodLifeTimeSeconds: 5, x: 1}"),
+                          ['strict decoding error: unknown field "x"']),
+    "invalid-args": (plt_policy("{states: [Sleeping]}"), ["in profile p: states must be one of"]),
+    "missing-plugin-config": (
+        POLICY_HEAD + "profiles:\n- name: p\n  plugins: {deschedule: {enabled: [PodLifeTime]}}\n",
+        ['unable to find "PodLifeTime" plugin config']),
+    "v1alpha1-unknown-strategy": (
+        "apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\n"
+        "strategies: {Foo: {enabled: true}}\n", ["unknown strategy name: Foo"]),
+    "v1alpha1-wrong-type": (
+        "apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\n"
+        "strategies: {RemoveDuplicates: {enabled: maybe}}\n", ["enabled"]),
+    "koordinator-unknown-field": (
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\nbogus: 1\n",
+        ['strict decoding error: unknown field "bogus"']),
+    "koordinator-unknown-plugin": (
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\nprofiles:\n"
+        "- name: k\n  plugins: {balance: {enabled: [{name: NoSuchPlugin}]}}\n",
+        ["NoSuchPlugin"]),
+    "evictor-node-selector": (
+        POLICY_HEAD + "profiles:\n- name: p\n  pluginConfig:\n"
+        "  - {name: DefaultEvictor, args: {nodeSelector: 'zone in ('}}\n",
+        ["DefaultEvictor nodeSelector"]),
+    "evictor-priority-too-high": (
+        POLICY_HEAD + "profiles:\n- name: p\n  pluginConfig:\n"
+        "  - {name: DefaultEvictor, args: {priorityThreshold: {value: 2000000001}}}\n",
+        ["priority threshold can't be greater than 2000000000"]),
+    "configmap-without-data": ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+                               ["ConfigMap has no data key"]),
+}
+
+
+@pytest.fixture(params=["validate", "simulate"])
+def command(request: pytest.FixtureRequest) -> list[str]:
+    if request.param == "validate":
+        return ["validate"]
+    return ["simulate", "--snapshot", CLUSTER, "--now", NOW]
+
+
+@pytest.mark.parametrize("case", sorted(BAD_POLICIES))
+def test_bad_policy(case: str, command: list[str], tmp_path: Path) -> None:
+    text, needles = BAD_POLICIES[case]
+    path = write(tmp_path / f"{case}.yaml", text)
+    line = assert_input_error(desched(*command, "--policy", path), *needles)
+    assert f"{case}.yaml" in line
+
+
+def test_missing_policy_file(command: list[str], tmp_path: Path) -> None:
+    path = str(tmp_path / "absent.yaml")
+    assert_input_error(desched(*command, "--policy", path), path, "failed to read policy")
+
+
+def test_policy_is_a_directory(tmp_path: Path) -> None:
+    assert_input_error(desched("validate", "--policy", str(tmp_path)), "--policy", "directory")
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad snapshots
+# ---------------------------------------------------------------------------------------------
+
+
+BAD_SNAPSHOTS = {
+    "malformed.yaml": ("apiVersion: v1\nkind: List\nitems: [\n", ["invalid YAML"]),
+    "malformed.json": ('{"apiVersion": "v1", "kind": "List", "items": [', ["invalid JSON"]),
+    "wrong-type.yaml": ("apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: [a, b]}\n",
+                        ["metadata.labels"]),
+    "wrong-type-pod.json": (json.dumps({"apiVersion": "v1", "kind": "Pod",
+                                        "metadata": {"name": "p", "namespace": "default"},
+                                        "spec": {"containers": "nginx"}}),
+                            ["spec.containers"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SNAPSHOTS))
+@pytest.mark.parametrize("subcommand", ["simulate", "explain"])
+def test_bad_snapshot(name: str, subcommand: str, tmp_path: Path) -> None:
+    text, needles = BAD_SNAPSHOTS[name]
+    path = write(tmp_path / name, text)
+    extra = ["--node", "worker-1"] if subcommand == "explain" else []
+    assert_input_error(desched(subcommand, "--policy", POLICY, "--snapshot", path, "--now", NOW,
+                               *extra), name, *needles)
+
+
+def test_missing_snapshot_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "absent.yaml")
+    assert_input_error(desched("simulate", "--policy", POLICY, "--snapshot", path), path)
+
+
+def test_bad_snapshot_among_good_ones(tmp_path: Path) -> None:
+    bad = write(tmp_path / "bad.yaml", "kind: [\n")
+    assert_input_error(desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER,
+                               "--snapshot", bad, "--now", NOW), "bad.yaml")
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad flags
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("now", ["yesterday", "2026-13-01T00:00:00Z", "12:00"])
+def test_bad_now(now: str) -> None:
+    assert_input_error(desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER,
+                               "--now", now), "--now", now)
+
+
+def test_bad_now_in_explain() -> None:
+    assert_input_error(desched("explain", "--policy", POLICY, "--snapshot", CLUSTER,
+                               "--node", "worker-1", "--now", "soon"), "--now")
+
+
+@pytest.mark.parametrize("which", [[], ["--pod", "shop/web-5d8f9-0", "--node", "worker-1"]])
+def test_explain_needs_exactly_one_of_pod_and_node(which: list[str]) -> None:
+    assert_input_error(desched("explain", "--policy", POLICY, "--snapshot", CLUSTER, *which),
+                       "--pod", "--node")
+
+
+def test_explain_pod_must_be_namespace_slash_name() -> None:
+    assert_input_error(desched("explain", "--policy", POLICY, "--snapshot", CLUSTER,
+                               "--pod", "web"), "--pod", "NAMESPACE/NAME")
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["simulate", "--snapshot", CLUSTER], "--policy"),
+    (["simulate", "--policy", POLICY], "--snapshot"),
+    (["simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--cycles", "0"], "--cycles"),
+    (["simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--output", "xml"], "--output"),
+    (["validate", "--policy", POLICY, "--bogus"], "--bogus"),
+    (["frobnicate"], "frobnicate"),
+])
+def test_usage_errors_are_one_line(args: list[str], needle: str) -> None:
+    assert_input_error(desched(*args), needle)
+
+
+def test_unwritable_out(tmp_path: Path) -> None:
+    out = str(tmp_path / "no" / "such" / "dir" / "result.json")
+    assert_input_error(desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER,
+                               "--now", NOW, "--output", "json", "--out", out), out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Success
+# ---------------------------------------------------------------------------------------------
+
+
+def test_validate_ok() -> None:
+    proc = desched("validate", "--policy", POLICY)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "ok\n"
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("flag", ["--policy-config-file", "--config"])
+def test_policy_flag_aliases(flag: str) -> None:
+    proc = desched("validate", flag, POLICY)
+    assert (proc.returncode, proc.stdout) == (0, "ok\n")
+
+
+def test_validate_koordinator_and_configmap(tmp_path: Path) -> None:
+    koord = """\
+        apiVersion: descheduler/v1alpha2
+        kind: DeschedulerConfiguration
+        profiles:
+        - name: k
+          plugins:
+            evict: {disabled: [{name: "*"}], enabled: [{name: DefaultEvictor}]}
+            filter: {disabled: [{name: "*"}], enabled: [{name: DefaultEvictor}]}
+            balance: {enabled: [{name: RemoveDuplicates}]}
+        """
+    path = write(tmp_path / "koord.yaml", koord)
+    assert desched("validate", "--policy", path).stdout == "ok\n"
+    inner = textwrap.indent(textwrap.dedent(koord), "    ")
+    cm = write(tmp_path / "cm.yaml",
+               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n"
+               "  config.yaml: |\n" + inner)
+    proc = desched("validate", "--policy", cm)
+    assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stderr
+
+
+EVICTION_KEYS = {"cycle", "namespace", "pod", "node", "profile", "plugin", "reason"}
+
+
+def _simulate_json(*extra: str) -> dict:
+    proc = desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--now", NOW,
+                   "--output", "json", *extra)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return json.loads(proc.stdout)  # exactly one JSON object, nothing else on stdout
+
+
+def _assert_eviction_order(evictions: list[dict]) -> None:
+    """Eviction order within a run: cycles ascending; within a cycle every deschedule plugin
+    (PodLifeTime) runs before any balance plugin (RemoveDuplicates)."""
+    cycles = [e["cycle"] for e in evictions]
+    assert cycles == sorted(cycles)
+    for cycle in set(cycles):
+        plugins = [e["plugin"] for e in evictions if e["cycle"] == cycle]
+        assert plugins == sorted(plugins, key=lambda p: p != "PodLifeTime"), plugins
+
+
+def test_simulate_json_contract() -> None:
+    result = _simulate_json()
+    assert isinstance(result, dict)
+    assert {"cycles", "evictions"} <= set(result)
+    assert result["cycles"] == 1
+    evictions = result["evictions"]
+    assert evictions, "the example cluster has evictable pods"
+    for eviction in evictions:
+        assert set(eviction) == EVICTION_KEYS
+        assert eviction["cycle"] == 1
+        assert eviction["profile"] == "default"
+        assert eviction["plugin"] in {"PodLifeTime", "RemoveDuplicates"}
+        assert isinstance(eviction["reason"], str) and eviction["reason"]
+        for key in ("namespace", "pod", "node"):
+            assert isinstance(eviction[key], str) and eviction[key]
+    _assert_eviction_order(evictions)
+    # The batch pod was created three weeks before --now: older than the policy's week.
+    by_pod = {(e["namespace"], e["pod"]): e for e in evictions}
+    assert by_pod[("shop", "report-28891")]["plugin"] == "PodLifeTime"
+    assert by_pod[("shop", "report-28891")]["node"] == "worker-2"
+    web = [e for e in evictions if e["plugin"] == "RemoveDuplicates"]
+    assert web and all(e["pod"].startswith("web-5d8f9-") for e in web)
+    # Never the same pod twice.
+    assert len(by_pod) == len(evictions)
+
+
+def test_simulate_json_several_cycles() -> None:
+    result = _simulate_json("--cycles", "2")
+    assert result["cycles"] == 2
+    _assert_eviction_order(result["evictions"])
+    assert {e["cycle"] for e in result["evictions"]} <= {1, 2}
+
+
+def test_simulate_is_reproducible_with_now() -> None:
+    assert _simulate_json() == _simulate_json()
+
+
+def test_simulate_json_order_matches_text_output() -> None:
+    result = _simulate_json()
+    proc = desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    text_order = [line.split()[1] for line in proc.stdout.splitlines()
+                  if line.strip().startswith("evict ")]
+    assert text_order == [f"{e['namespace']}/{e['pod']}" for e in result["evictions"]]
+
+
+def test_simulate_out_writes_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    proc = desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--now", NOW,
+                   "--output", "json", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert json.loads(out.read_text(encoding="utf-8")) == _simulate_json()
+
+
+def test_unknown_kinds_in_a_snapshot_warn_but_succeed(tmp_path: Path) -> None:
+    extra = write(tmp_path / "extra.yaml", """\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: settings, namespace: shop}
+        data: {a: b}
+        ---
+        apiVersion: example.com/v1
+        kind: Widget
+        metadata: {name: w}
+        """)
+    proc = desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--snapshot", extra,
+                   "--now", NOW, "--output", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    warnings = proc.stderr.splitlines()
+    assert warnings and all("extra.yaml" in w for w in warnings)
+    assert any("ConfigMap" in w for w in warnings)
+    assert any("Widget" in w for w in warnings)
+    # The unknown objects change nothing.
+    assert json.loads(proc.stdout)["evictions"] == _simulate_json()["evictions"]
+
+
+def test_explain_pod_and_node_succeed() -> None:
+    for which in (["--pod", "shop/report-28891"], ["--node", "worker-1"]):
+        proc = desched("explain", "--policy", POLICY, "--snapshot", CLUSTER, "--now", NOW,
+                       *which)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip()
+        assert "Traceback" not in proc.stderr
+
+
+def test_no_arguments_shows_usage() -> None:
+    proc = desched()
+    assert proc.returncode == 2
+    assert "Usage:" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_and_version_exit_zero() -> None:
+    assert desched("--help").returncode == 0
+    assert desched("simulate", "--help").returncode == 0
+    proc = desched("--version")
+    assert proc.returncode == 0 and "0." in proc.stdout
