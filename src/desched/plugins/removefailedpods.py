@@ -1,0 +1,150 @@
+"""RemoveFailedPods (deschedule): evicts pods in phase Failed that are at least
+`minPodLifetimeSeconds` old (default 3600), not owned by an excluded kind, and, when configured,
+with a matching reason or exit code; per node, in list order (reference/descheduler.md §2.12)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import msgspec
+
+from desched.framework.evictor import EvictionLimitError
+from desched.framework.registry import PluginSpec, register
+from desched.framework.types import Handle
+from desched.model.meta import LabelSelector
+from desched.model.node import Node
+from desched.model.pod import ContainerStatus, Pod
+from desched.policy.args import (
+    Namespaces,
+    namespace_allowed,
+    validate_label_selector,
+    validate_namespaces,
+)
+from desched.predicates.labels import compile_selector, selector_is_empty
+
+DEFAULT_MIN_POD_LIFETIME_SECONDS = 3600
+
+
+class RemoveFailedPodsArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    namespaces: Namespaces | None = None
+    label_selector: LabelSelector | None = None
+    exclude_owner_kinds: list[str] = []
+    # *uint upstream: a negative value is a decoding error.
+    min_pod_lifetime_seconds: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    reasons: list[str] = []
+    exit_codes: list[int] = []
+    including_init_containers: bool = False
+
+
+def validate(args: RemoveFailedPodsArgs) -> list[str]:
+    # Upstream returns the first error only.
+    return validate_namespaces(args.namespaces) or validate_label_selector(args.label_selector)
+
+
+def default(args: RemoveFailedPodsArgs) -> None:
+    if args.min_pod_lifetime_seconds is None:
+        args.min_pod_lifetime_seconds = DEFAULT_MIN_POD_LIFETIME_SECONDS
+
+
+class RemoveFailedPods:
+    def __init__(self, args: RemoveFailedPodsArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.labels = None if selector_is_empty(args.label_selector) \
+            else compile_selector(args.label_selector)
+        self.excluded_kinds = frozenset(args.exclude_owner_kinds)
+        self.reasons = frozenset(args.reasons)
+        self.exit_codes = frozenset(args.exit_codes)
+
+    def _statuses(self, pod: Pod) -> tuple[ContainerStatus, ...]:
+        statuses = pod.status.container_statuses
+        if self.args.including_init_containers:
+            statuses = statuses + pod.status.init_container_statuses
+        return statuses
+
+    def _matching_reason(self, pod: Pod) -> str | None:
+        """A container waiting/terminated reason or the pod's status.reason in `reasons`."""
+        for cs in self._statuses(pod):
+            state = cs.state
+            if state is None:
+                continue
+            if state.waiting is not None and state.waiting.reason in self.reasons:
+                return state.waiting.reason
+            if state.terminated is not None and state.terminated.reason in self.reasons:
+                return state.terminated.reason
+        if pod.status.reason and pod.status.reason in self.reasons:
+            return pod.status.reason
+        return None
+
+    def _matching_exit_code(self, pod: Pod) -> int | None:
+        for cs in self._statuses(pod):
+            term = cs.state.terminated if cs.state is not None else None
+            if term is not None and term.exit_code in self.exit_codes:
+                return term.exit_code
+        return None
+
+    def criteria_reason(self, pod: Pod, now: datetime) -> str | None:
+        """Why the failed pod qualifies (validateCanEvict), or None when a criterion fails."""
+        a = self.args
+        parts = ["pod phase is Failed"]
+        if a.min_pod_lifetime_seconds is not None:
+            created = pod.metadata.creation_timestamp
+            if created is not None:
+                # uint(seconds): a pod created in the future counts as age 0 here.
+                age = max(int((now - created).total_seconds()), 0)
+                if age < a.min_pod_lifetime_seconds:
+                    return None
+                parts.append(f"age {age}s is at least minPodLifetimeSeconds "
+                             f"{a.min_pod_lifetime_seconds}")
+        if self.excluded_kinds and any(ref.kind in self.excluded_kinds
+                                       for ref in pod.metadata.owner_references):
+            return None
+        if self.reasons:
+            reason = self._matching_reason(pod)
+            if reason is None:
+                return None
+            parts.append(f"reason {reason}")
+        if self.exit_codes:
+            code = self._matching_exit_code(pod)
+            if code is None:
+                return None
+            parts.append(f"a container exited with code {code}")
+        return "; ".join(parts)
+
+    def deschedule(self, nodes: list[Node]) -> None:
+        handle, now = self.handle, self.handle.now
+        for node in nodes:
+            # List and filter the whole node first, as upstream, then evict.
+            candidates: list[tuple[Pod, str]] = []
+            for pod in handle.snapshot.pods_on_node(node.metadata.name, include_terminal=True):
+                if pod.status.phase != "Failed":
+                    continue
+                if not namespace_allowed(self.args.namespaces, pod.namespace):
+                    continue
+                if self.labels is not None and not self.labels(pod.metadata.labels):
+                    continue
+                reason = self.criteria_reason(pod, now)
+                if reason is None:
+                    continue
+                if not handle.filter(pod) or not handle.pre_eviction_filter(pod):
+                    continue
+                candidates.append((pod, reason))
+            for pod, reason in candidates:
+                try:
+                    handle.evict(pod, reason)
+                except EvictionLimitError as err:
+                    if err.scope == "total":
+                        return
+                    if err.scope == "node":
+                        break
+
+
+register(PluginSpec(
+    name="RemoveFailedPods",
+    extension_points=frozenset({"deschedule"}),
+    args_type=RemoveFailedPodsArgs,
+    factory=RemoveFailedPods,
+    validate=validate,
+    default=default,
+))

@@ -1,0 +1,123 @@
+"""RemovePodsHavingTooManyRestarts (deschedule): evicts pods whose containers restarted at least
+`podRestartThreshold` times in total (init containers too with `includingInitContainers`),
+optionally only in one of `states`; per node, most restarts first (reference/descheduler.md
+§2.10). Terminal pods are listed too (ListAllPodsOnANode)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from desched.framework.evictor import EvictionLimitError
+from desched.framework.registry import PluginSpec, register
+from desched.framework.types import Handle
+from desched.model.meta import LabelSelector
+from desched.model.node import Node
+from desched.model.pod import Pod
+from desched.policy.args import (
+    Namespaces,
+    namespace_allowed,
+    validate_label_selector,
+    validate_namespaces,
+)
+from desched.predicates.labels import compile_selector, selector_is_empty
+
+# The pod phase and the container waiting reason upstream accepts in `states`.
+ALLOWED_STATES = ("CrashLoopBackOff", "Running")
+
+
+class RemovePodsHavingTooManyRestartsArgs(msgspec.Struct, rename="camel",
+                                          forbid_unknown_fields=True):
+    namespaces: Namespaces | None = None
+    label_selector: LabelSelector | None = None
+    pod_restart_threshold: int = 0
+    including_init_containers: bool = False
+    states: list[str] = []
+
+
+def validate(args: RemovePodsHavingTooManyRestartsArgs) -> list[str]:
+    errs = validate_namespaces(args.namespaces) + validate_label_selector(args.label_selector)
+    if args.pod_restart_threshold < 1:
+        errs.append("invalid PodsHavingTooManyRestarts threshold")
+    if not set(args.states) <= set(ALLOWED_STATES):
+        errs.append(f"states must be one of [{' '.join(sorted(ALLOWED_STATES))}]")
+    return errs
+
+
+class RemovePodsHavingTooManyRestarts:
+    def __init__(self, args: RemovePodsHavingTooManyRestartsArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.labels = None if selector_is_empty(args.label_selector) \
+            else compile_selector(args.label_selector)
+        self.states = frozenset(args.states)
+
+    def restarts(self, pod: Pod) -> int:
+        total = sum(cs.restart_count for cs in pod.status.container_statuses)
+        if self.args.including_init_containers:
+            total += sum(cs.restart_count for cs in pod.status.init_container_statuses)
+        return total
+
+    def matching_state(self, pod: Pod) -> str | None:
+        """The phase or container waiting reason that is one of `states`, or None."""
+        states = self.states
+        if pod.status.phase in states:
+            return pod.status.phase
+        statuses = pod.status.container_statuses
+        if self.args.including_init_containers:
+            statuses = statuses + pod.status.init_container_statuses
+        for cs in statuses:
+            waiting = cs.state.waiting if cs.state is not None else None
+            if waiting is not None and waiting.reason in states:
+                return waiting.reason
+        return None
+
+    def _reason(self, pod: Pod, restarts: int) -> str | None:
+        """Why the pod qualifies, or None when it does not."""
+        if restarts < self.args.pod_restart_threshold:
+            return None
+        scope = "containers and init containers" if self.args.including_init_containers \
+            else "containers"
+        reason = (f"{scope} restarted {restarts} times, at least the podRestartThreshold "
+                  f"{self.args.pod_restart_threshold}")
+        if self.states:
+            state = self.matching_state(pod)
+            if state is None:
+                return None
+            reason += f"; pod is in state {state}"
+        return reason
+
+    def deschedule(self, nodes: list[Node]) -> None:
+        handle = self.handle
+        for node in nodes:
+            # List and filter the whole node first, as upstream, then evict.
+            candidates: list[tuple[int, Pod, str]] = []
+            for pod in handle.snapshot.pods_on_node(node.metadata.name, include_terminal=True):
+                if not namespace_allowed(self.args.namespaces, pod.namespace):
+                    continue
+                if self.labels is not None and not self.labels(pod.metadata.labels):
+                    continue
+                restarts = self.restarts(pod)
+                reason = self._reason(pod, restarts)
+                if reason is None:
+                    continue
+                if not handle.filter(pod) or not handle.pre_eviction_filter(pod):
+                    continue
+                candidates.append((restarts, pod, reason))
+            candidates.sort(key=lambda c: -c[0])  # most restarts first; stable on ties
+            for _, pod, reason in candidates:
+                try:
+                    handle.evict(pod, reason)
+                except EvictionLimitError as err:
+                    if err.scope == "total":
+                        return
+                    if err.scope == "node":
+                        break
+
+
+register(PluginSpec(
+    name="RemovePodsHavingTooManyRestarts",
+    extension_points=frozenset({"deschedule"}),
+    args_type=RemovePodsHavingTooManyRestartsArgs,
+    factory=RemovePodsHavingTooManyRestarts,
+    validate=validate,
+))
