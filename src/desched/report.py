@@ -60,7 +60,7 @@ def render_text(result: SimulationResult) -> str:
         for key, node in summary.placements:
             lines.append(f"  placed  {key} on {node}" if node else f"  pending {key}: no node fits")
     if result.log.filtered_counts:
-        lines.append("not evicted (pods considered by a plugin but protected):")
+        lines.append("kept (pods a plugin considered but did not evict, by reason):")
         for (profile, plugin, reason), count in result.log.filtered_counts.most_common():
             lines.append(f"  {count:6} [{profile}/{plugin}] {reason}")
     total = len(result.evictions)
@@ -93,7 +93,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}</style></head>
 <th>profile</th><th>plugin</th><th>reason</th></tr>{rows}</table>
 <h2>Refused</h2><table><tr><th>cycle</th><th>outcome</th><th>namespace</th><th>pod</th>
 <th>node</th><th>plugin</th><th>reason</th></tr>{refusals}</table>
-<h2>Protected</h2><table><tr><th>pods</th><th>plugin</th><th>reason</th></tr>{skipped}</table>
+<h2>Kept</h2><table><tr><th>pods</th><th>plugin</th><th>reason</th></tr>{skipped}</table>
 </body></html>
 """
 
