@@ -69,7 +69,7 @@ class Descheduler:
                          for cfg in self.policy.profiles]
 
     def nodes(self) -> list[Node]:
-        return self.snapshot.ready_nodes(self.policy.node_selector)
+        return list(self.snapshot.ready_nodes(self.policy.node_selector))
 
     def run_cycle(self, cycle: int) -> str | None:
         """One descheduling cycle; returns why it was skipped, if it was."""

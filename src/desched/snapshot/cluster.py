@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from desched.model.meta import ObjectMeta, Shared, trim_annotations
@@ -51,6 +51,8 @@ class ClusterSnapshot:
         self._pdb_selectors: dict[int, Matcher] = {}
         self._node_requested: dict[str, dict[str, int]] = {}
         self._ready_nodes: dict[int, tuple[Matcher | None, list[Node]]] = {}
+        # PDB (by id) -> the pods its selector matches; built on first use, then kept current.
+        self._pdb_members: dict[int, dict[str, Pod]] = {}
 
     # -- building ----------------------------------------------------------------------------------
     def add(self, obj: Any) -> None:
@@ -103,6 +105,11 @@ class ClusterSnapshot:
         if in_ns is None:
             in_ns = self.pods_by_namespace[meta.namespace] = {}
         in_ns[key] = pod
+        if self._pdb_members:
+            for pdb in self.pdbs_by_namespace.get(meta.namespace, ()):
+                members = self._pdb_members.get(id(pdb))
+                if members is not None and self._pdb_matcher(pdb)(meta.labels):
+                    members[key] = pod
         by_owner = self.pods_by_owner_uid
         for ref in meta.owner_references:
             if ref.uid:
@@ -128,6 +135,10 @@ class ClusterSnapshot:
         if by_node is not None:
             by_node.pop(key, None)
         self.pods_by_namespace.get(pod.namespace, {}).pop(key, None)
+        for pdb in self.pdbs_by_namespace.get(pod.namespace, ()):
+            members = self._pdb_members.get(id(pdb))
+            if members is not None:
+                members.pop(key, None)
         for ref in pod.metadata.owner_references:
             owned = self.pods_by_owner_uid.get(ref.uid)
             if owned is not None:
@@ -162,34 +173,40 @@ class ClusterSnapshot:
 
     def ready_nodes(self, selector: Matcher | None = None) -> list[Node]:
         """Ready nodes (unschedulable ones included), optionally filtered by a label matcher.
-        Memoized per matcher: nodeFit asks for the same set once per candidate pod."""
+        Memoized per matcher (nodeFit asks for the same set once per candidate pod): the list
+        is shared, callers must not modify it."""
         key = id(selector)
         cached = self._ready_nodes.get(key)
         if cached is None or cached[0] is not selector:
             nodes = [n for n in self.nodes.values()
                      if n.ready and (selector is None or selector(n.metadata.labels))]
             cached = self._ready_nodes[key] = (selector, nodes)
-        return list(cached[1])
+        return cached[1]
+
+    def _pdb_matcher(self, pdb: PodDisruptionBudget) -> Matcher:
+        matcher = self._pdb_selectors.get(id(pdb))
+        if matcher is None:
+            matcher = self._pdb_selectors[id(pdb)] = compile_selector(pdb.spec.selector)
+        return matcher
 
     def pdbs_for_pod(self, pod: Pod) -> list[PodDisruptionBudget]:
         """PDBs in the pod's namespace whose selector matches the pod (a nil selector matches
         nothing, an empty one everything, as the disruption controller treats them)."""
-        out = []
-        for pdb in self.pdbs_by_namespace.get(pod.namespace, ()):
-            matcher = self._pdb_selectors.get(id(pdb))
-            if matcher is None:
-                matcher = self._pdb_selectors[id(pdb)] = compile_selector(pdb.spec.selector)
-            if matcher(pod.metadata.labels):
-                out.append(pdb)
-        return out
+        labels = pod.metadata.labels
+        return [pdb for pdb in self.pdbs_by_namespace.get(pod.namespace, ())
+                if self._pdb_matcher(pdb)(labels)]
 
-    def pods_of_pdb(self, pdb: PodDisruptionBudget) -> Iterator[Pod]:
-        matcher = self._pdb_selectors.get(id(pdb))
-        if matcher is None:
-            matcher = self._pdb_selectors[id(pdb)] = compile_selector(pdb.spec.selector)
-        for pod in self.pods_by_namespace.get(pdb.metadata.namespace or "default", {}).values():
-            if matcher(pod.metadata.labels):
-                yield pod
+    def pods_of_pdb(self, pdb: PodDisruptionBudget) -> Iterable[Pod]:
+        """The pods a PDB covers: indexed on first use and kept current as pods come and go,
+        because every eviction of a covered pod re-counts its budget."""
+        members = self._pdb_members.get(id(pdb))
+        if members is None:
+            matcher = self._pdb_matcher(pdb)
+            namespace = pdb.metadata.namespace or "default"
+            members = {key: pod for key, pod in self.pods_by_namespace.get(namespace, {}).items()
+                       if matcher(pod.metadata.labels)}
+            self._pdb_members[id(pdb)] = members
+        return members.values()
 
     def namespace_labels(self, name: str) -> Mapping[str, str]:
         ns = self.namespaces.get(name)
