@@ -45,12 +45,23 @@ class BudgetTracker:
         self.snapshot = snapshot
         self.evicted: dict[int, int] = {}  # disruptions used per PDB
         self.removed: dict[int, int] = {}  # evicted non-terminal pods per PDB (still expected)
+        # Per PDB: (snapshot.additions when counted, non-terminal pods, healthy pods). Kept
+        # current by record_removal, recounted when pods were added since.
+        self._live: dict[int, tuple[int, int, int]] = {}
+
+    def _live_counts(self, pdb: PodDisruptionBudget) -> tuple[int, int]:
+        entry = self._live.get(id(pdb))
+        if entry is None or entry[0] != self.snapshot.additions:
+            matching = [p for p in self.snapshot.pods_of_pdb(pdb) if not p.terminal]
+            entry = (self.snapshot.additions, len(matching),
+                     sum(1 for p in matching if is_healthy(p)))
+            self._live[id(pdb)] = entry
+        return entry[1], entry[2]
 
     def _counts(self, pdb: PodDisruptionBudget) -> tuple[int, int, int]:
         """(expected, current healthy, desired healthy)."""
-        matching = [p for p in self.snapshot.pods_of_pdb(pdb) if not p.terminal]
-        expected = len(matching) + self.removed.get(id(pdb), 0)
-        healthy = sum(1 for p in matching if is_healthy(p))
+        live, healthy = self._live_counts(pdb)
+        expected = live + self.removed.get(id(pdb), 0)
         spec = pdb.spec
         if spec.max_unavailable is not None:
             desired = max(0, expected - _scaled(spec.max_unavailable, expected))
@@ -104,5 +115,9 @@ class BudgetTracker:
         got past them (unready, Pending): its workload wants it back."""
         if pod.terminal:
             return
+        healthy = is_healthy(pod)
         for pdb in self.snapshot.pdbs_for_pod(pod):
             self.removed[id(pdb)] = self.removed.get(id(pdb), 0) + 1
+            entry = self._live.get(id(pdb))
+            if entry is not None:
+                self._live[id(pdb)] = (entry[0], entry[1] - 1, entry[2] - healthy)

@@ -16,7 +16,7 @@ from desched.model.meta import json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.policy.args import Namespaces, namespace_allowed, validate_namespaces
-from desched.predicates.nodeaffinity import required_affinity_matches
+from desched.predicates.nodeaffinity import required_affinity_matcher
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
 
 
@@ -50,21 +50,26 @@ class RemoveDuplicates:
         self.handle = handle
         self.excluded_kinds = frozenset(args.exclude_owner_kinds)
 
-    def _target_nodes(self, pods_by_node: Mapping[str, list[Pod]], nodes: list[Node]) -> list[str]:
+    def _target_nodes(self, pods_by_node: Mapping[str, list[Pod]], nodes: list[Node],
+                      matching: dict[tuple[object, ...], list[str]]) -> list[str]:
         """Nodes any of the duplicates could run on (taints and node affinity); a placement class
-        that fits only one node contributes nothing, as upstream's getTargetNodes."""
+        that fits only one node contributes nothing, as upstream's getTargetNodes. `matching`
+        memoizes the nodes per placement class for the run: owners share a handful of them."""
         distinct: dict[tuple[object, ...], Pod] = {}
         for pods in pods_by_node.values():
             for pod in pods:
                 distinct.setdefault(_placement_signature(pod), pod)
         targets: dict[str, None] = {}
-        for pod in distinct.values():
-            matching = [n.name for n in nodes
-                        if first_untolerated(n.spec.taints, pod.spec.tolerations,
-                                             SCHEDULING_EFFECTS) is None
-                        and required_affinity_matches(pod, n)]
-            if len(matching) > 1:
-                targets.update(dict.fromkeys(matching))
+        for signature, pod in distinct.items():
+            names = matching.get(signature)
+            if names is None:
+                matches = required_affinity_matcher(pod)
+                names = matching[signature] = [
+                    n.name for n in nodes
+                    if first_untolerated(n.spec.taints, pod.spec.tolerations,
+                                         SCHEDULING_EFFECTS) is None and matches(n)]
+            if len(names) > 1:
+                targets.update(dict.fromkeys(names))
         return list(targets)
 
     def balance(self, nodes: list[Node]) -> None:
@@ -101,8 +106,9 @@ class RemoveDuplicates:
                 else:
                     earlier.append(keys)
 
+        matching: dict[tuple[object, ...], list[str]] = {}
         for owner_key, pods_by_node in duplicates.items():
-            targets = self._target_nodes(pods_by_node, nodes)
+            targets = self._target_nodes(pods_by_node, nodes, matching)
             if len(targets) < 2:
                 for pods in pods_by_node.values():
                     for pod in pods:

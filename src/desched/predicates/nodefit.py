@@ -6,9 +6,10 @@ explain why a pod fits nowhere. Nodes are tried in order and the search stops at
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from desched.model.meta import json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.predicates.labels import SelectorError
@@ -91,12 +92,37 @@ def pod_fits_any_node(pod: Pod, nodes: Iterable[Node], snapshot: ClusterSnapshot
     return any(_fit(pod, node, snapshot, prepared) is None for node in nodes)
 
 
-def pod_fits_any_other_node(pod: Pod, nodes: Iterable[Node], snapshot: ClusterSnapshot) -> bool:
-    """Whether the pod fits some node other than the one it is on (PodFitsAnyOtherNode)."""
-    prepared = _prepare(pod)
+def placement_signature(pod: Pod) -> bytes:
+    """What NodeFit's verdict for a pod depends on besides the node: namespace, requests,
+    nodeSelector, affinity and tolerations. Pods of one workload usually share it."""
+    spec = pod.spec
+    return json_encoder.encode((pod.namespace, sorted(pod.requests.items()),
+                                sorted(spec.node_selector.items()), spec.affinity,
+                                spec.tolerations))
+
+
+def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot) -> bool:
+    """Whether the pod fits some node other than the one it is on (PodFitsAnyOtherNode).
+
+    Within a run where pods are only removed (evictions free resources and anti-affinity
+    partners), a node that fit a placement signature keeps fitting it, so the first fitting node
+    found for a signature is remembered per node list and re-checked alone next time.
+    """
     current = pod.spec.node_name
-    return any(_fit(pod, node, snapshot, prepared) is None
-               for node in nodes if node.metadata.name != current)
+    memo: dict[tuple[int, bytes], tuple[Sequence[Node], int, Node]] = \
+        snapshot.caches.setdefault("nodefit.other", {})
+    signature = placement_signature(pod)
+    key = (id(nodes), signature)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is nodes and hit[1] == snapshot.additions \
+            and hit[2].metadata.name != current:
+        return True
+    prepared = _prepare(pod)
+    for node in nodes:
+        if node.metadata.name != current and _fit(pod, node, snapshot, prepared) is None:
+            memo[key] = (nodes, snapshot.additions, node)
+            return True
+    return False
 
 
 def fit_failures(pod: Pod, nodes: Iterable[Node], snapshot: ClusterSnapshot,

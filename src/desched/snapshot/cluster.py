@@ -51,6 +51,10 @@ class ClusterSnapshot:
         self._pdb_selectors: dict[int, Matcher] = {}
         self._node_requested: dict[str, dict[str, int]] = {}
         self._ready_nodes: dict[int, tuple[Matcher | None, list[Node]]] = {}
+        # Caches other modules derive from the snapshot (e.g. NodeFit results). They may assume
+        # that pods only go away, unless `additions` changed since they were filled.
+        self.caches: dict[str, Any] = {}
+        self.additions = 0
         # PDB (by id) -> the pods its selector matches; built on first use, then kept current.
         self._pdb_members: dict[int, dict[str, Pod]] = {}
 
@@ -94,6 +98,7 @@ class ClusterSnapshot:
         if key in pods:
             self.remove_pod(pods[key])
         pods[key] = pod
+        self.additions += 1
         node_name = pod.spec.node_name
         if node_name:
             self._node_requested.pop(node_name, None)
