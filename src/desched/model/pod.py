@@ -195,14 +195,23 @@ SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 _QOS_RESOURCES = ("cpu", "memory")
 
 
+_requests_cache: dict[tuple[tuple[str, str], ...], dict[str, int]] = {}
+
+
 def _container_requests(container: Container) -> dict[str, int]:
-    """A container's requests, with a limit standing in for a missing request (API defaulting)."""
+    """A container's requests, with a limit standing in for a missing request (API defaulting).
+    Containers of one template repeat the same few resource lists: computed once per list.
+    The returned dict is shared; callers must not modify it."""
     res = container.resources
     if res is None:
         return {}
-    out = {name: resource_amount(name, q) for name, q in res.limits.items()}
-    out.update({name: resource_amount(name, q) for name, q in res.requests.items()})
-    return out
+    key = (*res.limits.items(), ("", ""), *res.requests.items())
+    cached = _requests_cache.get(key)
+    if cached is None:
+        cached = {name: resource_amount(name, q) for name, q in res.limits.items()}
+        cached.update({name: resource_amount(name, q) for name, q in res.requests.items()})
+        _requests_cache[key] = cached
+    return cached
 
 
 def _add(into: dict[str, int], other: dict[str, int]) -> None:
@@ -226,6 +235,7 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
     cached_qos: str = msgspec.field(default="", name="~qos")
     cached_conditions: tuple[PodCondition, ...] | None = msgspec.field(
         default=None, name="~conditions")
+    cached_signature: bytes | None = msgspec.field(default=None, name="~signature")
 
     @property
     def name(self) -> str:

@@ -10,7 +10,7 @@ PreEvictionFilter checks nodeFit and the namespace label selector. (reference/de
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import msgspec
 
@@ -149,6 +149,11 @@ class DefaultEvictor:
         self.threshold = (self._resolve_threshold(args.priority_threshold)
                           if "SystemCriticalPods" in self.protections else SYSTEM_CRITICAL_PRIORITY)
         self.checks = self._build_checks()
+        # minReplicas counts the owner's pods, which evictions change: checked on every call.
+        self.replica_check = (self._min_replicas_check(args.min_replicas)
+                              if args.min_replicas > 1 else None)
+        # Every other verdict depends only on the pod and the clock: computed once per pod.
+        self._verdicts: dict[int, tuple[Pod, datetime, list[str]]] = {}
         self.node_matcher = parse_selector_string(args.node_selector) if args.node_selector \
             else None
         self.namespace_matcher = (None if selector_is_empty(args.namespace_label_selector)
@@ -214,8 +219,6 @@ class DefaultEvictor:
             checks.append(lambda pod: None if match(pod.metadata.labels) else
                           "pod labels do not match the labelSelector filter in the policy "
                           "parameter")
-        if args.min_replicas > 1:
-            checks.append(self._min_replicas_check(args.min_replicas))
         if args.min_pod_age is not None:
             checks.append(self._min_age_check(parse_duration(args.min_pod_age)))
         return checks
@@ -277,6 +280,20 @@ class DefaultEvictor:
                 and PREFER_NO_EVICTION_ANNOTATION in annotations):
             return ("pod has the descheduler.alpha.kubernetes.io/prefer-no-eviction annotation "
                     "and noEvictionPolicy is Mandatory")
+        now = self.handle.now
+        cached = self._verdicts.get(id(pod))
+        if cached is not None and cached[0] is pod and cached[1] == now:
+            reasons = cached[2]
+        else:
+            reasons = self._static_reasons(pod)
+            self._verdicts[id(pod)] = (pod, now, reasons)
+        if self.replica_check is not None:
+            replicas = self.replica_check(pod)
+            if replicas is not None:
+                reasons = [*reasons, replicas]
+        return "; ".join(reasons) if reasons else None
+
+    def _static_reasons(self, pod: Pod) -> list[str]:
         reasons = []
         if pod.is_mirror:
             reasons.append("pod is a mirror pod")
@@ -288,7 +305,7 @@ class DefaultEvictor:
             reason = check(pod)
             if reason is not None:
                 reasons.append(reason)
-        return "; ".join(reasons) if reasons else None
+        return reasons
 
     def pre_eviction_filter(self, pod: Pod) -> str | None:
         snapshot = self.handle.snapshot

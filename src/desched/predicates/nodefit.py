@@ -95,10 +95,12 @@ def pod_fits_any_node(pod: Pod, nodes: Iterable[Node], snapshot: ClusterSnapshot
 def placement_signature(pod: Pod) -> bytes:
     """What NodeFit's verdict for a pod depends on besides the node: namespace, requests,
     nodeSelector, affinity and tolerations. Pods of one workload usually share it."""
-    spec = pod.spec
-    return json_encoder.encode((pod.namespace, sorted(pod.requests.items()),
-                                sorted(spec.node_selector.items()), spec.affinity,
-                                spec.tolerations))
+    if pod.cached_signature is None:
+        spec = pod.spec
+        pod.cached_signature = json_encoder.encode((
+            pod.namespace, sorted(pod.requests.items()), sorted(spec.node_selector.items()),
+            spec.affinity, spec.tolerations))
+    return pod.cached_signature
 
 
 def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from desched.model.meta import ObjectMeta, Shared, trim_annotations
+from desched.model.meta import LabelSelector, ObjectMeta, Shared, trim_annotations
 from desched.model.node import Node
 from desched.model.objects import (
     WORKLOAD_TYPES,
@@ -55,6 +55,8 @@ class ClusterSnapshot:
         # that pods only go away, unless `additions` changed since they were filled.
         self.caches: dict[str, Any] = {}
         self.additions = 0
+        # namespace -> (label key, value) -> pods; built per namespace on first use, kept current.
+        self._label_index: dict[str, dict[tuple[str, str], dict[str, Pod]]] = {}
         # PDB (by id) -> the pods its selector matches; built on first use, then kept current.
         self._pdb_members: dict[int, dict[str, Pod]] = {}
 
@@ -110,6 +112,10 @@ class ClusterSnapshot:
         if in_ns is None:
             in_ns = self.pods_by_namespace[meta.namespace] = {}
         in_ns[key] = pod
+        index = self._label_index.get(meta.namespace)
+        if index is not None:
+            for item in meta.labels.items():
+                index.setdefault(item, {})[key] = pod
         if self._pdb_members:
             for pdb in self.pdbs_by_namespace.get(meta.namespace, ()):
                 members = self._pdb_members.get(id(pdb))
@@ -140,6 +146,10 @@ class ClusterSnapshot:
         if by_node is not None:
             by_node.pop(key, None)
         self.pods_by_namespace.get(pod.namespace, {}).pop(key, None)
+        index = self._label_index.get(pod.namespace)
+        if index is not None:
+            for item in pod.metadata.labels.items():
+                index.get(item, {}).pop(key, None)
         for pdb in self.pdbs_by_namespace.get(pod.namespace, ()):
             members = self._pdb_members.get(id(pdb))
             if members is not None:
@@ -208,10 +218,26 @@ class ClusterSnapshot:
         if members is None:
             matcher = self._pdb_matcher(pdb)
             namespace = pdb.metadata.namespace or "default"
-            members = {key: pod for key, pod in self.pods_by_namespace.get(namespace, {}).items()
+            members = {key: pod for key, pod in self._candidates(namespace, pdb.spec.selector)
                        if matcher(pod.metadata.labels)}
             self._pdb_members[id(pdb)] = members
         return members.values()
+
+    def _candidates(self, namespace: str,
+                    selector: LabelSelector | None) -> Iterable[tuple[str, Pod]]:
+        """Pods that may match a selector: for matchLabels, the smallest bucket of the
+        namespace's label index (the caller still applies the whole selector)."""
+        if selector is None or not selector.match_labels:
+            return self.pods_by_namespace.get(namespace, {}).items()
+        index = self._label_index.get(namespace)
+        if index is None:
+            index = {}
+            for key, pod in self.pods_by_namespace.get(namespace, {}).items():
+                for item in pod.metadata.labels.items():
+                    index.setdefault(item, {})[key] = pod
+            self._label_index[namespace] = index
+        buckets = [index.get(item, {}) for item in selector.match_labels.items()]
+        return min(buckets, key=len).items()
 
     def namespace_labels(self, name: str) -> Mapping[str, str]:
         ns = self.namespaces.get(name)
