@@ -17,6 +17,7 @@ from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.policy.args import Namespaces, namespace_allowed, validate_namespaces
 from desched.predicates.nodeaffinity import required_affinity_matcher
+from desched.predicates.nodefit import placement_signature
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
 
 
@@ -32,18 +33,6 @@ def validate(args: RemoveDuplicatesArgs) -> list[str]:
 OwnerKey = tuple[str, str, str, str]  # namespace, owner kind, owner name, images hash
 
 
-def _placement_signature(pod: Pod) -> tuple[object, ...]:
-    """Pods alike for placement: same tolerations, required node affinity and nodeSelector."""
-    affinity = pod.spec.affinity
-    required = None
-    if affinity is not None and affinity.node_affinity is not None:
-        selector = affinity.node_affinity.required_during_scheduling_ignored_during_execution
-        if selector is not None:
-            required = json_encoder.encode(selector)
-    return (json_encoder.encode(pod.spec.tolerations), required,
-            tuple(sorted(pod.spec.node_selector.items())))
-
-
 class RemoveDuplicates:
     def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
         self.args = args
@@ -51,20 +40,29 @@ class RemoveDuplicates:
         self.excluded_kinds = frozenset(args.exclude_owner_kinds)
 
     def _target_nodes(self, pods_by_node: Mapping[str, list[Pod]], nodes: list[Node],
-                      matching: dict[tuple[object, ...], list[str]]) -> list[str]:
+                      matching: dict[bytes, list[str]]) -> list[str]:
         """Nodes any of the duplicates could run on (taints and node affinity); a placement class
         that fits only one node contributes nothing, as upstream's getTargetNodes. `matching`
         memoizes the nodes per placement class for the run: owners share a handful of them."""
-        distinct: dict[tuple[object, ...], Pod] = {}
+        distinct: dict[bytes, Pod] = {}
         for pods in pods_by_node.values():
             for pod in pods:
-                distinct.setdefault(_placement_signature(pod), pod)
+                # Finer than upstream's (tolerations, affinity, nodeSelector) classes; the
+                # result per class is the same, and the signature is cached on the pod.
+                distinct.setdefault(placement_signature(pod), pod)
         targets: dict[str, None] = {}
-        for signature, pod in distinct.items():
-            names = matching.get(signature)
+        for pod in distinct.values():
+            # upstream's placement class: tolerations, required node affinity, nodeSelector.
+            affinity = pod.spec.affinity
+            node_affinity = affinity.node_affinity if affinity is not None else None
+            klass = json_encoder.encode((
+                pod.spec.tolerations, sorted(pod.spec.node_selector.items()),
+                node_affinity.required_during_scheduling_ignored_during_execution
+                if node_affinity is not None else None))
+            names = matching.get(klass)
             if names is None:
                 matches = required_affinity_matcher(pod)
-                names = matching[signature] = [
+                names = matching[klass] = [
                     n.name for n in nodes
                     if first_untolerated(n.spec.taints, pod.spec.tolerations,
                                          SCHEDULING_EFFECTS) is None and matches(n)]
@@ -106,7 +104,7 @@ class RemoveDuplicates:
                 else:
                     earlier.append(keys)
 
-        matching: dict[tuple[object, ...], list[str]] = {}
+        matching: dict[bytes, list[str]] = {}
         for owner_key, pods_by_node in duplicates.items():
             targets = self._target_nodes(pods_by_node, nodes, matching)
             if len(targets) < 2:

@@ -77,6 +77,8 @@ class _Constraint:
     tolerations_pod: Pod | None  # whose tolerations count, when Honor
     key: tuple[object, ...]
     eligibility_key: tuple[object, ...]
+    # Label pairs every matching pod carries (matchLabels and matchLabelKeys): an index key.
+    equalities: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
         return f"topologyKey {self.topology_key} (maxSkew {self.max_skew})"
@@ -142,7 +144,9 @@ def _build_constraint(tsc: TopologySpreadConstraint, pod: Pod, key: tuple[object
         matcher=_with_labels(base, tuple(extra.items())) if extra else base,
         affinity=required_affinity_matcher(pod) if honor_affinity else None,
         tolerations_pod=pod if honor_taints else None,
-        key=key, eligibility_key=eligibility_key)
+        key=key, eligibility_key=eligibility_key,
+        equalities=(*(tsc.label_selector.match_labels or {}).items(), *extra.items())
+        if tsc.label_selector is not None else ())
 
 
 def _node_eligible(constraint: _Constraint, node: Node) -> bool:
@@ -227,6 +231,9 @@ class RemovePodsViolatingTopologySpreadConstraint:
         selected: dict[str, tuple[Pod, str]] = {}
         eligible_cache: dict[tuple[object, ...], _Eligible] = {}
         for namespace, pods in by_namespace.items():
+            # (label, value) -> the namespace's counted pods carrying it; lets a constraint look
+            # only at pods that can match its selector instead of the whole namespace.
+            label_index: dict[tuple[str, str], list[Pod]] | None = None
             for constraint in self._namespace_constraints(pods):
                 eligible = eligible_cache.get(constraint.eligibility_key)
                 if eligible is None:
@@ -237,7 +244,16 @@ class RemovePodsViolatingTopologySpreadConstraint:
                 counted: dict[str, list[Pod]] = {}
                 total = 0
                 key = constraint.topology_key
-                for pod in pods:
+                candidates = pods
+                if constraint.equalities:
+                    if label_index is None:
+                        label_index = {}
+                        for pod in pods:
+                            for item in pod.metadata.labels.items():
+                                label_index.setdefault(item, []).append(pod)
+                    candidates = min((label_index.get(item, []) for item in
+                                      constraint.equalities), key=len)
+                for pod in candidates:
                     if pod.terminating or not constraint.matcher(pod.metadata.labels):
                         continue
                     value = node_map[pod.spec.node_name].metadata.labels.get(key)
