@@ -32,17 +32,11 @@ class ResourceRequirements(msgspec.Struct, rename="camel", omit_defaults=True, g
     limits: Mapping[str, Quantity] = EMPTY_MAP
 
 
-class ContainerPort(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
-    """Only host ports constrain scheduling; other port fields are not kept."""
-
-    host_port: int = 0
-
-
 class Container(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
-    name: str = ""
+    """Only what requests and duplicate detection need (upstream's NodeFit ignores ports)."""
+
     image: Shared = Shared("")
     resources: ResourceRequirements | None = None
-    ports: tuple[ContainerPort, ...] = ()
     restart_policy: str = ""
 
 
@@ -162,7 +156,6 @@ class ContainerState(msgspec.Struct, rename="camel", omit_defaults=True, gc=Fals
 
 
 class ContainerStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
-    name: str = ""
     restart_count: int = 0
     state: ContainerState | None = None
 
