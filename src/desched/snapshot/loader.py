@@ -28,6 +28,7 @@ from desched.model.kinds import JSON_DECODERS, KIND_GROUPS, PAGE_DECODERS, KubeO
 from desched.snapshot.cluster import ClusterSnapshot
 
 Warn = Callable[[str], None]
+Batch = tuple[KubeObject, ...]  # objects are read a list page at a time
 Buffer = bytes | memoryview
 
 
@@ -77,7 +78,7 @@ class _Reader:
     def _fail(self, where: str, err: Exception | str) -> InputError:
         return InputError(self.path, f"{where}: {err}")
 
-    def json_document(self, data: Buffer, where: str) -> Iterator[KubeObject]:
+    def json_document(self, data: Buffer, where: str) -> Iterator[Batch]:
         guess = _guess_list_kind(data)
         decoder = PAGE_DECODERS.get(guess) if guess else None
         if guess is not None and decoder is not None:
@@ -87,11 +88,11 @@ class _Reader:
                 page = None  # not what the hint said; the general path reports real errors
             if page is not None and page.kind == guess:
                 if self._accept(guess[: -len("List")], page.api_version):
-                    yield from page.items
+                    yield page.items
                 return
         yield from self._json_general(data, where)
 
-    def _json_general(self, data: Buffer, where: str) -> Iterator[KubeObject]:
+    def _json_general(self, data: Buffer, where: str) -> Iterator[Batch]:
         try:
             head = _header.decode(data)
         except msgspec.DecodeError as err:
@@ -107,12 +108,12 @@ class _Reader:
                         raise self._fail(f"{where} item {index}", err) from None
                     kind, version = ih.kind, ih.api_version
                 if self._accept(kind, version):
-                    yield self._decode(kind, raw, f"{where} item {index}")
+                    yield (self._decode(kind, raw, f"{where} item {index}"),)
             return
         if not head.kind:
             raise self._fail(where, "object has no kind")
         if self._accept(head.kind, head.api_version):
-            yield self._decode(head.kind, data, where)
+            yield (self._decode(head.kind, data, where),)
 
     def _decode(self, kind: str, data: Buffer, where: str) -> KubeObject:
         try:
@@ -120,7 +121,7 @@ class _Reader:
         except msgspec.DecodeError as err:
             raise self._fail(f"{where} ({kind})", err) from None
 
-    def json_file(self, handle: Any) -> Iterator[KubeObject]:
+    def json_file(self, handle: Any) -> Iterator[Batch]:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:
             return
@@ -140,7 +141,7 @@ class _Reader:
         for index, doc in enumerate(documents):
             yield from self.json_document(doc, f"document {index + 1}")
 
-    def _json_lines(self, mm: mmap.mmap, size: int) -> Iterator[KubeObject]:
+    def _json_lines(self, mm: mmap.mmap, size: int) -> Iterator[Batch]:
         """One document per line, decoded in place from the mapping; decoded pages are released
         from resident memory (they are re-read from the page cache if a lazy field needs them)."""
         view = memoryview(mm)
@@ -173,7 +174,7 @@ class _Reader:
             out.append(text[pos:end].encode())
             pos = end
 
-    def yaml_file(self, text: str) -> Iterator[KubeObject]:
+    def yaml_file(self, text: str) -> Iterator[Batch]:
         try:
             documents = list(yaml.load_all(text, Loader=_YamlLoader))
         except yaml.YAMLError as err:
@@ -209,8 +210,8 @@ _YamlLoader.yaml_implicit_resolvers = {
 }
 
 
-def read_objects(path: str, warn: Warn = _stderr_warn) -> Iterator[KubeObject]:
-    """Every understood object in one snapshot file, in file order."""
+def read_batches(path: str, warn: Warn = _stderr_warn) -> Iterator[Batch]:
+    """Every understood object in one snapshot file, in file order, a page at a time."""
     reader = _Reader(path)
     try:
         handle = Path(path).open("rb")  # noqa: SIM115 (closed below, after the checks)
@@ -231,6 +232,12 @@ def read_objects(path: str, warn: Warn = _stderr_warn) -> Iterator[KubeObject]:
         warn(f"{path}: ignoring {count} object(s) of unsupported kind {label}")
 
 
+def read_objects(path: str, warn: Warn = _stderr_warn) -> Iterator[KubeObject]:
+    """Every understood object in one snapshot file, in file order."""
+    for batch in read_batches(path, warn):
+        yield from batch
+
+
 def load_snapshot(paths: list[str], warn: Warn = _stderr_warn) -> ClusterSnapshot:
     """Read every file and build the indexed snapshot. GC is paused while millions of small
     objects are created and the survivors are frozen afterwards (measured: removes multi-second
@@ -242,8 +249,8 @@ def load_snapshot(paths: list[str], warn: Warn = _stderr_warn) -> ClusterSnapsho
     try:
         snapshot = ClusterSnapshot()
         for path in paths:
-            for obj in read_objects(path, warn):
-                snapshot.add(obj)
+            for batch in read_batches(path, warn):
+                snapshot.add_all(batch)
         snapshot.finish()
     finally:
         if was_enabled:
