@@ -115,6 +115,15 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
             raise InputError(out_path, f"cannot write output: {err.strerror or err}") from None
     else:
         click.echo(text, nl=not text.endswith("\n"))
+    _exit_fast()
+
+
+def _exit_fast() -> None:
+    """Leave without tearing down the snapshot object by object (about 0.5 s at 150k pods):
+    everything the command had to say is written; nothing else needs cleaning up."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @main.command()
