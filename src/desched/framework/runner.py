@@ -28,7 +28,7 @@ class Profile:
 
 
 def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evictor, clock: Clock,
-                  log: DecisionLog) -> Profile:
+                  log: DecisionLog, policy: Policy | None = None) -> Profile:
     """Each distinct plugin is built once per profile, shared by the extension points it is
     enabled in."""
     specs = registry()
@@ -37,7 +37,7 @@ def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evicto
 
     def instance(name: str) -> Any:
         if name not in instances:
-            handle = Handle(snapshot, pe, clock, log, cfg.name, name)
+            handle = Handle(snapshot, pe, clock, log, cfg.name, name, policy)
             instances[name] = specs[name].factory(cfg.args[name], handle)
         return instances[name]
 
@@ -65,7 +65,8 @@ class Descheduler:
 
     def __post_init__(self) -> None:
         self.evictor = Evictor(self.policy.limits, self.executor, self.log)
-        self.profiles = [build_profile(cfg, self.snapshot, self.evictor, self.clock, self.log)
+        self.profiles = [build_profile(cfg, self.snapshot, self.evictor, self.clock, self.log,
+                                       self.policy)
                          for cfg in self.policy.profiles]
 
     def nodes(self) -> list[Node]:

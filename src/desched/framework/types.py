@@ -11,6 +11,7 @@ from desched.model.pod import Pod
 if TYPE_CHECKING:
     from desched.framework.decisions import DecisionLog
     from desched.framework.evictor import ProfileEvictor
+    from desched.policy.model import Policy
     from desched.snapshot.cluster import ClusterSnapshot
 
 EXTENSION_POINTS = ("deschedule", "balance", "filter", "preevictionfilter", "evict")
@@ -27,7 +28,10 @@ class Handle:
     """One plugin's view of the framework: the cluster, its profile's evictor and the clock."""
 
     def __init__(self, snapshot: ClusterSnapshot, evictor: ProfileEvictor, clock: Clock,
-                 log: DecisionLog, profile: str, plugin: str) -> None:
+                 log: DecisionLog, profile: str, plugin: str,
+                 policy: Policy | None = None) -> None:
+        # The whole policy, for plugins that read top-level settings (metrics providers).
+        self.policy = policy
         self.snapshot = snapshot
         self.evictor = evictor
         self.clock = clock
