@@ -24,6 +24,10 @@ def explain_run(policy_path: str, snapshot_paths: list[str], now: datetime,
     elif not relevant:
         lines.append(f"{target}: no plugin selected it for eviction "
                      f"(no strategy's criteria matched)")
+    if node_name:
+        for n in log.notes:
+            if n.node == node_name:
+                lines.append(f"node {n.node}: {n.profile}/{n.plugin}: {n.text}")
     for d in relevant:
         verb = {"evicted": "EVICTED", "filtered": "kept", "limited": "not evicted (limit)",
                 "pdb-blocked": "not evicted (PDB)", "failed": "eviction failed",

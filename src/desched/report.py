@@ -28,6 +28,8 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
             {"profile": profile, "plugin": plugin, "reason": reason, "pods": count}
             for (profile, plugin, reason), count in sorted(log.filtered_counts.items())
         ],
+        "notes": [{"cycle": n.cycle, "node": n.node, "profile": n.profile, "plugin": n.plugin,
+                   "note": n.text} for n in log.notes],
         "cyclesSkipped": [{"cycle": s.cycle, "reason": s.skipped}
                           for s in result.summaries if s.skipped],
         "rescheduled": [{"cycle": s.cycle, "pod": key, "node": node}
@@ -59,6 +61,11 @@ def render_text(result: SimulationResult) -> str:
         lines.extend(by_cycle.get(summary.cycle, []))
         for key, node in summary.placements:
             lines.append(f"  placed  {key} on {node}" if node else f"  pending {key}: no node fits")
+    if result.log.notes:
+        lines.append("notes:")
+        for n in result.log.notes:
+            where = f"node {n.node}" if n.node else "run"
+            lines.append(f"  cycle {n.cycle} {where} [{n.profile}/{n.plugin}]: {n.text}")
     if result.log.filtered_counts:
         lines.append("kept (pods a plugin considered but did not evict, by reason):")
         for (profile, plugin, reason), count in result.log.filtered_counts.most_common():

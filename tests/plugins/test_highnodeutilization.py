@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from builders import NOW, args, handle_for, node, pod, snapshot
+from builders import NOW, args, decode, handle_for, node, pod, snapshot
 from desched.framework.evictor import Limits
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.highnodeutilization import HighNodeUtilization, HighNodeUtilizationArgs
@@ -288,6 +288,23 @@ def test_valid_args() -> None:
 def test_low_node_utilization_keys_are_strict_decoding_errors() -> None:
     with pytest.raises(DecodeError, match='unknown field "targetThresholds"'):
         policy_from_document(PATH, policy({**CPU_PODS, "targetThresholds": {"cpu": 50}}))
+
+
+def test_metrics_utilization_is_not_an_argument() -> None:
+    # Upstream's HNU always balances by requests (v0.32's metricsUtilization was removed).
+    with pytest.raises(DecodeError, match='unknown field "metricsUtilization"'):
+        policy_from_document(PATH, policy({**CPU_PODS, "metricsUtilization": {
+            "source": "KubernetesMetrics"}}))
+
+
+def test_node_metrics_in_the_snapshot_do_not_change_decisions() -> None:
+    nodes = [mk_node("n1"), mk_node("n2")]
+    pods = [*on("n1", "p1"), *on("n2", "q1 q2 q3 q4 q5 q6")]
+    busy = decode("NodeMetrics", {"metadata": {"name": "n1"},
+                                  "usage": {"cpu": "4", "memory": "3000"}})
+    evicted, _ = run(CPU_PODS, nodes, pods)
+    assert evicted == ["p1"]
+    assert run(CPU_PODS, nodes, [*pods, busy])[0] == evicted
 
 
 # -- the shipped example ----------------------------------------------------------------------

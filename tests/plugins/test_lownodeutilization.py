@@ -1,11 +1,16 @@
-"""LowNodeUtilization by pod requests: classification, early exits, the aggregate pool, the
-destination taint check, evictionLimits, ordering, the metricsUtilization build errors, upstream's
-validation messages and the shipped example (reference/descheduler.md §2.3, §2.5, §1.5; cases
+"""LowNodeUtilization by pod requests and by actual usage (metrics.k8s.io): classification,
+early exits, the aggregate pool, the destination taint check, evictionLimits, ordering, the
+metricsUtilization build errors and bad metrics, upstream's validation messages and the shipped
+examples (reference/descheduler.md §2.3, §2.5, §1.5; cases
 modelled on upstream's lownodeutilization_test.go: TestLowNodeUtilization and
 TestLowNodeUtilizationWithTaints, with DefaultEvictor nodeFit on as upstream's tests run it)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +23,7 @@ from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.lownodeutilization import LowNodeUtilization, LowNodeUtilizationArgs
 from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.loader import policy_from_document
+from desched.policy.model import MetricsProvider, Policy
 from desched.simulation import run_simulation
 
 GPU = "nvidia.com/gpu"
@@ -26,6 +32,7 @@ OWNERS = {"rs": ("ReplicaSet", "replicaset-1"), "ds": ("DaemonSet", "daemonset-1
           "pod": ("Pod", "pod-1"), None: None}
 MIRROR = {"kubernetes.io/config.mirror": "m", "kubernetes.io/config.source": "api"}
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugins" / "LowNodeUtilization"
+METRICS_EXAMPLE = EXAMPLE.parent / "LowNodeUtilization-metrics"
 
 
 def mk(name: str, node_name: str, cpu: int = 400, memory: int = 0, owner: str | None = "rs",
@@ -354,7 +361,7 @@ def test_node_fit_on_destinations_via_default_evictor() -> None:
     assert evicted == ["p1"]
 
 
-# -- metricsUtilization: accepted, validated, but not available in this build -------------------
+# -- metricsUtilization: build errors (upstream's NewLowNodeUtilization) -------------------------
 
 
 METRIC_THRESHOLDS = {"thresholds": {"MetricResource": 30},
@@ -362,12 +369,6 @@ METRIC_THRESHOLDS = {"thresholds": {"MetricResource": 30},
 
 
 @pytest.mark.parametrize(("metrics", "thresholds", "message"), [
-    ({"source": "KubernetesMetrics"}, CPU_PODS,
-     'metricsUtilization source "KubernetesMetrics" (node usage from metrics.k8s.io) is not '
-     "available in this build"),
-    ({"metricsServer": True}, CPU_PODS,
-     "metricsUtilization.metricsServer (node usage from metrics.k8s.io) is not available in "
-     "this build"),
     ({"source": "Prometheus", "prometheus": {"query": "q"}}, CPU_PODS,
      'thresholds are expected to specify a single instance of "MetricResource" resource, got '
      "[cpu pods] instead"),
@@ -375,42 +376,182 @@ METRIC_THRESHOLDS = {"thresholds": {"MetricResource": 30},
      {"thresholds": {"MetricResource": 30}, "targetThresholds": {"cpu": 50}},
      'targetThresholds are expected to specify a single instance of "MetricResource" resource, '
      "got [cpu] instead"),
-    ({"source": "Prometheus", "prometheus": {"query": "q"}}, METRIC_THRESHOLDS,
-     'metricsUtilization source "Prometheus" (node usage from a Prometheus query) is not '
-     "available in this build"),
     ({"source": "Graphite"}, CPU_PODS, "unrecognized metrics source"),
     ({}, CPU_PODS, "metrics source is empty"),
-], ids=["KubernetesMetrics", "metricsServer", "Prometheus thresholds",
-        "Prometheus targetThresholds", "Prometheus", "unknown source", "empty"])
-def test_metrics_sources_fail_at_profile_build(metrics: dict[str, Any],
-                                                thresholds: dict[str, Any], message: str) -> None:
+], ids=["Prometheus thresholds", "Prometheus targetThresholds", "unknown source", "empty"])
+def test_metrics_args_upstream_refuses_fail_at_profile_build(
+        metrics: dict[str, Any], thresholds: dict[str, Any], message: str) -> None:
     raw = {**thresholds, "metricsUtilization": metrics}
     handle, _ = handle_for(snapshot(mk_node("n1"), mk_node("n2")), plugin="LowNodeUtilization")
     with pytest.raises(InputError) as info:
         LowNodeUtilization(args(LowNodeUtilizationArgs, raw), handle)
-    text = str(info.value)
-    assert text.startswith('unable to create "default" profile: unable to build '
-                           "LowNodeUtilization plugin: ")
-    assert message in text
-    assert "\n" not in text
+    assert str(info.value) == ('unable to create "default" profile: unable to build '
+                               f"LowNodeUtilization plugin: {message}")
 
 
-def test_metrics_source_fails_the_simulation_with_input_error(tmp_path: Path) -> None:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text((EXAMPLE / "policy.yaml").read_text().replace(
-        "      evictableNamespaces:",
-        "      metricsUtilization:\n        source: KubernetesMetrics\n"
-        "      evictableNamespaces:"))
-    policy_from_document(str(policy), _yaml(policy))  # valid policy: validation passes
-    with pytest.raises(InputError, match="not available in this build"):
-        run_simulation(str(policy), [str(EXAMPLE / "cluster.yaml")], NOW, 1, False)
+@pytest.mark.parametrize("metrics", [
+    {"source": "KubernetesMetrics"}, {"metricsServer": True},
+    {"source": "Prometheus", "prometheus": {"query": "q"}}])
+def test_metrics_sources_build(metrics: dict[str, Any]) -> None:
+    thresholds = METRIC_THRESHOLDS if metrics.get("source") == "Prometheus" else CPU_PODS
+    handle, _ = handle_for(snapshot(mk_node("n1"), mk_node("n2")), plugin="LowNodeUtilization")
+    LowNodeUtilization(args(LowNodeUtilizationArgs, {**thresholds,
+                                                     "metricsUtilization": metrics}), handle)
 
 
-def _yaml(path: Path) -> dict[str, Any]:
-    import yaml
+# -- metricsUtilization: KubernetesMetrics (NodeMetrics / PodMetrics) ---------------------------
+# Prometheus mode is exercised against a real HTTP server in tests/usage/test_prometheus_usage.py.
 
-    doc: dict[str, Any] = yaml.safe_load(path.read_text())
-    return doc
+TAKEN = "2026-11-22T11:59:30Z"
+CPU_ONLY = {"thresholds": {"cpu": 30}, "targetThresholds": {"cpu": 60}}
+KUBERNETES_METRICS = {"metricsUtilization": {"source": "KubernetesMetrics"}}
+
+
+def node_metrics(name: str, cpu: str, memory: str = "1000", timestamp: str = TAKEN) -> Any:
+    return decode("NodeMetrics", {"metadata": {"name": name}, "timestamp": timestamp,
+                                  "usage": {"cpu": cpu, "memory": memory}})
+
+
+def pod_metrics(name: str, cpu: str, memory: str = "10", timestamp: str = TAKEN,
+                containers: list[dict[str, Any]] | None = None) -> Any:
+    return decode("PodMetrics", {
+        "metadata": {"name": name, "namespace": "default"}, "timestamp": timestamp,
+        "containers": containers if containers is not None else [
+            {"name": "main", "usage": {"cpu": cpu, "memory": memory}}]})
+
+
+def metrics_cluster() -> tuple[list[Any], list[Any], list[Any]]:
+    """By requests n1 is the hot node (4 x 800m = 80%); by usage it is n2, whose four pods
+    request 100m each but use 900m each (3800m with the system's 200m = 95%)."""
+    nodes = [mk_node("n1"), mk_node("n2"), mk_node("n3")]
+    pods = [*rs_pods("a1 a2 a3 a4", "n1", cpu=800), *rs_pods("b1 b2 b3 b4", "n2", cpu=100)]
+    metrics = [node_metrics("n1", "400m"), node_metrics("n2", "3800m"),
+               node_metrics("n3", "100m"),
+               *(pod_metrics(f"a{i}", "100m") for i in range(1, 5)),
+               *(pod_metrics(f"b{i}", "900m") for i in range(1, 5))]
+    return nodes, pods, metrics
+
+
+def run_metrics(raw: dict[str, Any], nodes: list[Any], pods: list[Any], extra: list[Any],
+                providers: list[MetricsProvider] | None = None,
+                collector: bool = False) -> tuple[list[str], Any]:
+    snap = snapshot(*nodes, *pods, *extra)
+    setup, _ = handle_for(snap)
+    evictor = DefaultEvictor(args(DefaultEvictorArgs, {"nodeFit": True}), setup)
+    handle, executor = handle_for(snap, plugin="LowNodeUtilization", filters=[evictor])
+    handle.policy = Policy("policy.yaml", "v1alpha2", [], metrics_collector_enabled=collector,
+                           metrics_providers=[MetricsProvider("KubernetesMetrics")]
+                           if providers is None else providers)
+    LowNodeUtilization(args(LowNodeUtilizationArgs, raw), handle).balance(snap.ready_nodes())
+    return executor.evicted, handle
+
+
+def kept(handle: Any) -> dict[str, int]:
+    """Why pods were kept and what the run noted about nodes, with counts."""
+    out = {reason: count for (_, plugin, reason), count in handle.log.filtered_counts.items()
+           if plugin == "LowNodeUtilization"}
+    for n in handle.log.notes:
+        if n.plugin == "LowNodeUtilization":
+            out[n.text] = out.get(n.text, 0) + 1
+    return out
+
+
+def test_actual_usage_picks_other_nodes_than_requests() -> None:
+    nodes, pods, metrics = metrics_cluster()
+    evicted, _ = run(CPU_ONLY, nodes, pods, extra=metrics)
+    assert evicted == ["a1"]  # by requests: n1 80% -> 60%
+    evicted, handle = run_metrics({**CPU_ONLY, **KUBERNETES_METRICS}, nodes, pods, metrics)
+    # By usage: n2 95% -> 72.5% -> 50%, each pod taking its PodMetrics' 900m off.
+    assert evicted == ["b1", "b2"]
+    assert handle.log.evictions()[0].reason == (
+        "node n2 is overutilized (cpu 95% > 60%; actual usage from metrics.k8s.io); evicting to "
+        "move usage to underutilized nodes n1, n3")
+    assert kept(handle) == {}
+
+
+@pytest.mark.parametrize("metrics_utilization", [{"metricsServer": True},
+                                                 {"source": "KubernetesMetrics"}])
+@pytest.mark.parametrize(("providers", "collector"), [
+    ([MetricsProvider("KubernetesMetrics")], False), ([], True)],
+    ids=["metricsProviders", "metricsCollector"])
+def test_either_policy_switch_gives_the_metrics_client(metrics_utilization: dict[str, Any],
+                                                       providers: list[MetricsProvider],
+                                                       collector: bool) -> None:
+    nodes, pods, metrics = metrics_cluster()
+    evicted, _ = run_metrics({**CPU_ONLY, "metricsUtilization": metrics_utilization}, nodes,
+                             pods, metrics, providers=providers, collector=collector)
+    assert evicted == ["b1", "b2"]
+
+
+def test_without_a_metrics_client_the_run_ends_with_a_reason() -> None:
+    nodes, pods, metrics = metrics_cluster()
+    evicted, handle = run_metrics({**CPU_ONLY, **KUBERNETES_METRICS}, nodes, pods, metrics,
+                                  providers=[MetricsProvider("Prometheus", "http://p:9090")])
+    assert evicted == []
+    assert kept(handle) == {
+        "metrics client not initialized: the policy needs metricsProviders: [{source: "
+        "KubernetesMetrics}] (or the deprecated metricsCollector: {enabled: true})": 1}
+
+
+def test_node_with_bad_metrics_is_left_out_and_the_rest_balance() -> None:
+    nodes, pods, metrics = metrics_cluster()
+    nodes.append(mk_node("n4"))
+    metrics += [node_metrics("n4", "-50m")]
+    # n3's metrics are stale: only n1 is left as a destination.
+    metrics = [m for m in metrics if m.metadata.name != "n3"]
+    metrics.append(node_metrics("n3", "100m", timestamp="2026-11-22T11:00:00Z"))
+    evicted, handle = run_metrics({**CPU_ONLY, **KUBERNETES_METRICS}, nodes, pods, metrics)
+    assert evicted == ["b1", "b2"]
+    assert kept(handle) == {
+        "node n3 left out of this run: its NodeMetrics is stale: taken at 2026-11-22T11:00:00Z, "
+        "1h0m0s before now (limit 5m0s)": 1,
+        "node n4 left out of this run: its NodeMetrics has a negative cpu usage '-50m'": 1}
+    assert handle.log.evictions()[0].reason.endswith("to underutilized nodes n1")
+
+
+def test_node_without_node_metrics_is_left_out() -> None:
+    nodes, pods, metrics = metrics_cluster()
+    metrics = [m for m in metrics if m.metadata.name != "n1"]
+    evicted, handle = run_metrics({**CPU_ONLY, **KUBERNETES_METRICS}, nodes, pods, metrics)
+    assert evicted == ["b1", "b2"]
+    assert kept(handle) == {"node n1 left out of this run: no NodeMetrics for it": 1}
+
+
+def test_pods_with_unknown_usage_are_skipped_with_their_reason() -> None:
+    nodes, pods, metrics = metrics_cluster()
+    metrics = [m for m in metrics if m.metadata.name not in ("b1", "b2")]
+    metrics += [pod_metrics("b2", "", containers=[{"name": "main", "usage": {"cpu": "900m"}},
+                                                  {"name": "sidecar", "usage": {"cpu": "1m"}}])]
+    evicted, handle = run_metrics({**CPU_ONLY, **KUBERNETES_METRICS}, nodes, pods, metrics)
+    assert evicted == ["b3", "b4"]
+    assert kept(handle) == {
+        "pod usage unknown: no PodMetrics for it": 1,
+        'pod usage unknown: container "main" has no memory usage in its PodMetrics': 1}
+
+
+def test_extended_resources_cannot_use_metrics() -> None:
+    nodes, pods, metrics = metrics_cluster()
+    evicted, handle = run_metrics({**GPU_PODS, **KUBERNETES_METRICS}, nodes, pods, metrics)
+    assert evicted == []
+    assert kept(handle) == {
+        'error getting node usage: unable to find "nvidia.com/gpu" resource for collected "n1" '
+        "node metric": 1}
+
+
+def test_deviation_thresholds_on_actual_usage() -> None:
+    nodes, pods, metrics = metrics_cluster()
+    raw = {"useDeviationThresholds": True, "thresholds": {"cpu": 10},
+           "targetThresholds": {"cpu": 10}, **KUBERNETES_METRICS}
+    # Mean cpu (10 + 95 + 2.5) / 3 = 35.83%: n2 sheds pods until at most 45.83%.
+    evicted, _ = run_metrics(raw, nodes, pods, metrics)
+    assert evicted == ["b1", "b2", "b3"]
+
+
+def test_metrics_mode_does_not_evict_again_in_the_next_cycle() -> None:
+    result = run_simulation(str(METRICS_EXAMPLE / "policy.yaml"),
+                            [str(METRICS_EXAMPLE / "cluster.yaml")], NOW, 3, False)
+    # The evicted pods' PodMetrics come off worker-2's measured usage after cycle 1.
+    assert [(d.cycle, d.pod) for d in result.evictions] == [(1, "batch-0"), (1, "batch-1")]
 
 
 # -- validation (upstream's exact messages, through the policy loader) ------------------------
@@ -538,3 +679,52 @@ def test_example_end_to_end() -> None:
     assert result.evictions[0].reason == (
         "node worker-1 is overutilized (cpu 80% > 50%); evicting to move usage to "
         "underutilized nodes worker-2, worker-3")
+
+
+def test_metrics_example_end_to_end() -> None:
+    result = run_simulation(str(METRICS_EXAMPLE / "policy.yaml"),
+                            [str(METRICS_EXAMPLE / "cluster.yaml")], NOW, 1, False)
+    assert [(d.namespace, d.pod, d.node, d.plugin) for d in result.evictions] == [
+        ("shop", "batch-0", "worker-2", "LowNodeUtilization"),
+        ("shop", "batch-1", "worker-2", "LowNodeUtilization"),
+    ]
+    assert [d.reason for d in result.evictions] == [
+        "node worker-2 is overutilized (cpu 85% > 60%; actual usage from metrics.k8s.io); "
+        "evicting to move usage to underutilized nodes worker-1, worker-3",
+        "node worker-2 is overutilized (cpu 65% > 60%; actual usage from metrics.k8s.io); "
+        "evicting to move usage to underutilized nodes worker-1, worker-3"]
+    assert dict(result.log.filtered_counts) == {}  # no pod left out
+    assert result.log.notes == []  # and no node
+
+
+def test_metrics_example_by_requests_would_evict_elsewhere(tmp_path: Path) -> None:
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text((METRICS_EXAMPLE / "policy.yaml").read_text().replace(
+        "      metricsUtilization:\n        source: KubernetesMetrics\n", ""))
+    result = run_simulation(str(policy_file), [str(METRICS_EXAMPLE / "cluster.yaml")], NOW, 1,
+                            False)
+    assert [(d.pod, d.node) for d in result.evictions] == [("web-0", "worker-1")]
+
+
+def test_metrics_example_through_the_cli() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "desched.cli", "simulate",
+         "--policy", str(METRICS_EXAMPLE / "policy.yaml"),
+         "--snapshot", str(METRICS_EXAMPLE / "cluster.yaml"),
+         "--now", "2026-11-22T12:00:00Z", "--output", "json"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [(e["pod"], e["node"]) for e in out["evictions"]] == [
+        ("batch-0", "worker-2"), ("batch-1", "worker-2")]
+
+
+def test_metrics_example_without_now_sees_stale_metrics() -> None:
+    later = NOW + timedelta(minutes=10)
+    result = run_simulation(str(METRICS_EXAMPLE / "policy.yaml"),
+                            [str(METRICS_EXAMPLE / "cluster.yaml")], later, 1, False)
+    assert result.evictions == []
+    reasons = [n.text for n in result.log.notes]
+    assert len(reasons) == 3
+    assert all("its NodeMetrics is stale: taken at 2026-11-22T11:59:30Z, 10m30s before now"
+               in r for r in reasons)

@@ -26,6 +26,15 @@ class Decision:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Note:
+    cycle: int
+    node: str
+    profile: str
+    plugin: str
+    text: str
+
+
 @dataclass
 class DecisionLog:
     """What one run decided. `explain` names pods (namespace/name) or nodes to record in full."""
@@ -34,6 +43,7 @@ class DecisionLog:
     explain_nodes: frozenset[str] = frozenset()
     decisions: list[Decision] = field(default_factory=list)
     filtered_counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    notes: list[Note] = field(default_factory=list)
     cycle: int = 1
 
     def wants_detail(self, pod_key: str, node: str) -> bool:
@@ -47,8 +57,14 @@ class DecisionLog:
     def filtered(self, namespace: str, pod: str, node: str, profile: str, plugin: str,
                  reason: str) -> None:
         self.filtered_counts[(profile, plugin, reason)] += 1
-        if self.wants_detail(f"{namespace}/{pod}", node):
+        if (self.explain_pods or self.explain_nodes) and self.wants_detail(
+                f"{namespace}/{pod}", node):
             self.record("filtered", namespace, pod, node, profile, plugin, reason)
+
+    def note(self, node: str, profile: str, plugin: str, text: str) -> None:
+        """A finding about a node or the whole run (bad metrics, a hot node whose pods fit
+        nowhere), not about one pod. `node` is empty for run-level notes."""
+        self.notes.append(Note(self.cycle, node, profile, plugin, text))
 
     def evictions(self) -> list[Decision]:
         return [d for d in self.decisions if d.outcome == "evicted"]

@@ -54,6 +54,11 @@ class Handle:
         """Ask for an eviction. Raises EvictionLimitError when a global limit is reached."""
         return self.evictor.evict(pod, self.plugin, reason)
 
+    def note(self, text: str, node: str = "") -> None:
+        """Record a finding about a node (or, without one, the whole run) for reports and
+        `explain`: bad or stale metrics, a hot node whose pods fit nowhere."""
+        self.log.note(node, self.profile, self.plugin, text)
+
     def skip(self, pod: Pod, reason: str) -> None:
         """Record why this plugin passed over a pod it considered (for `explain`)."""
         self.log.filtered(pod.namespace, pod.name, pod.node_name, self.profile, self.plugin,

@@ -1,6 +1,7 @@
 """HighNodeUtilization (balance): empties nodes whose requests are at or below `thresholds` so
 the scheduler (with a MostAllocated scoring strategy) can pack their pods onto fewer nodes
-(reference/descheduler.md §2.4, §2.5). Always by pod requests; no metrics support upstream."""
+(reference/descheduler.md §2.4, §2.5). Always by pod requests: upstream's HighNodeUtilization has
+no metricsUtilization (v0.32 had one, later removed), so neither does this one."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from desched.plugins.nodeutilization_common import (
     EvictionRun,
     NodeInfo,
     Percentages,
-    RequestedUsage,
     below_threshold,
     classify_and_build,
     describe_under,
@@ -27,6 +27,7 @@ from desched.plugins.nodeutilization_common import (
     validate_thresholds,
 )
 from desched.policy.args import Namespaces
+from desched.usage.requests import RequestedUsage
 
 ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
 EVICTION_MODES = frozenset({ONLY_THRESHOLDING_RESOURCES})

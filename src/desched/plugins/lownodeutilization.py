@@ -1,9 +1,13 @@
 """LowNodeUtilization (balance): moves pods off nodes above `targetThresholds` while nodes below
-`thresholds` have room, by pod requests (reference/descheduler.md §2.3, §2.5).
+`thresholds` have room (reference/descheduler.md §2.3, §2.5).
 
-Real-usage sources (`metricsUtilization`) are accepted and validated with upstream's messages,
-but this build has no metrics client: such a profile fails to build with a one-line error
-rather than balancing on made-up usage.
+Usage comes from pod requests, or with `metricsUtilization` from real usage (desched.usage):
+`source: KubernetesMetrics` (or the deprecated `metricsServer: true`) reads NodeMetrics and
+PodMetrics and needs the policy's `metricsProviders: [{source: KubernetesMetrics}]` or
+`metricsCollector.enabled`; `source: Prometheus` runs `prometheus.query` against the policy's
+Prometheus provider and tracks the single MetricResource. Upstream's build errors stay build
+errors. Where upstream's run fails (no client, Prometheus unreachable, a bad sample), this one
+records the reason and ends the run, or leaves just the node or pod with bad metrics out.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ from desched.plugins.nodeutilization_common import (
     EvictionRun,
     NodeInfo,
     Percentages,
-    RequestedUsage,
     above_target,
     above_threshold,
     below_threshold,
@@ -38,9 +41,20 @@ from desched.plugins.nodeutilization_common import (
     validate_thresholds,
 )
 from desched.policy.args import Namespaces
+from desched.usage.base import (
+    KUBERNETES_METRICS,
+    PROMETHEUS,
+    MetricsSettings,
+    UsageSource,
+    UsageUnavailable,
+    abort,
+    note,
+)
+from desched.usage.metrics_server import KubernetesMetricsUsage
+from desched.usage.prometheus import BearerToken, PrometheusClient, PrometheusUsage
+from desched.usage.requests import RequestedUsage
 
-KUBERNETES_METRICS = "KubernetesMetrics"
-PROMETHEUS = "Prometheus"
+REQUESTS = "requests"
 
 
 class Prometheus(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -103,16 +117,9 @@ def validate(args: LowNodeUtilizationArgs) -> list[str]:
     return []
 
 
-_NOT_AVAILABLE = ("is not available in this build; only pod requests are supported "
-                  "(remove metricsUtilization to balance by requests)")
-
-
-def usage_source_problem(args: LowNodeUtilizationArgs) -> str | None:
-    """Why the plugin cannot be built for its metricsUtilization, or None for requests.
-
-    Upstream's NewLowNodeUtilization checks come first (Prometheus thresholds must be exactly
-    {MetricResource: x}; unknown or empty sources), then the missing real-usage client.
-    """
+def build_problem(args: LowNodeUtilizationArgs) -> str | None:
+    """Why upstream's NewLowNodeUtilization refuses these args (a profile build error), or None:
+    Prometheus thresholds must be exactly {MetricResource: x}, and the source must be known."""
     m = args.metrics_utilization
     if m is None:
         return None
@@ -126,33 +133,72 @@ def usage_source_problem(args: LowNodeUtilizationArgs) -> str | None:
             if list(thresholds) != [METRIC_RESOURCE]:
                 return (f'{key} are expected to specify a single instance of '
                         f'"{METRIC_RESOURCE}" resource, got {go_list(thresholds)} instead')
-        return f'metricsUtilization source "{PROMETHEUS}" (node usage from a Prometheus ' \
-               f"query) {_NOT_AVAILABLE}"
-    if m.metrics_server:
-        return f"metricsUtilization.metricsServer (node usage from metrics.k8s.io) {_NOT_AVAILABLE}"
-    if m.source == KUBERNETES_METRICS:
-        return (f'metricsUtilization source "{KUBERNETES_METRICS}" (node usage from '
-                f"metrics.k8s.io) {_NOT_AVAILABLE}")
+        return None
+    if m.metrics_server or m.source == KUBERNETES_METRICS:
+        return None
     if m.source:
         return "unrecognized metrics source"
     return "metrics source is empty"
 
 
+def usage_mode(args: LowNodeUtilizationArgs) -> str:
+    """REQUESTS, KUBERNETES_METRICS (also for the deprecated metricsServer) or PROMETHEUS."""
+    m = args.metrics_utilization
+    if m is None:
+        return REQUESTS
+    return PROMETHEUS if m.source == PROMETHEUS else KUBERNETES_METRICS
+
+
+_SOURCE_NOTE = {REQUESTS: "", KUBERNETES_METRICS: "; actual usage from metrics.k8s.io",
+                PROMETHEUS: "; usage from the Prometheus query"}
+
+
 class LowNodeUtilization:
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
-        problem = usage_source_problem(args)
+        problem = build_problem(args)
         if problem is not None:
             raise InputError("", f'unable to create "{handle.profile}" profile: unable to build '
                                  f"LowNodeUtilization plugin: {problem}")
         self.args = args
         self.handle = handle
         self.threshold_names = list(args.thresholds)
-        self.names = resource_names(args.thresholds)
-        self.usage = RequestedUsage(handle.snapshot, self.names)
+        self.mode = usage_mode(args)
+        # Prometheus tracks MetricResource alone; the other sources also cpu, memory and pods.
+        self.names = (list(args.thresholds) if self.mode == PROMETHEUS
+                      else resource_names(args.thresholds))
+        self.requested = RequestedUsage(handle.snapshot, self.names)
+        # Built now, before any eviction, so it knows the pods the metrics were measured with.
+        self.metrics = (KubernetesMetricsUsage(handle.snapshot, self.names, lambda: handle.now)
+                        if self.mode == KUBERNETES_METRICS else None)
         ns = args.evictable_namespaces
         self.excluded = frozenset(ns.exclude) if ns is not None else frozenset()
         limits = args.eviction_limits
         self.node_limit = limits.node if limits is not None else None
+
+    def _usage_source(self) -> UsageSource | None:
+        """This run's source, or None (reason recorded) when the policy gives no client for it.
+        The settings are read every run, as upstream re-reads its clients."""
+        if self.mode == REQUESTS:
+            return self.requested
+        handle = self.handle
+        settings = MetricsSettings.from_handle(handle)
+        if self.metrics is not None:
+            if not settings.metrics_client:
+                abort(handle, "metrics client not initialized: the policy needs "
+                              "metricsProviders: [{source: KubernetesMetrics}] (or the "
+                              "deprecated metricsCollector: {enabled: true})")
+                return None
+            return self.metrics
+        prometheus = settings.prometheus
+        if prometheus is None or not prometheus.url:
+            abort(handle, "prometheus client not initialized: the policy needs a "
+                          "metricsProviders entry with source Prometheus and a url")
+            return None
+        m = self.args.metrics_utilization
+        query = m.prometheus.query if m is not None and m.prometheus is not None else ""
+        token = BearerToken.from_env(secret_configured=prometheus.auth_token_secret is not None)
+        return PrometheusUsage(handle.snapshot, PrometheusClient(prometheus.url, token),
+                               {METRIC_RESOURCE: query}, self.names, lambda: handle.now)
 
     def _thresholds(self, percentages: dict[str, Percentages]) -> tuple[Percentages, Percentages]:
         a = self.args
@@ -164,11 +210,31 @@ class LowNodeUtilization:
     def _removable(self, pod: Pod) -> bool:
         return self.handle.filter(pod)
 
+    def _measure(self, nodes: list[Node]) -> tuple[UsageSource, list[Node]] | None:
+        """Sync this run's source: the source and the nodes it measured, or None to end the
+        run (the reason is recorded)."""
+        usage = self._usage_source()
+        if usage is None:
+            return None
+        try:
+            left_out = usage.sync(nodes)
+        except UsageUnavailable as err:
+            abort(self.handle, f"error getting node usage: {err}")
+            return None
+        if left_out:
+            for name, why in left_out.items():
+                note(self.handle, f"node {name} left out of this run: {why}", name)
+            nodes = [n for n in nodes if n.name not in left_out]
+        return usage, nodes
+
     def balance(self, nodes: list[Node]) -> None:
         args = self.args
-        self.usage.sync(nodes)
+        measured = self._measure(nodes)
+        if measured is None:
+            return
+        usage, nodes = measured
         low, high = classify_and_build(
-            nodes, self.usage, self.names, self._thresholds,
+            nodes, usage, self.names, self._thresholds,
             # Unschedulable nodes are never destinations, but may be sources.
             lambda node, pct, lo: not node.spec.unschedulable and below_threshold(pct, lo),
             lambda node, pct, hi: above_threshold(pct, hi))
@@ -176,15 +242,23 @@ class LowNodeUtilization:
             return
         mean = "; thresholds relative to the cluster mean" if args.use_deviation_thresholds \
             else ""
+        detail = mean + _SOURCE_NOTE[self.mode]
         destinations = name_list(low)
+        if usage.pod_usage_known:
+            action = "evicting to move usage"
+        elif self.node_limit is None:
+            action = "evicting one pod (the query gives no per-pod usage) to move load"
+        else:
+            action = (f"evicting up to evictionLimits.node {self.node_limit} pods (the query "
+                      f"gives no per-pod usage) to move load")
 
         def reason(source: NodeInfo, pool: Mapping[str, int]) -> str:
             over = describe_over(source, above_target(source))
-            return (f"node {source.name} is overutilized ({over}{mean}); evicting to move usage "
-                    f"to underutilized nodes {destinations}")
+            return (f"node {source.name} is overutilized ({over}{detail}); {action} to "
+                    f"underutilized nodes {destinations}")
 
         EvictionRun(
-            handle=self.handle, usage=self.usage, names=self.names, removable=self._removable,
+            handle=self.handle, usage=usage, names=self.names, removable=self._removable,
             continue_eviction=lambda info, pool: bool(above_target(info)) and pool_has_room(pool),
             reason=reason, excluded_namespaces=self.excluded, node_limit=self.node_limit,
             destination_kind="underutilized",

@@ -1,7 +1,9 @@
 """What LowNodeUtilization and HighNodeUtilization share (reference/descheduler.md §2.3-§2.5):
-the usage sources, capacities, normalisation to percentages, static and deviation thresholds,
-classification, capacities capped at the high threshold, the aggregate destination pool, and the
-eviction loop that drains source nodes while the pool lasts.
+capacities, normalisation to percentages, static and deviation thresholds, classification,
+capacities capped at the high threshold, the aggregate destination pool, and the eviction loop
+that drains source nodes while the pool lasts. The usage sources live in desched.usage; a source
+without per-pod usage (Prometheus) makes the loop evict without accounting (upstream's
+"unconstrained" mode).
 
 Upstream defects kept on purpose, because they decide which pods go:
 - the destination pool is one aggregate over all destination nodes (no per-node bin-packing);
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Protocol
+from typing import Annotated
 
 import msgspec
 
@@ -25,11 +27,14 @@ from desched.model.pod import Pod, Toleration
 from desched.model.quantity import format_amount
 from desched.plugins.ordering import sort_by_priority_low_to_high
 from desched.predicates.taints import first_untolerated
-from desched.snapshot.cluster import ClusterSnapshot
+from desched.usage.base import PodUsageError, UsageSource
+
+# Re-exported for the plugins. METRIC_RESOURCE is Prometheus mode's pseudo-resource; every node
+# has a capacity of 100 for it.
+from desched.usage.prometheus import METRIC_RESOURCE as METRIC_RESOURCE
+from desched.usage.requests import RequestedUsage as RequestedUsage
 
 BASIC_RESOURCES = ("cpu", "memory", "pods")
-# The pseudo-resource of Prometheus mode; every node has a capacity of 100 for it.
-METRIC_RESOURCE = "MetricResource"
 MIN_PERCENTAGE = 0
 MAX_PERCENTAGE = 100
 
@@ -66,57 +71,6 @@ def resource_names(thresholds: Mapping[str, float]) -> list[str]:
     names = list(thresholds)
     names.extend(r for r in BASIC_RESOURCES if r not in thresholds)
     return names
-
-
-# -- usage sources -----------------------------------------------------------------------------
-
-
-class UsageSource(Protocol):
-    """Where node and pod usage come from. `sync` is called once per Balance run; the other
-    methods answer from what it captured. Real-usage sources (metrics.k8s.io, Prometheus) plug in
-    here later."""
-
-    def sync(self, nodes: Sequence[Node]) -> None: ...
-
-    def node_usage(self, node: str) -> Amounts:
-        """Absolute usage of every tracked resource (cpu in millicores); the caller may mutate
-        the returned dict."""
-
-    def pods(self, node: str) -> list[Pod]:
-        """The node's non-terminal pods, evictable or not, as captured by `sync`."""
-
-    def pod_usage(self, pod: Pod) -> Amounts: ...
-
-
-class RequestedUsage:
-    """Usage = the summed effective requests of the node's non-terminal pods; `pods` = their
-    count (upstream's requestedUsageClient)."""
-
-    def __init__(self, snapshot: ClusterSnapshot, names: Sequence[str]) -> None:
-        self.snapshot = snapshot
-        self.names = tuple(names)
-        self._usage: dict[str, Amounts] = {}
-        self._pods: dict[str, list[Pod]] = {}
-
-    def sync(self, nodes: Sequence[Node]) -> None:
-        self._usage.clear()
-        self._pods.clear()
-        snapshot = self.snapshot
-        for node in nodes:
-            name = node.name
-            requested = snapshot.node_requested(name)
-            self._usage[name] = {r: requested.get(r, 0) for r in self.names}
-            self._pods[name] = snapshot.pods_on_node(name)
-
-    def node_usage(self, node: str) -> Amounts:
-        return self._usage[node]
-
-    def pods(self, node: str) -> list[Pod]:
-        return self._pods[node]
-
-    def pod_usage(self, pod: Pod) -> Amounts:
-        requests = pod.requests
-        return {r: requests.get(r, 0) for r in self.names}
 
 
 # -- capacities, percentages, thresholds -------------------------------------------------------
@@ -363,6 +317,9 @@ class EvictionRun:
                     taints: DestinationTaints) -> None:
         handle = self.handle
         snapshot = handle.snapshot
+        # Without per-pod usage (Prometheus) an eviction's effect is unknown: upstream's
+        # "unconstrained" mode.
+        constrained = self.usage.pod_usage_known
         if not self.continue_eviction(source, pool):
             return
         for pod in pods:
@@ -382,7 +339,13 @@ class EvictionRun:
                 continue
             if not handle.pre_eviction_filter(pod):
                 continue
-            pod_usage = self.usage.pod_usage(pod)
+            pod_usage: Amounts = {}
+            if constrained:
+                try:
+                    pod_usage = self.usage.pod_usage(pod)
+                except PodUsageError as err:
+                    handle.skip(pod, str(err))
+                    continue
             try:
                 evicted = handle.evict(pod, self.reason(source, pool))
             except EvictionLimitError as err:
@@ -392,6 +355,11 @@ class EvictionRun:
             if not evicted:
                 continue
             source.evicted += 1
+            if not constrained:
+                # Nothing to subtract: one pod per node, or up to evictionLimits.node.
+                if self.node_limit is None:
+                    break
+                continue
             subtract(pool, source, pod_usage)
             if not self.continue_eviction(source, pool):
                 break
