@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
@@ -43,9 +43,13 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime, c
     snapshot = load_snapshot(snapshot_paths)
     nodes, pods = len(snapshot.nodes), len(snapshot.pods)
     executor = SimulationExecutor(snapshot)
-    descheduler = Descheduler(policy, snapshot, executor, Clock(now), log or DecisionLog())
+    clock = Clock(now)
+    descheduler = Descheduler(policy, snapshot, executor, clock, log or DecisionLog())
     summaries = []
     for cycle in range(1, cycles + 1):
+        # Cycles are a descheduling interval apart when the policy sets one (Koordinator's
+        # deschedulingInterval), so timeouts and metric expiry play out as they would live.
+        clock.now = now + timedelta(seconds=policy.descheduling_interval * (cycle - 1))
         summary = CycleSummary(cycle, descheduler.run_cycle(cycle))
         if do_reschedule and executor.evicted:
             placed = reschedule(executor.evicted, snapshot, cycle, descheduler.nodes())
