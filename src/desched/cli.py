@@ -146,5 +146,19 @@ def explain(policy_path: str, snapshots: tuple[str, ...], pod_ref: str | None,
                            node_name))
 
 
+@main.command()
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config).")
+@click.option("--context", help="Kubeconfig context to use.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="Snapshot file to write (one list page per line, as `simulate` reads).")
+def snapshot(kubeconfig: str | None, context: str | None, out_path: str) -> None:
+    """Dump the cluster's objects that descheduling reads into a snapshot file."""
+    from desched.live.capture import run_capture
+
+    count = run_capture(kubeconfig, context, out_path)
+    click.echo(f"wrote {count} objects to {out_path}", err=True)
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,395 @@
+"""Informers: one in-memory cache per kind, kept current by list + watch, and the ClusterSnapshot
+built from them for each descheduling cycle.
+
+Each informer lists its kind page by page (limit/continue), then watches from the list's
+resourceVersion with bookmarks, as client-go's reflector does:
+- a 410 Gone (an HTTP status, or an ERROR event with code 410) means the resourceVersion left the
+  server's history window: list again;
+- a stream that ends (the server's timeoutSeconds) is re-watched from the last resourceVersion
+  seen, which bookmarks keep recent even for kinds that rarely change;
+- dropped connections, 429 and 5xx are retried with bounded exponential backoff.
+
+List pages and watch events are decoded from bytes straight into desched's lean structs. Before
+the first sync, errors the user must fix (unreachable server, 401/403, a required kind the server
+does not serve) are raised as InputError; afterwards everything is retried, so a long-running
+descheduler rides out API server restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from desched.errors import InputError
+from desched.live.client import (
+    AccessDenied,
+    ApiClient,
+    ApiError,
+    ConnectionLost,
+    Unreachable,
+    decode_status,
+)
+from desched.live.resources import Resource, resources_for
+from desched.model.kinds import JSON_DECODERS, TYPES
+from desched.model.meta import shared_hook, trim_annotations
+from desched.snapshot.cluster import ClusterSnapshot
+
+log = logging.getLogger("desched.live")
+
+Handler = Callable[[str, Any], None]  # (event type, object); "SYNC" with None after a (re)list
+
+
+class Backoff:
+    """Bounded exponential backoff with jitter (so many informers do not retry in step)."""
+
+    def __init__(self, initial: float = 0.5, maximum: float = 30.0, factor: float = 2.0,
+                 jitter: float = 0.2) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self.factor = factor
+        self.jitter = jitter
+        self._next = initial
+
+    def next(self) -> float:
+        delay = self._next
+        self._next = min(self._next * self.factor, self.maximum)
+        return delay * (1 + random.uniform(-self.jitter, self.jitter))
+
+    def reset(self) -> None:
+        self._next = self.initial
+
+
+# -- decoding ------------------------------------------------------------------------------------
+
+class _ListMeta(msgspec.Struct, rename="camel"):
+    resource_version: str = ""
+    continue_: str = msgspec.field(default="", name="continue")
+
+
+class _WatchEvent(msgspec.Struct):
+    type: str
+    object: msgspec.Raw
+
+
+class _ObjectMeta(msgspec.Struct, rename="camel"):
+    resource_version: str = ""
+
+
+class _ObjectHead(msgspec.Struct):
+    metadata: _ObjectMeta = msgspec.field(default_factory=_ObjectMeta)
+
+
+def _page_decoder(kind: str, item: type) -> msgspec.json.Decoder[Any]:
+    # Like desched.model.kinds.PAGE_DECODERS, plus the list metadata paging needs.
+    page = msgspec.defstruct(
+        f"{kind}Page",
+        [("metadata", _ListMeta, msgspec.field(default_factory=_ListMeta)),
+         ("items", tuple[item, ...] | None, ())],  # type: ignore[valid-type]
+        module=__name__,
+    )
+    return msgspec.json.Decoder(page, dec_hook=shared_hook)
+
+
+PAGE_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    kind: _page_decoder(kind, t) for kind, t in TYPES.items()
+}
+_event_decoder = msgspec.json.Decoder(_WatchEvent)
+_head_decoder = msgspec.json.Decoder(_ObjectHead)
+
+
+class Gone(Exception):
+    """410: the resourceVersion (or continue token) is too old; list again."""
+
+
+class _NotServed(Exception):
+    """404 on an optional kind's list."""
+
+
+def _key(obj: Any) -> str:
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+# -- the informer --------------------------------------------------------------------------------
+
+class Informer:
+    """The cache of one kind: `store` maps "namespace/name" (or "name") to the lean object."""
+
+    def __init__(self, client: ApiClient, resource: Resource, *, page_size: int = 500,
+                 backoff: Backoff | None = None, watch_timeout: float = 300.0,
+                 poll_interval: float = 60.0) -> None:
+        self.client = client
+        self.resource = resource
+        self.page_size = page_size
+        self.backoff = backoff or Backoff()
+        self.watch_timeout = watch_timeout
+        self.poll_interval = poll_interval
+        self.store: dict[str, Any] = {}
+        self.resource_version = ""
+        self.synced = asyncio.Event()
+        self.skipped = False  # an optional kind the server does not serve
+        self.generation = 0  # bumped on every change, so callers can tell whether a cycle is due
+        self.lists = 0  # how many times the kind was (re)listed
+        self.handlers: list[Handler] = []
+        self._decoder = JSON_DECODERS[resource.kind]
+        self._page_decoder = PAGE_DECODERS[resource.kind]
+        self._task: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Informer {self.resource.label}: {len(self.store)} objects>"
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> asyncio.Task[None]:
+        if self._task is None:
+            self._task = asyncio.create_task(self.run(), name=f"informer {self.resource.label}")
+        return self._task
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def wait_synced(self) -> None:
+        """Return once the first list is in the store; raise what stopped the informer first."""
+        task = self.start()
+        if self.synced.is_set():
+            return
+        waiter = asyncio.create_task(self.synced.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if not self.synced.is_set():
+            if not task.cancelled():
+                task.result()  # raises the informer's error
+            raise RuntimeError(f"informer for {self.resource.label} stopped before syncing")
+
+    # -- the loop --------------------------------------------------------------------------------
+    async def run(self) -> None:
+        resource = self.resource
+        relist = True
+        while True:
+            try:
+                if relist:
+                    await self._list()
+                    relist = False
+                    if not resource.watchable:
+                        await asyncio.sleep(self.poll_interval)
+                        relist = True
+                        continue
+                # From the last version seen, also when the previous stream broke mid-way.
+                await self._watch(self.resource_version)
+            except Gone:
+                log.info("%s: resourceVersion %s is too old, listing again", resource.label,
+                         self.resource_version)
+                relist = True
+            except _NotServed:
+                log.warning("%s is not served by the API server; skipping it", resource.label)
+                self.skipped = True
+                self.synced.set()
+                return
+            except (ApiError, ConnectionLost, InputError) as err:
+                if not self.synced.is_set() and not _retry_before_sync(err):
+                    raise
+                if not isinstance(err, ConnectionLost | Unreachable) and not (
+                        isinstance(err, ApiError) and err.transient):
+                    relist = True  # an unexpected answer: start over from a fresh list
+                delay = self.backoff.next()
+                if isinstance(err, ApiError) and err.retry_after:
+                    delay = max(delay, min(err.retry_after, self.backoff.maximum))
+                log.warning("%s: %s; retrying in %.1fs", resource.label, err, delay)
+                await asyncio.sleep(delay)
+
+    async def _list(self) -> None:
+        """List every page into a fresh store, swapped in whole, so a snapshot never sees a
+        half-listed kind; the list's resourceVersion is where watching starts."""
+        resource = self.resource
+        store: dict[str, Any] = {}
+        params = {"limit": str(self.page_size)}
+        rv = ""
+        while True:
+            try:
+                body = await self.client.get(resource.path, params, what=f"list {resource.label}")
+            except ApiError as err:
+                if err.code == 410 and "continue" in params:
+                    raise Gone from None  # the continue token expired: start over
+                if err.code == 404:
+                    if resource.optional and not self.synced.is_set():
+                        raise _NotServed from None
+                    if not self.synced.is_set():
+                        raise InputError(self.client.server, f"the API server does not serve "
+                                         f"{resource.label} (404): {err.message}") from None
+                raise
+            try:
+                page = self._page_decoder.decode(body)
+            except msgspec.DecodeError as err:
+                raise InputError(self.client.server,
+                                 f"cannot decode the list of {resource.label}: {err}") from None
+            for obj in page.items or ():
+                if obj.metadata.annotations:
+                    trim_annotations(obj.metadata)
+                store[_key(obj)] = obj
+            rv = page.metadata.resource_version or rv
+            token = page.metadata.continue_
+            if not token:
+                break
+            params["continue"] = token
+        self.store = store
+        self.resource_version = rv
+        self.generation += 1
+        self.lists += 1
+        self.backoff.reset()
+        self.synced.set()
+        for handler in self.handlers:
+            handler("SYNC", None)
+
+    async def _watch(self, rv: str) -> None:
+        """Apply watch events from `rv` until the stream ends (self.resource_version follows
+        every event)."""
+        resource = self.resource
+        params = {
+            "watch": "true",
+            "resourceVersion": rv,
+            "allowWatchBookmarks": "true",
+            # Spread reconnects over time, as client-go does (timeout .. 2 * timeout).
+            "timeoutSeconds": str(max(1, int(self.watch_timeout * (1 + random.random())))),
+        }
+        started = time.monotonic()
+        try:
+            async with self.client.stream(resource.path, params, what=f"watch {resource.label}",
+                                          read_timeout=self.watch_timeout * 2 + 30) as lines:
+                events = await self._apply(lines)
+        except ApiError as err:
+            if err.code == 410:  # as an HTTP status, before the stream starts
+                raise Gone from None
+            raise
+        if not events and time.monotonic() - started < 1.0:
+            raise ConnectionLost(f"watch {resource.label}: the stream ended at once, empty")
+
+    async def _apply(self, lines: AsyncIterator[bytes]) -> int:
+        """Apply the events of one watch stream; returns how many lines it had."""
+        resource = self.resource
+        store = self.store
+        decoder = self._decoder
+        events = 0
+        async for line in lines:
+            if not events:
+                self.backoff.reset()  # not on connect: a server closing at once must back off
+            events += 1
+            try:
+                event = _event_decoder.decode(line)
+            except msgspec.DecodeError as err:
+                log.warning("%s: skipping an undecodable watch line: %s", resource.label, err)
+                continue
+            kind = event.type
+            if kind == "ERROR":
+                status = decode_status(event.object)
+                if status is None:
+                    raise ApiError(500, "", "undecodable ERROR event", f"watch {resource.label}")
+                raise ApiError(status.code or 500, status.reason, status.message,
+                               f"watch {resource.label}")
+            try:
+                event_rv = _head_decoder.decode(event.object).metadata.resource_version
+            except msgspec.DecodeError:
+                event_rv = ""
+            if event_rv:
+                self.resource_version = event_rv
+            if kind == "BOOKMARK":
+                continue
+            try:
+                obj = decoder.decode(event.object)
+            except msgspec.DecodeError as err:
+                log.warning("%s: skipping an undecodable %s event: %s", resource.label, kind, err)
+                continue
+            if kind == "DELETED":
+                store.pop(_key(obj), None)
+            elif kind in ("ADDED", "MODIFIED"):
+                if obj.metadata.annotations:
+                    trim_annotations(obj.metadata)
+                store[_key(obj)] = obj
+            else:
+                continue
+            self.generation += 1
+            for handler in self.handlers:
+                handler(kind, obj)
+        return events
+
+
+def _retry_before_sync(err: Exception) -> bool:
+    """Errors worth retrying even before the first sync: the server answered but is busy or
+    failing. Configuration and permission problems fail fast instead."""
+    if isinstance(err, AccessDenied | Unreachable):
+        return False
+    if isinstance(err, ApiError):
+        return err.transient
+    return isinstance(err, ConnectionLost)
+
+
+# -- many informers ------------------------------------------------------------------------------
+
+def make_informers(client: ApiClient, kinds: Iterable[str] | None = None,
+                   **options: Any) -> list[Informer]:
+    """One informer per kind (all kinds desched reads when None); options go to Informer."""
+    return [Informer(client, resource, **options) for resource in resources_for(kinds)]
+
+
+async def start_informers(informers: Iterable[Informer], timeout: float | None = None) -> None:
+    """Start the informers and wait for every initial list. The cyclic GC is paused meanwhile
+    and the survivors frozen afterwards (gc.freeze): at 150k pods this removes multi-second
+    collections, and later collections no longer scan the cache (reference/client-stack.md)."""
+    informers = list(informers)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        waits = [inf.wait_synced() for inf in informers]
+        await asyncio.wait_for(asyncio.gather(*waits), timeout)
+    except BaseException as err:
+        await stop_informers(informers)
+        if isinstance(err, TimeoutError):
+            late = ", ".join(i.resource.label for i in informers if not i.synced.is_set())
+            server = informers[0].client.server if informers else ""
+            raise InputError(server, f"the initial list did not finish within {timeout:g}s "
+                                     f"for: {late}") from None
+        raise
+    finally:
+        if was_enabled:
+            gc.enable()
+    gc.freeze()
+
+
+async def stop_informers(informers: Iterable[Informer]) -> None:
+    await asyncio.gather(*(inf.stop() for inf in informers))
+
+
+async def build_snapshot(informers: Iterable[Informer]) -> ClusterSnapshot:
+    """A ClusterSnapshot of the informers' current stores, for one descheduling cycle.
+
+    Starts the informers and waits for their first sync if needed (see start_informers), then
+    builds without yielding to the event loop, so no watch event lands half-way: the snapshot is
+    one consistent cut of the caches. It shares the cached objects (cheap: only the indices are
+    new); cycles only fill derived caches on objects and drop them from the indices."""
+    informers = list(informers)
+    if not all(informer.synced.is_set() for informer in informers):
+        await start_informers(informers)  # the first cycle: sync with GC paused, then freeze
+    snapshot = ClusterSnapshot()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for informer in informers:
+            if informer.store:
+                snapshot.add_all(tuple(informer.store.values()))
+        snapshot.finish()
+    finally:
+        if was_enabled:
+            gc.enable()
+    return snapshot

@@ -1,0 +1,323 @@
+"""API-server behaviour that kmock's KubernetesEmulator lacks, added as kmock reactions:
+resourceVersions, limit/continue paging from a frozen list, watch from a resourceVersion with
+bookmarks, 410 Gone for compacted history (as an HTTP status or an ERROR event), and injected
+failures (any status for the next N list/watch requests, dropped or ended watch streams).
+
+Objects are changed through this helper (add/modify/delete), which versions them and feeds the
+open watches. Requests for resources it does not serve fall through to the emulator (404 for
+unknown resources), as on a real server without the CRD.
+
+kmock 0.8 cannot parse the path /api/v1/namespaces (its parser takes "namespaces" for the
+namespace prefix and fails with a 500), so `Emulator` routes that path to a plain aiohttp
+handler in front of kmock."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp.web
+import attrs
+import kmock
+
+from desched.live.resources import BY_KIND, Resource
+
+RawRoute = Callable[[aiohttp.web.BaseRequest], Awaitable[aiohttp.web.StreamResponse]]
+Answer = tuple[int, Any]  # (status, a JSON body or an async iterator of watch events)
+Abort = Callable[[], None]
+
+
+@attrs.define(kw_only=True)
+class Emulator(kmock.KubernetesEmulator):
+    """kmock's emulator, with raw aiohttp routes for paths its parser cannot handle."""
+
+    raw_routes: dict[str, RawRoute] = attrs.field(factory=dict)
+
+    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        route = self.raw_routes.get(raw_request.path)
+        if route is not None:
+            return await route(raw_request)
+        return await super().__call__(raw_request)
+
+
+def _kmock_answer(result: Answer) -> Any:
+    # Every answer sets its status: kmock keeps the last status on the reaction otherwise, so
+    # one 410 would turn every later answer of the same reaction into a 410.
+    return kmock.Response(status=result[0], payload=result[1])
+
+
+async def _aiohttp_answer(raw: aiohttp.web.BaseRequest,
+                          result: Answer) -> aiohttp.web.StreamResponse:
+    code, payload = result
+    if isinstance(payload, dict):
+        return aiohttp.web.json_response(payload, status=code)
+    response = aiohttp.web.StreamResponse(status=code)
+    await response.prepare(raw)
+    try:
+        async for event in payload:
+            if event != b"":
+                await response.write(json.dumps(event).encode() + b"\n")
+        await response.write_eof()
+    except ConnectionError:
+        pass  # dropped on purpose (end_watches(abort=True))
+    return response
+
+
+def status(code: int, message: str, reason: str = "") -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "code": code, "reason": reason, "message": message}
+
+
+@dataclass
+class Fault:
+    verb: str  # "list" | "watch"
+    plural: str
+    code: int
+    message: str
+    times: int
+    after: int = 0  # let this many matching requests through first
+
+
+@dataclass
+class Logged:
+    verb: str
+    plural: str
+    params: dict[str, str]
+
+
+@dataclass
+class _Kind:
+    resource: Resource
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    history: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+    floor: int = 0  # a watch from below this resourceVersion gets 410 Gone
+
+
+class FakeApiServer:
+    def __init__(self, server: Emulator, *, gone_as_event: bool = False,
+                 list_kind: bool = True) -> None:
+        self.server = server
+        self.url = str(server.url).rstrip("/")
+        self.gone_as_event = gone_as_event
+        self.list_kind = list_kind  # False: lists without kind/apiVersion, as kmock sends them
+        self.rv = 1000
+        self.kinds: dict[str, _Kind] = {}
+        self.faults: list[Fault] = []
+        self.log: list[Logged] = []
+        self._frozen: dict[str, list[dict[str, Any]]] = {}
+        self._frozen_rv: dict[str, int] = {}
+        self._tokens = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self._epoch = 0  # bumped to end every open watch
+        self._abort = False
+
+    # -- serving ---------------------------------------------------------------------------------
+    def serve(self, *kinds: str) -> None:
+        for kind in kinds:
+            resource = BY_KIND[kind]
+            self.kinds[kind] = _Kind(resource)
+            if isinstance(self.server, Emulator) and resource.path == "/api/v1/namespaces":
+                self.server.raw_routes[resource.path] = \
+                    lambda raw, k=kind: self._raw_route(k, raw)
+                continue
+            target = kmock.resource(resource.group, resource.version, resource.plural)
+            self.server[kmock.action.LIST, target] << (
+                lambda request, k=kind: _kmock_answer(self._list(k, dict(request.params))))
+            self.server[kmock.action.WATCH, target] << (
+                lambda request, k=kind: _kmock_answer(
+                    self._watch(k, dict(request.params), _aborter(request._raw_request))))
+
+    async def _raw_route(self, kind: str, raw: aiohttp.web.BaseRequest) -> Any:
+        params = dict(raw.query)
+        if params.get("watch") == "true":
+            return await _aiohttp_answer(raw, self._watch(kind, params, _aborter(raw)))
+        return await _aiohttp_answer(raw, self._list(kind, params))
+
+    def requests(self, verb: str, plural: str) -> list[dict[str, str]]:
+        return [e.params for e in self.log if e.verb == verb and e.plural == plural]
+
+    def fail(self, verb: str, kind: str, code: int, message: str = "injected", times: int = 1,
+             after: int = 0) -> None:
+        """Answer the next `times` list/watch requests of `kind` (after `after` of them) with
+        an error status."""
+        self.faults.append(Fault(verb, BY_KIND[kind].plural, code, message, times, after))
+
+    def _fault(self, verb: str, plural: str) -> Any:
+        for fault in self.faults:
+            if fault.verb == verb and fault.plural == plural and fault.times > 0:
+                if fault.after > 0:
+                    fault.after -= 1
+                    continue
+                fault.times -= 1
+                return fault.code, status(fault.code, fault.message)
+        return None
+
+    def _list(self, kind: str, params: dict[str, str]) -> Answer:
+        state = self.kinds[kind]
+        resource = state.resource
+        self.log.append(Logged("list", resource.plural, params))
+        fault = self._fault("list", resource.plural)
+        if fault is not None:
+            return fault
+        limit = int(params.get("limit") or 0)
+        token = params.get("continue")
+        if token:
+            frozen_id, _, offset_text = token.partition(":")
+            if frozen_id not in self._frozen:
+                return 410, status(410, "The provided continue parameter is too old", "Expired")
+            items, rv, offset = self._frozen[frozen_id], self._frozen_rv[frozen_id], \
+                int(offset_text)
+        else:
+            frozen_id = str(next(self._tokens))
+            items = [self._item(o) for _, o in sorted(state.objects.items())]
+            rv, offset = self.rv, 0
+            self._frozen[frozen_id], self._frozen_rv[frozen_id] = items, rv
+        page = items[offset: offset + limit] if limit else items[offset:]
+        metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+        if limit and offset + len(page) < len(items):
+            metadata["continue"] = f"{frozen_id}:{offset + len(page)}"
+        body: dict[str, Any] = {"metadata": metadata, "items": page}
+        if self.list_kind:
+            body = {"kind": resource.list_kind, "apiVersion": resource.api_version, **body}
+        return 200, body
+
+    @staticmethod
+    def _item(obj: dict[str, Any]) -> dict[str, Any]:
+        # List items carry no kind/apiVersion on a real server.
+        return {k: v for k, v in copy.deepcopy(obj).items() if k not in ("kind", "apiVersion")}
+
+    def _watch(self, kind: str, params: dict[str, str], abort: Abort) -> Answer:
+        state = self.kinds[kind]
+        self.log.append(Logged("watch", state.resource.plural, params))
+        fault = self._fault("watch", state.resource.plural)
+        if fault is not None:
+            return fault
+        since = int(params.get("resourceVersion") or 0)
+        if since < state.floor:
+            gone = status(410, f"too old resource version: {since} ({state.floor})", "Expired")
+            if self.gone_as_event:
+                return 200, self._one_event({"type": "ERROR", "object": gone})
+            return 410, gone
+        bookmarks = params.get("allowWatchBookmarks") == "true"
+        return 200, self._stream(state, since, bookmarks, abort)
+
+    async def _one_event(self, event: dict[str, Any]) -> AsyncIterator[Any]:
+        yield event
+
+    async def _stream(self, state: _Kind, since: int, bookmarks: bool,
+                      abort: Abort) -> AsyncIterator[Any]:
+        yield b""  # send the headers now, as the API server does
+        epoch = self._epoch
+        pos = next((i for i, (rv, _, _) in enumerate(state.history) if rv > since),
+                   len(state.history))
+        while True:
+            async with self._changed:
+                await self._changed.wait_for(
+                    lambda seen=pos: seen < len(state.history) or epoch != self._epoch)
+            if epoch != self._epoch:
+                if self._abort:
+                    abort()
+                return
+            for _, kind, obj in state.history[pos:]:
+                if kind != "BOOKMARK" or bookmarks:
+                    yield {"type": kind, "object": obj}
+            pos = len(state.history)
+
+    # -- changing state --------------------------------------------------------------------------
+    def _record(self, kind: str, event: str, obj: dict[str, Any]) -> dict[str, Any]:
+        state = self.kinds[kind]
+        self.rv += 1
+        obj = copy.deepcopy(obj)
+        resource = state.resource
+        obj.setdefault("kind", kind)
+        obj.setdefault("apiVersion", resource.api_version)
+        meta = obj.setdefault("metadata", {})
+        meta["resourceVersion"] = str(self.rv)
+        key = f"{meta.get('namespace', '')}/{meta['name']}"
+        if event == "DELETED":
+            state.objects.pop(key, None)
+        elif event != "BOOKMARK":
+            state.objects[key] = obj
+        state.history.append((self.rv, event, obj))
+        return obj
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def add(self, kind: str, *objs: dict[str, Any]) -> None:
+        for obj in objs:
+            self._record(kind, "ADDED", obj)
+        await self._notify()
+
+    async def modify(self, kind: str, obj: dict[str, Any]) -> None:
+        self._record(kind, "MODIFIED", obj)
+        await self._notify()
+
+    async def delete(self, kind: str, name: str, namespace: str = "") -> None:
+        obj = self.kinds[kind].objects[f"{namespace}/{name}"]
+        self._record(kind, "DELETED", obj)
+        await self._notify()
+
+    async def bookmark(self, kind: str) -> int:
+        resource = self.kinds[kind].resource
+        self._record(kind, "BOOKMARK", {"kind": kind, "apiVersion": resource.api_version,
+                                        "metadata": {"name": ""}})
+        await self._notify()
+        return self.rv
+
+    def compact(self, kind: str) -> None:
+        """Forget the history up to now: older resourceVersions and continue tokens are Gone."""
+        self.kinds[kind].floor = self.rv
+        self._frozen.clear()
+        self._frozen_rv.clear()
+
+    async def end_watches(self, abort: bool = False) -> None:
+        """End every open watch: cleanly (as timeoutSeconds does) or by dropping the connection."""
+        self._abort = abort
+        self._epoch += 1
+        await self._notify()
+
+    async def change_unseen(self, kind: str, *objs: dict[str, Any]) -> None:
+        """End the open watches, add objects no watcher sees and compact the history, all before
+        any watcher can reconnect: the watchers' resourceVersion is then Gone."""
+        self._abort = False
+        self._epoch += 1
+        for obj in objs:
+            self._record(kind, "ADDED", obj)
+        self.compact(kind)
+        await self._notify()
+
+    def add_now(self, kind: str, *objs: dict[str, Any]) -> None:
+        """add() for setup before any watch is open."""
+        for obj in objs:
+            self._record(kind, "ADDED", obj)
+
+
+def _aborter(raw: aiohttp.web.BaseRequest | None) -> Abort:
+    """Drop the request's connection, as a network failure would."""
+    def abort() -> None:
+        assert raw is not None and raw.transport is not None
+        raw.transport.abort()
+    return abort
+
+
+def pod(name: str, namespace: str = "default", node: str = "n1", **extra: Any) -> dict[str, Any]:
+    labels = extra.pop("labels", {"app": "web"})
+    return {"metadata": {"name": name, "namespace": namespace, "labels": labels,
+                         "uid": f"uid-{namespace}-{name}", **extra.pop("metadata", {})},
+            "spec": {"nodeName": node, "containers": [
+                {"name": "c", "image": "nginx",
+                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
+            "status": {"phase": "Running"}, **extra}
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi") -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
