@@ -160,5 +160,56 @@ def snapshot(kubeconfig: str | None, context: str | None, out_path: str) -> None
     click.echo(f"wrote {count} objects to {out_path}", err=True)
 
 
+@main.command()
+@_policy_option
+@click.option("--kubeconfig", "--client-connection-kubeconfig", "kubeconfig",
+              type=click.Path(dir_okay=False),
+              help="Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config).")
+@click.option("--context", help="Kubeconfig context to use.")
+@click.option("--once", is_flag=True, help="Run one cycle and exit (the default without "
+              "--interval, --cron or a policy deschedulingInterval).")
+@click.option("--interval", "--descheduling-interval", "interval",
+              help="Run a cycle every DURATION (Go syntax: 5m, 1h30m), start to start; "
+                   "0 means once.")
+@click.option("--cron", "cron", help="Run cycles on a 5-field crontab schedule (UTC), "
+              "e.g. '*/2 * * * *'.")
+@click.option("--dry-run", is_flag=True, help="Decide and report, evict nothing (PDBs and "
+              "limits are still applied, in simulation).")
+@click.option("--leader-elect", is_flag=True, help="Run cycles only while holding a "
+              "coordination.k8s.io Lease (for several replicas).")
+@click.option("--leader-elect-resource-name", default="desched", show_default=True)
+@click.option("--leader-elect-resource-namespace",
+              help="Namespace of the Lease (default: $POD_NAMESPACE, the service account's "
+                   "namespace, else kube-system).")
+@click.option("--leader-elect-lease-duration", default="137s", show_default=True)
+@click.option("--leader-elect-renew-deadline", default="107s", show_default=True)
+@click.option("--leader-elect-retry-period", default="26s", show_default=True)
+@click.option("--metrics-address", help="Serve /metrics on HOST:PORT (e.g. :10258).")
+@click.option("--health-address", help="Serve /healthz and /readyz on HOST:PORT "
+              "(e.g. :10259).")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="info", show_default=True)
+def run(policy_path: str, kubeconfig: str | None, context: str | None, once: bool,
+        interval: str | None, cron: str | None, dry_run: bool, leader_elect: bool,
+        leader_elect_resource_name: str, leader_elect_resource_namespace: str | None,
+        leader_elect_lease_duration: str, leader_elect_renew_deadline: str,
+        leader_elect_retry_period: str, metrics_address: str | None,
+        health_address: str | None, log_format: str, log_level: str) -> int:
+    """Deschedule a live cluster: once, every interval, or on a cron schedule."""
+    from desched.live.run import RunConfig, run_command
+
+    config = RunConfig(
+        policy_path=policy_path, kubeconfig=kubeconfig, context=context, once=once,
+        interval=interval, cron=cron, dry_run=dry_run, leader_elect=leader_elect,
+        lease_name=leader_elect_resource_name,
+        lease_namespace=leader_elect_resource_namespace,
+        lease_duration=leader_elect_lease_duration, renew_deadline=leader_elect_renew_deadline,
+        retry_period=leader_elect_retry_period, metrics_address=metrics_address,
+        health_address=health_address)
+    return run_command(config, log_format=log_format, log_level=log_level)
+
+
 if __name__ == "__main__":
     main()

@@ -31,7 +31,7 @@ def explain_run(policy_path: str, snapshot_paths: list[str], now: datetime,
     for d in relevant:
         verb = {"evicted": "EVICTED", "filtered": "kept", "limited": "not evicted (limit)",
                 "pdb-blocked": "not evicted (PDB)", "failed": "eviction failed",
-                "skipped": "kept"}[d.outcome]
+                "skipped": "kept", "dry-run": "would be evicted (dryRun)"}[d.outcome]
         lines.append(f"{d.namespace}/{d.pod} on {d.node}: {verb} by "
                      f"{d.profile}/{d.plugin}: {d.reason}")
     return "\n".join(lines)

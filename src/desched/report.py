@@ -19,6 +19,11 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
              "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
             for d in log.evictions()
         ],
+        "dryRun": [
+            {"cycle": d.cycle, "namespace": d.namespace, "pod": d.pod, "node": d.node,
+             "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
+            for d in log.decisions if d.outcome == "dry-run"
+        ],
         "refusals": [
             {"cycle": d.cycle, "outcome": d.outcome, "namespace": d.namespace, "pod": d.pod,
              "node": d.node, "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
@@ -45,7 +50,7 @@ def render_text(result: SimulationResult) -> str:
         if d.outcome == "evicted":
             text = (f"  evict   {d.namespace}/{d.pod} on {d.node} [{d.profile}/{d.plugin}]: "
                     f"{d.reason}")
-        elif d.outcome in ("limited", "pdb-blocked", "failed"):
+        elif d.outcome in ("limited", "pdb-blocked", "failed", "dry-run"):
             text = (f"  {d.outcome:7} {d.namespace}/{d.pod} on {d.node} "
                     f"[{d.profile}/{d.plugin}]: {d.reason}")
         else:

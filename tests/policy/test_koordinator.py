@@ -51,13 +51,6 @@ def profile(name: str = "p", plugin_config: list[dict[str, Any]] | None = None,
     return out
 
 
-# MigrationController (Koordinator's default evict and filter plugin) is not registered yet;
-# the tests of that transitional state step aside once it is.
-needs_no_migration_controller = pytest.mark.skipif(
-    "MigrationController" in registry(),
-    reason="MigrationController is registered: Koordinator's defaults are valid")
-
-
 def load(d: dict[str, Any]) -> Policy:
     return policy_from_document(PATH, d)
 
@@ -254,18 +247,17 @@ def test_bad_node_selector() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-@needs_no_migration_controller
 @pytest.mark.parametrize("d", [cfg(), cfg(profiles=[]),
                                cfg(profiles=[{"pluginConfig": []}])])
-def test_default_profile_uses_migration_controller_which_is_not_registered(
+def test_default_profile_evicts_and_filters_with_migration_controller(
         d: dict[str, Any]) -> None:
-    err = policy_error(d)
-    assert str(err) == (
-        f'{PATH}: profile "{DEFAULT_PROFILE}": evict plugin "MigrationController" is not '
-        f"registered")
+    prof = load(d).profiles[0]
+    assert prof.name == DEFAULT_PROFILE
+    assert prof.enabled["evict"] == ["MigrationController"]
+    assert prof.enabled["filter"] == ["MigrationController"]
+    assert "MigrationController" in prof.args  # defaulted args, as Koordinator appends them
 
 
-@needs_no_migration_controller
 def test_shipped_default_config_names_migration_controller() -> None:
     """koord-descheduler's shipped ConfigMap (reference/koordinator.md §2.3)."""
     shipped = """\
@@ -293,9 +285,10 @@ profiles:
     cm = {"apiVersion": "v1", "kind": "ConfigMap",
           "metadata": {"name": "koord-descheduler-config", "namespace": "koordinator-system"},
           "data": {"koord-descheduler-config": shipped}}
-    err = policy_error(cm)
-    assert "MigrationController" in str(err)
-    assert str(err).startswith(f"{PATH}[koord-descheduler-config]: ")
+    prof = load(cm).profiles[0]
+    assert prof.enabled["evict"] == ["MigrationController"]
+    assert prof.enabled["deschedule"] == []
+    assert prof.args["MigrationController"].evict_qps in ("10", 10, 10.0)
 
 
 def test_single_unnamed_profile_gets_the_default_name() -> None:
@@ -381,11 +374,9 @@ def test_merge_keeps_repeated_names() -> None:
     assert _merge(["A"], _set(["A", "A"])) == ["A", "A"]
 
 
-@needs_no_migration_controller
 def test_filter_default_is_migration_controller() -> None:
     p = {"name": "p", "plugins": {"evict": EVICT_DE}}
-    err = policy_error(cfg(p))
-    assert str(err) == f'{PATH}: profile "p": filter plugin "MigrationController" is not registered'
+    assert load(cfg(p)).profiles[0].enabled["filter"] == ["MigrationController"]
 
 
 def test_filter_disabled_entirely_is_allowed() -> None:
@@ -425,11 +416,11 @@ def test_only_one_evict_plugin(second_evictor: str) -> None:
         f'{PATH}: profile "p": only one evict plugin can be enabled')
 
 
-@needs_no_migration_controller
 def test_only_one_evict_plugin_with_the_default_kept(second_evictor: str) -> None:
     """Enabling an evictor without disabling the default keeps MigrationController too."""
     p = {"name": "p", "plugins": {"evict": enabled(second_evictor), "filter": FILTER_DE}}
-    assert "MigrationController" in str(policy_error(cfg(p)))
+    assert str(policy_error(cfg(p))) == (
+        f'{PATH}: profile "p": only one evict plugin can be enabled')
 
 
 def test_unregistered_plugin_in_an_extension_point() -> None:

@@ -48,6 +48,8 @@ class BudgetTracker:
         # Per PDB: (snapshot.additions when counted, non-terminal pods, healthy pods). Kept
         # current by record_removal, recounted when pods were added since.
         self._live: dict[int, tuple[int, int, int]] = {}
+        # The budgets `check` found for a pod, for the record_removal of the same eviction.
+        self._checked: tuple[Pod | None, list[PodDisruptionBudget]] = (None, [])
 
     def _live_counts(self, pdb: PodDisruptionBudget) -> tuple[int, int]:
         entry = self._live.get(id(pdb))
@@ -80,9 +82,11 @@ class BudgetTracker:
 
     def check(self, pod: Pod) -> tuple[PodDisruptionBudget | None, str | None]:
         """The budget an eviction of this pod draws on, or why the API would refuse it."""
+        self._checked = (None, [])
         if can_ignore_pdb(pod):
             return None, None
         pdbs = self.snapshot.pdbs_for_pod(pod)
+        self._checked = (pod, pdbs)
         if not pdbs:
             return None, None
         if len(pdbs) > 1:
@@ -116,7 +120,9 @@ class BudgetTracker:
         if pod.terminal:
             return
         healthy = is_healthy(pod)
-        for pdb in self.snapshot.pdbs_for_pod(pod):
+        checked, self._checked = self._checked, (None, [])
+        pdbs = checked[1] if checked[0] is pod else self.snapshot.pdbs_for_pod(pod)
+        for pdb in pdbs:
             self.removed[id(pdb)] = self.removed.get(id(pdb), 0) + 1
             entry = self._live.get(id(pdb))
             if entry is not None:

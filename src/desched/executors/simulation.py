@@ -7,6 +7,8 @@ from desched.framework.evictor import ExecutionResult
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
 
+_EVICTED = ExecutionResult(True)  # frozen: one instance serves every eviction
+
 
 class SimulationExecutor:
     """Evicting removes the pod from the snapshot, so later plugins and cycles no longer see it.
@@ -28,4 +30,4 @@ class SimulationExecutor:
         self.budgets.record_removal(pod)
         self.snapshot.remove_pod(pod)
         self.evicted.append(pod)
-        return ExecutionResult(True)
+        return _EVICTED

@@ -11,7 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
-Outcome = Literal["evicted", "filtered", "limited", "pdb-blocked", "failed", "skipped"]
+Outcome = Literal["evicted", "filtered", "limited", "pdb-blocked", "failed", "skipped",
+                  "dry-run"]
 
 
 @dataclass(frozen=True, slots=True)

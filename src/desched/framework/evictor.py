@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -53,6 +54,7 @@ class Evictor:
     limits: Limits
     executor: Executor
     log: DecisionLog
+    dry_run: bool = False
     total: int = 0
     by_node: dict[str, int] = field(default_factory=dict)
     by_namespace: dict[str, int] = field(default_factory=dict)
@@ -74,24 +76,56 @@ class Evictor:
             return "namespace"
         return None
 
-    def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> bool:
+    def check_limits(self, pod: Pod, profile: str, plugin: str) -> None:
+        """Raise EvictionLimitError (and record it) when a global limit refuses the pod."""
         scope = self._limit_hit(pod)
         if scope is not None:
             self.log.record("limited", pod.namespace, pod.name, pod.node_name, profile, plugin,
                             LIMIT_MESSAGES[scope])
             raise EvictionLimitError(scope)
+
+    def _count(self, pod: Pod) -> None:
         node = pod.node_name
-        result = self.executor.evict(pod, profile, plugin, reason)
-        if not result.ok:
-            self.log.record(result.outcome, pod.namespace, pod.name, node, profile, plugin,
-                            result.message)
-            return False
         self.total += 1
         if node:
             self.by_node[node] = self.by_node.get(node, 0) + 1
         self.by_namespace[pod.namespace] = self.by_namespace.get(pod.namespace, 0) + 1
-        self.log.record("evicted", pod.namespace, pod.name, node, profile, plugin, reason)
+
+    def execute(self, pod: Pod, profile: str, plugin: str, reason: str) -> bool:
+        """Carry an eviction out (limits already checked): the executor, counters, record."""
+        if self.dry_run:
+            # Koordinator's top-level dryRun: nothing is evicted, the limits still count.
+            self._count(pod)
+            self.log.record("dry-run", pod.namespace, pod.name, pod.node_name, profile, plugin,
+                            reason)
+            return True
+        result = self.executor.evict(pod, profile, plugin, reason)
+        if not result.ok:
+            self.log.record(result.outcome, pod.namespace, pod.name, pod.node_name, profile,
+                            plugin, result.message)
+            return False
+        self._count(pod)
+        self.log.record("evicted", pod.namespace, pod.name, pod.node_name, profile, plugin,
+                        reason)
         return True
+
+    def count_without_eviction(self, pod: Pod, profile: str, plugin: str, reason: str) -> None:
+        """An evict plugin reported success without evicting (MigrationController's dryRun):
+        Koordinator counts it against the limits all the same."""
+        self._count(pod)
+        self.log.record("dry-run", pod.namespace, pod.name, pod.node_name, profile, plugin,
+                        reason)
+
+    def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> bool:
+        self.check_limits(pod, profile, plugin)
+        return self.execute(pod, profile, plugin, reason)
+
+
+class EvictPlugin(Protocol):
+    """Koordinator's evict extension point: the plugin decides, `proceed` evicts."""
+
+    def evict(self, pod: Pod, trigger: str, reason: str,
+              proceed: Callable[[], bool]) -> bool: ...
 
 
 class FilterChain(Protocol):
@@ -108,6 +142,7 @@ class ProfileEvictor:
     profile: str
     filters: list[FilterChain] = field(default_factory=list)
     pre_eviction_filters: list[FilterChain] = field(default_factory=list)
+    evict_plugin: EvictPlugin | None = None  # Koordinator profiles (MigrationController)
 
     def filter_reason(self, pod: Pod) -> str | None:
         for plugin in self.filters:
@@ -124,20 +159,41 @@ class ProfileEvictor:
         return None
 
     def filter(self, pod: Pod, plugin: str) -> bool:
-        reason = self.filter_reason(pod)
-        if reason is None:
-            return True
-        self.evictor.log.filtered(pod.namespace, pod.name, pod.node_name, self.profile, plugin,
-                                  reason)
-        return False
+        # filter_reason inlined: every plugin asks this for most pods, every cycle.
+        for check in self.filters:
+            reason = check.filter(pod)
+            if reason is not None:
+                self._filtered(pod, plugin, reason)
+                return False
+        return True
 
     def pre_eviction_filter(self, pod: Pod, plugin: str) -> bool:
-        reason = self.pre_eviction_reason(pod)
-        if reason is None:
-            return True
-        self.evictor.log.filtered(pod.namespace, pod.name, pod.node_name, self.profile, plugin,
-                                  reason)
-        return False
+        for check in self.pre_eviction_filters:
+            reason = check.pre_eviction_filter(pod)
+            if reason is not None:
+                self._filtered(pod, plugin, reason)
+                return False
+        return True
+
+    def _filtered(self, pod: Pod, plugin: str, reason: str) -> None:
+        meta = pod.metadata
+        self.evictor.log.filtered(meta.namespace, meta.name, pod.spec.node_name, self.profile,
+                                  plugin, reason)
 
     def evict(self, pod: Pod, plugin: str, reason: str) -> bool:
-        return self.evictor.evict(pod, self.profile, plugin, reason)
+        evictor, profile = self.evictor, self.profile
+        if self.evict_plugin is None or evictor.dry_run:
+            return evictor.evict(pod, profile, plugin, reason)
+        evictor.check_limits(pod, profile, plugin)
+        proceeded = False
+
+        def proceed() -> bool:
+            nonlocal proceeded
+            proceeded = True
+            return evictor.execute(pod, profile, plugin, reason)
+
+        ok = self.evict_plugin.evict(pod, plugin, reason, proceed)
+        if ok and not proceeded:
+            evictor.count_without_eviction(pod, profile, plugin,
+                                           f"{reason} (evict plugin dryRun: not evicted)")
+        return ok

@@ -3,6 +3,7 @@ every profile's deschedule plugins, then every profile's balance plugins)."""
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,13 @@ def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evicto
 
     pe.filters = [instance(n) for n in cfg.enabled.get("filter", [])]
     pe.pre_eviction_filters = [instance(n) for n in cfg.enabled.get("preevictionfilter", [])]
+    evict_plugins = cfg.enabled.get("evict", [])
+    if evict_plugins:
+        # Koordinator: the profile's one evict plugin decides (DefaultEvictor has no evict
+        # method of its own: the plain path).
+        chosen = instance(evict_plugins[0])
+        if callable(getattr(chosen, "evict", None)):
+            pe.evict_plugin = chosen
     return Profile(
         name=cfg.name, evictor=pe, node_selector=cfg.node_selector,
         deschedule=[(n, instance(n)) for n in cfg.enabled.get("deschedule", [])],
@@ -64,7 +72,8 @@ class Descheduler:
     evictor: Evictor = field(init=False)
 
     def __post_init__(self) -> None:
-        self.evictor = Evictor(self.policy.limits, self.executor, self.log)
+        self.evictor = Evictor(self.policy.limits, self.executor, self.log,
+                               dry_run=self.policy.dry_run)
         self.profiles = [build_profile(cfg, self.snapshot, self.evictor, self.clock, self.log,
                                        self.policy)
                          for cfg in self.policy.profiles]
@@ -73,7 +82,20 @@ class Descheduler:
         return list(self.snapshot.ready_nodes(self.policy.node_selector))
 
     def run_cycle(self, cycle: int) -> str | None:
-        """One descheduling cycle; returns why it was skipped, if it was."""
+        """One descheduling cycle; returns why it was skipped, if it was.
+
+        The cyclic garbage collector is paused meanwhile: a cycle over 150k pods allocates
+        millions of short-lived containers, and the collector's passes over them cost ~7% of
+        the cycle while finding next to nothing (a cycle creates few reference cycles)."""
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run_cycle(cycle)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _run_cycle(self, cycle: int) -> str | None:
         self.log.cycle = cycle
         self.evictor.new_cycle()
         nodes = self.nodes()

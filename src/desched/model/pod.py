@@ -188,23 +188,49 @@ SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 _QOS_RESOURCES = ("cpu", "memory")
 
 
-_requests_cache: dict[tuple[tuple[str, str], ...], dict[str, int]] = {}
-
-
 def _container_requests(container: Container) -> dict[str, int]:
-    """A container's requests, with a limit standing in for a missing request (API defaulting).
-    Containers of one template repeat the same few resource lists: computed once per list.
-    The returned dict is shared; callers must not modify it."""
+    """A container's requests, with a limit standing in for a missing request (API defaulting)."""
     res = container.resources
     if res is None:
         return {}
-    key = (*res.limits.items(), ("", ""), *res.requests.items())
-    cached = _requests_cache.get(key)
-    if cached is None:
-        cached = {name: resource_amount(name, q) for name, q in res.limits.items()}
-        cached.update({name: resource_amount(name, q) for name, q in res.requests.items()})
-        _requests_cache[key] = cached
+    cached = {name: resource_amount(name, q) for name, q in res.limits.items()}
+    cached.update({name: resource_amount(name, q) for name, q in res.requests.items()})
     return cached
+
+
+# Effective requests by everything they are computed from (see _requests_key). Pods of one
+# template repeat the same few: computed once per distinct key and shared between pods.
+_pod_requests_cache: dict[tuple[object, ...], dict[str, int]] = {}
+_POD_REQUESTS_CACHE_MAX = 100_000  # emptied when full: a long run meets ever new templates
+
+
+def _requests_key(spec: PodSpec) -> tuple[object, ...]:
+    """The inputs of Pod._compute_requests, in order (dict order decides the order of the
+    result). Resource items are pairs; the ints are separators, so the key reads back one way."""
+    key: list[object] = []
+    for container in spec.containers:
+        res = container.resources
+        if res is not None:
+            key.extend(res.limits.items())
+            key.append(1)
+            key.extend(res.requests.items())
+        key.append(2)
+    if spec.init_containers:
+        key.append(3)
+        for container in spec.init_containers:
+            res = container.resources
+            if res is not None:
+                key.extend(res.limits.items())
+                key.append(1)
+                key.extend(res.requests.items())
+            key.append(4 if container.restart_policy == "Always" else 2)
+    if spec.resources is not None and spec.resources.requests:
+        key.append(5)
+        key.extend(spec.resources.requests.items())
+    if spec.overhead:
+        key.append(6)
+        key.extend(spec.overhead.items())
+    return tuple(key)
 
 
 def _add(into: dict[str, int], other: dict[str, int]) -> None:
@@ -229,6 +255,8 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
     cached_conditions: tuple[PodCondition, ...] | None = msgspec.field(
         default=None, name="~conditions")
     cached_signature: bytes | None = msgspec.field(default=None, name="~signature")
+    cached_taint_free_signature: tuple[bytes, bytes] | None = msgspec.field(
+        default=None, name="~tfsignature")
 
     @property
     def name(self) -> str:
@@ -289,9 +317,18 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
 
     @property
     def requests(self) -> dict[str, int]:
-        if self.cached_requests is None:
-            self.cached_requests = self._compute_requests()
-        return self.cached_requests
+        """Effective requests (see _compute_requests). The dict is shared between pods with the
+        same resource spec: callers must not modify it."""
+        requests = self.cached_requests
+        if requests is None:
+            key = _requests_key(self.spec)
+            requests = _pod_requests_cache.get(key)
+            if requests is None:
+                if len(_pod_requests_cache) >= _POD_REQUESTS_CACHE_MAX:
+                    _pod_requests_cache.clear()
+                requests = _pod_requests_cache[key] = self._compute_requests()
+            self.cached_requests = requests
+        return requests
 
     def _compute_requests(self) -> dict[str, int]:
         """Effective requests as the scheduler computes them (resourcehelper.PodRequests).

@@ -153,7 +153,7 @@ class DefaultEvictor:
         self.replica_check = (self._min_replicas_check(args.min_replicas)
                               if args.min_replicas > 1 else None)
         # Every other verdict depends only on the pod and the clock: computed once per pod.
-        self._verdicts: dict[int, tuple[Pod, datetime, list[str]]] = {}
+        self._verdicts: dict[int, tuple[Pod, datetime, str | None]] = {}
         self.node_matcher = parse_selector_string(args.node_selector) if args.node_selector \
             else None
         self.namespace_matcher = (None if selector_is_empty(args.namespace_label_selector)
@@ -204,7 +204,13 @@ class DefaultEvictor:
                           if pod.has_local_storage else None)
         if "DaemonSetPods" in on:
             ds_msg = "pod is related to daemonset and is protected against eviction"
-            checks.append(lambda pod: ds_msg if pod.is_daemonset else None)
+
+            def daemonset(pod: Pod) -> str | None:
+                for ref in pod.metadata.owner_references:  # Pod.is_daemonset, minus a generator
+                    if ref.kind == "DaemonSet":
+                        return ds_msg
+                return None
+            checks.append(daemonset)
         if "PodsWithPVC" in on:
             checks.append(self._pvc_check())
         if "PodsWithoutPDB" in on:
@@ -274,32 +280,36 @@ class DefaultEvictor:
     # -- extension points ------------------------------------------------------------------------
     def filter(self, pod: Pod) -> str | None:
         annotations = pod.metadata.annotations
-        if EVICT_ANNOTATION in annotations:
-            return None
-        if (self.args.no_eviction_policy == "Mandatory"
-                and PREFER_NO_EVICTION_ANNOTATION in annotations):
-            return ("pod has the descheduler.alpha.kubernetes.io/prefer-no-eviction annotation "
-                    "and noEvictionPolicy is Mandatory")
-        now = self.handle.now
+        if annotations:
+            if EVICT_ANNOTATION in annotations:
+                return None
+            if (self.args.no_eviction_policy == "Mandatory"
+                    and PREFER_NO_EVICTION_ANNOTATION in annotations):
+                return ("pod has the descheduler.alpha.kubernetes.io/prefer-no-eviction "
+                        "annotation and noEvictionPolicy is Mandatory")
+        now = self.handle.clock.now
         cached = self._verdicts.get(id(pod))
         if cached is not None and cached[0] is pod and cached[1] == now:
-            reasons = cached[2]
+            verdict = cached[2]
         else:
             reasons = self._static_reasons(pod)
-            self._verdicts[id(pod)] = (pod, now, reasons)
+            verdict = "; ".join(reasons) if reasons else None
+            self._verdicts[id(pod)] = (pod, now, verdict)
         if self.replica_check is not None:
             replicas = self.replica_check(pod)
             if replicas is not None:
-                reasons = [*reasons, replicas]
-        return "; ".join(reasons) if reasons else None
+                return replicas if verdict is None else f"{verdict}; {replicas}"
+        return verdict
 
     def _static_reasons(self, pod: Pod) -> list[str]:
         reasons = []
-        if pod.is_mirror:
-            reasons.append("pod is a mirror pod")
-        if pod.is_static:
-            reasons.append("pod is a static pod")
-        if pod.terminating:
+        meta = pod.metadata
+        if meta.annotations:
+            if pod.is_mirror:
+                reasons.append("pod is a mirror pod")
+            if pod.is_static:
+                reasons.append("pod is a static pod")
+        if meta.deletion_timestamp is not None:
             reasons.append("pod is terminating")
         for check in self.checks:
             reason = check(pod)

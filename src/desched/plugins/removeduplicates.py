@@ -75,34 +75,42 @@ class RemoveDuplicates:
         snapshot = handle.snapshot
         occurrences: dict[OwnerKey, int] = {}
         duplicates: dict[OwnerKey, dict[str, list[Pod]]] = {}
+        excluded, namespaces = self.excluded_kinds, self.args.namespaces
         for node in nodes:
-            seen: dict[str, list[list[str]]] = {}
-            for pod in snapshot.pods_on_node(node.name):
+            node_name = node.name
+            # The sorted "namespace/kind/name/image" keys of the pods seen so far on the node.
+            seen: set[tuple[str, ...]] = set()
+            for pod in snapshot.pods_on_node(node_name):
                 refs = pod.metadata.owner_references
-                if not refs or any(ref.kind in self.excluded_kinds for ref in refs):
+                if not refs or (excluded and any(ref.kind in excluded for ref in refs)):
                     continue
-                if not namespace_allowed(self.args.namespaces, pod.namespace):
+                namespace = pod.metadata.namespace
+                if namespaces is not None and not namespace_allowed(namespaces, namespace):
                     continue
                 if not handle.filter(pod) or not handle.pre_eviction_filter(pod):
                     continue
-                images = sorted(c.image for c in pod.spec.containers)
-                if not images:
+                containers = pod.spec.containers
+                if not containers:
                     continue
+                images = sorted([c.image for c in containers]) if len(containers) > 1 \
+                    else [containers[0].image]
                 images_hash = "#".join(images)
-                keys: list[str] = []
-                for ref in refs:
-                    owner_key: OwnerKey = (pod.namespace, ref.kind, ref.name, images_hash)
+                owner_keys: list[OwnerKey] = [(namespace, ref.kind, ref.name, images_hash)
+                                              for ref in refs]
+                for owner_key in owner_keys:
                     occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
-                    keys.extend(f"{pod.namespace}/{ref.kind}/{ref.name}/{image}"
-                                for image in images)
-                keys.sort()
-                earlier = seen.setdefault(keys[0], [])
-                if keys in earlier:
-                    for ref in refs:
-                        owner_key = (pod.namespace, ref.kind, ref.name, images_hash)
-                        duplicates.setdefault(owner_key, {}).setdefault(node.name, []).append(pod)
+                if len(refs) == 1:
+                    # One owner: the keys share a prefix, so they sort as the images do.
+                    prefix = f"{namespace}/{refs[0].kind}/{refs[0].name}/"
+                    keys = tuple([prefix + image for image in images])
                 else:
-                    earlier.append(keys)
+                    keys = tuple(sorted([f"{namespace}/{ref.kind}/{ref.name}/{image}"
+                                         for ref in refs for image in images]))
+                if keys in seen:
+                    for owner_key in owner_keys:
+                        duplicates.setdefault(owner_key, {}).setdefault(node_name, []).append(pod)
+                else:
+                    seen.add(keys)
 
         matching: dict[bytes, list[str]] = {}
         for owner_key, pods_by_node in duplicates.items():

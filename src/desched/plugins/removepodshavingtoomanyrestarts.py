@@ -52,9 +52,13 @@ class RemovePodsHavingTooManyRestarts:
         self.states = frozenset(args.states)
 
     def restarts(self, pod: Pod) -> int:
-        total = sum(cs.restart_count for cs in pod.status.container_statuses)
+        status = pod.status
+        total = 0
+        for cs in status.container_statuses:
+            total += cs.restart_count
         if self.args.including_init_containers:
-            total += sum(cs.restart_count for cs in pod.status.init_container_statuses)
+            for cs in status.init_container_statuses:
+                total += cs.restart_count
         return total
 
     def matching_state(self, pod: Pod) -> str | None:
@@ -88,15 +92,22 @@ class RemovePodsHavingTooManyRestarts:
 
     def deschedule(self, nodes: list[Node]) -> None:
         handle = self.handle
+        snapshot = handle.snapshot
+        namespaces, labels = self.args.namespaces, self.labels
+        threshold, restarts_of = self.args.pod_restart_threshold, self.restarts
         for node in nodes:
             # List and filter the whole node first, as upstream, then evict.
             candidates: list[tuple[int, Pod, str]] = []
-            for pod in handle.snapshot.pods_on_node(node.metadata.name, include_terminal=True):
-                if not namespace_allowed(self.args.namespaces, pod.namespace):
+            for pod in snapshot.pods_on_node(node.metadata.name, include_terminal=True):
+                # The restart count first: it rules out most pods, and every check here but
+                # the Filter and PreEvictionFilter (kept last) is free of side effects.
+                restarts = restarts_of(pod)
+                if restarts < threshold:
                     continue
-                if self.labels is not None and not self.labels(pod.metadata.labels):
+                if namespaces is not None and not namespace_allowed(namespaces, pod.namespace):
                     continue
-                restarts = self.restarts(pod)
+                if labels is not None and not labels(pod.metadata.labels):
+                    continue
                 reason = self._reason(pod, restarts)
                 if reason is None:
                     continue

@@ -71,6 +71,11 @@ def required_checker() -> Violation:
     """Required affinity present and the pod's nodeSelector + required affinity no longer match
     its node. Matchers are compiled once per distinct (nodeSelector, required affinity)."""
     matchers: dict[bytes, NodeMatcher] = {}
+    # Owner UID -> the fields of the last of its pods and their matcher: a workload's pods
+    # share them, and comparing is cheaper than encoding.
+    by_owner: dict[str, tuple[tuple[object, object], NodeMatcher]] = {}
+    # (matcher, node name) -> whether it matches: a node's pods share a few matchers.
+    matches: dict[tuple[int, str], bool] = {}
 
     def check(pod: Pod, node: Node) -> str | None:
         affinity = pod.spec.affinity
@@ -80,12 +85,25 @@ def required_checker() -> Violation:
             return None
         required = node_affinity.required_during_scheduling_ignored_during_execution
         selector = pod.spec.node_selector
-        signature = json_encoder.encode((tuple(selector.items()), required) if selector
-                                        else required)
-        matcher = matchers.get(signature)
-        if matcher is None:
-            matcher = matchers[signature] = required_affinity_matcher(pod)
-        if matcher(node):
+        fields = (selector, required)
+        refs = pod.metadata.owner_references
+        owner = refs[0].uid if refs else ""
+        last = by_owner.get(owner)
+        if last is not None and last[0] == fields:
+            matcher = last[1]
+        else:
+            signature = json_encoder.encode((tuple(selector.items()), required) if selector
+                                            else required)
+            compiled = matchers.get(signature)
+            if compiled is None:
+                compiled = matchers[signature] = required_affinity_matcher(pod)
+            matcher = compiled
+            by_owner[owner] = (fields, matcher)
+        key = (id(matcher), node.metadata.name)  # `matchers` keeps every matcher alive
+        matched = matches.get(key)
+        if matched is None:
+            matched = matches[key] = matcher(node)
+        if matched:
             return None
         return (f"pod's nodeSelector/requiredDuringSchedulingIgnoredDuringExecution node "
                 f"affinity no longer matches node {node.name}")

@@ -30,7 +30,7 @@ from desched.policy.args import (
 )
 from desched.predicates.labels import Matcher, SelectorError, compile_selector, selector_is_empty
 from desched.predicates.nodeaffinity import NodeMatcher, required_affinity_matcher
-from desched.predicates.nodefit import pod_fits_any_other_node
+from desched.predicates.nodefit import placement_signature, pod_fits_any_other_node
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -102,8 +102,22 @@ def _with_labels(base: Matcher, pairs: tuple[tuple[str, str], ...]) -> Matcher:
     return match
 
 
-def _constraint_key(tsc: TopologySpreadConstraint, pod: Pod
-                    ) -> tuple[tuple[object, ...], tuple[object, ...], dict[str, str]]:
+_Key = tuple[tuple[object, ...], tuple[object, ...], dict[str, str]]
+
+
+def _key_inputs(pod: Pod, tscs: tuple[TopologySpreadConstraint, ...]) -> tuple[object, ...]:
+    """Everything _constraint_key reads of these constraints of the pod and of the pod."""
+    spec = pod.spec
+    affinity = spec.affinity
+    node_affinity = affinity.node_affinity if affinity is not None else None
+    required = (node_affinity.required_during_scheduling_ignored_during_execution
+                if node_affinity is not None else None)
+    labels = pod.metadata.labels
+    label_values = tuple([labels.get(k) for tsc in tscs for k in tsc.match_label_keys])
+    return tscs, label_values, spec.node_selector, required, spec.tolerations
+
+
+def _constraint_key(tsc: TopologySpreadConstraint, pod: Pod) -> _Key:
     """(key, eligibility key, matchLabelKeys values) of upstream's internal constraint. The key
     stands for reflect.DeepEqual over {maxSkew, topologyKey, selector, policies, pod node
     affinity (Honor only), pod tolerations (Honor only)}; cheap enough to compute per pod."""
@@ -173,14 +187,20 @@ def _domain_order_key(pod: Pod) -> tuple[int, int, int]:
     return (0 if _has_selector_or_affinity(pod) else 1, 0 if prio is None else 1, prio or 0)
 
 
-def _fit_signature(pod: Pod) -> tuple[object, ...]:
-    """What NodeFit against `below` depends on. The candidates never include the pod's own node
-    (its domain is above the ideal average, so it is not among them), which leaves the pod's
-    requests, node selection, tolerations and anti-affinity (its namespace is the terms'
-    default)."""
-    spec = pod.spec
-    return (pod.namespace, tuple(sorted(pod.requests.items())),
-            json_encoder.encode((dict(spec.node_selector), spec.affinity, spec.tolerations)))
+def _by_value(index: dict[str, dict[str, list[Pod]]], pods: list[Pod],
+              name: str) -> dict[str, list[Pod]]:
+    """The pods carrying label `name`, by value, in `pods` order; built on first use."""
+    by_value = index.get(name)
+    if by_value is None:
+        by_value = index[name] = {}
+        for pod in pods:
+            value = pod.metadata.labels.get(name)
+            if value is not None:
+                bucket = by_value.get(value)
+                if bucket is None:
+                    bucket = by_value[value] = []
+                bucket.append(pod)
+    return by_value
 
 
 class _Eligible:
@@ -211,7 +231,8 @@ class RemovePodsViolatingTopologySpreadConstraint:
         self.node_fit = args.topology_balance_node_fit is not False
 
     def _pod_filter(self, pod: Pod) -> bool:
-        if not namespace_allowed(self.args.namespaces, pod.namespace):
+        namespaces = self.args.namespaces
+        if namespaces is not None and not namespace_allowed(namespaces, pod.namespace):
             return False
         if self.labels is not None and not self.labels(pod.metadata.labels):
             return False
@@ -222,18 +243,23 @@ class RemovePodsViolatingTopologySpreadConstraint:
         snapshot = handle.snapshot
         node_map = {n.metadata.name: n for n in nodes}
         by_namespace: dict[str, list[Pod]] = {}
+        pod_filter = self._pod_filter
         for node in nodes:
             for pod in snapshot.pods_on_node(node.metadata.name):
-                if self._pod_filter(pod):
-                    by_namespace.setdefault(pod.namespace, []).append(pod)
+                if pod_filter(pod):
+                    in_namespace = by_namespace.get(pod.metadata.namespace)
+                    if in_namespace is None:
+                        in_namespace = by_namespace[pod.metadata.namespace] = []
+                    in_namespace.append(pod)
 
         # Insertion-ordered set of pods to evict (upstream: a Go map, random order).
         selected: dict[str, tuple[Pod, str]] = {}
         eligible_cache: dict[tuple[object, ...], _Eligible] = {}
         for namespace, pods in by_namespace.items():
-            # (label, value) -> the namespace's counted pods carrying it; lets a constraint look
-            # only at pods that can match its selector instead of the whole namespace.
-            label_index: dict[tuple[str, str], list[Pod]] | None = None
+            # label -> value -> the namespace's counted pods carrying it, built per label on
+            # demand; lets a constraint look only at pods that can match its selector instead of
+            # the whole namespace.
+            label_index: dict[str, dict[str, list[Pod]]] = {}
             for constraint in self._namespace_constraints(pods):
                 eligible = eligible_cache.get(constraint.eligibility_key)
                 if eligible is None:
@@ -246,13 +272,8 @@ class RemovePodsViolatingTopologySpreadConstraint:
                 key = constraint.topology_key
                 candidates = pods
                 if constraint.equalities:
-                    if label_index is None:
-                        label_index = {}
-                        for pod in pods:
-                            for item in pod.metadata.labels.items():
-                                label_index.setdefault(item, []).append(pod)
-                    candidates = min((label_index.get(item, []) for item in
-                                      constraint.equalities), key=len)
+                    candidates = min((_by_value(label_index, pods, name).get(value, [])
+                                      for name, value in constraint.equalities), key=len)
                 for pod in candidates:
                     if pod.terminating or not constraint.matcher(pod.metadata.labels):
                         continue
@@ -292,11 +313,28 @@ class RemovePodsViolatingTopologySpreadConstraint:
     def _namespace_constraints(self, pods: list[Pod]) -> list[_Constraint]:
         """The distinct allowed constraints of the namespace's pods, in first-seen order."""
         seen: dict[tuple[object, ...], _Constraint | None] = {}
+        # Owner UID -> what _constraint_key reads of the last of its pods, and the keys it gave:
+        # a workload's pods share their constraints, and comparing is cheaper than recomputing.
+        by_owner: dict[str, tuple[tuple[object, ...], list[_Key | None]]] = {}
+        allowed = self.allowed
         for pod in pods:
-            for tsc in pod.spec.topology_spread_constraints:
-                if tsc.when_unsatisfiable not in self.allowed:
+            tscs = pod.spec.topology_spread_constraints
+            if not tscs:
+                continue
+            inputs = _key_inputs(pod, tscs)
+            refs = pod.metadata.owner_references
+            owner = refs[0].uid if refs else ""
+            last = by_owner.get(owner)
+            if last is not None and last[0] == inputs:
+                keys = last[1]
+            else:
+                keys = [_constraint_key(tsc, pod) if tsc.when_unsatisfiable in allowed else None
+                        for tsc in tscs]
+                by_owner[owner] = (inputs, keys)
+            for tsc, computed in zip(tscs, keys, strict=True):
+                if computed is None:
                     continue
-                key, eligibility_key, extra = _constraint_key(tsc, pod)
+                key, eligibility_key, extra = computed
                 if key in seen:
                     continue
                 try:
@@ -334,21 +372,18 @@ class RemovePodsViolatingTopologySpreadConstraint:
                                for n in by_value.get(v, ())]
             return below_nodes
 
-        # NodeFit once per pod and per placement signature: the cluster does not change while
-        # the plan is made, and pods of one workload share the answer.
-        by_signature: dict[tuple[object, ...], bool] = {}
-        by_pod: dict[str, bool] = {}
+        # NodeFit once per placement signature (it is all NodeFit reads of a pod, and the pod's
+        # own node is never among the candidates): the cluster does not change while the plan
+        # is made, and pods of one workload share the answer.
+        by_signature: dict[bytes, bool] = {}
 
         def fits(pod: Pod) -> bool:
-            found = by_pod.get(pod.key)
+            signature = placement_signature(pod)
+            found = by_signature.get(signature)
             if found is None:
-                signature = _fit_signature(pod)
-                found = by_signature.get(signature)
-                if found is None:
-                    candidates = below()
-                    found = by_signature[signature] = bool(candidates) and \
-                        pod_fits_any_other_node(pod, candidates, snapshot)
-                by_pod[pod.key] = found
+                candidates = below()
+                found = by_signature[signature] = bool(candidates) and \
+                    pod_fits_any_other_node(pod, candidates, snapshot)
             return found
 
         prepared: set[int] = set()

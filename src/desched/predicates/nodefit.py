@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from desched.model.meta import json_encoder
+import msgspec
+
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.predicates.labels import SelectorError
@@ -92,15 +93,80 @@ def pod_fits_any_node(pod: Pod, nodes: Iterable[Node], snapshot: ClusterSnapshot
     return any(_fit(pod, node, snapshot, prepared) is None for node in nodes)
 
 
-def placement_signature(pod: Pod) -> bytes:
-    """What NodeFit's verdict for a pod depends on besides the node: namespace, requests,
-    nodeSelector, affinity and tolerations. Pods of one workload usually share it."""
-    if pod.cached_signature is None:
+# Only model values reach it, and Shared (a str subclass) is their only non-native type.
+_signature_encoder = msgspec.json.Encoder(enc_hook=str)
+_ENCODED_BY_OWNER_MAX = 100_000
+# Owner UID -> some scheduling fields of the last of its pods encoded, and their encoding.
+# Encoding is most of a signature's cost, and a workload's pods almost always share these
+# fields; equal fields give the same verdicts whatever pod they belong to.
+_placement_by_owner: dict[str, tuple[tuple[object, ...], bytes]] = {}
+_tolerations_by_owner: dict[str, tuple[tuple[object, ...], bytes]] = {}
+# id(requests dict) -> (that dict, its JSON).
+_requests_texts: dict[int, tuple[dict[str, int], bytes]] = {}
+
+
+def _encoded(memo: dict[str, tuple[tuple[object, ...], bytes]], pod: Pod,
+             fields: tuple[object, ...]) -> bytes:
+    refs = pod.metadata.owner_references
+    owner = refs[0].uid if refs else ""
+    last = memo.get(owner)
+    if last is not None and last[0] == fields:
+        return last[1]
+    encoded = _signature_encoder.encode(fields)
+    if len(memo) >= _ENCODED_BY_OWNER_MAX:
+        memo.clear()
+    memo[owner] = (fields, encoded)
+    return encoded
+
+
+def _requests_text(requests: dict[str, int]) -> bytes:
+    """The JSON of a requests dict (shared by the pods with the same resource spec). It keeps
+    the dict's order (the first insufficient resource names the failure): finer than needed,
+    never coarser."""
+    entry = _requests_texts.get(id(requests))
+    if entry is None or entry[0] is not requests:
+        if len(_requests_texts) >= _ENCODED_BY_OWNER_MAX:
+            _requests_texts.clear()
+        entry = _requests_texts[id(requests)] = (requests, _signature_encoder.encode(requests))
+    return entry[1]
+
+
+def taint_free_signature(pod: Pod) -> tuple[bytes, bytes]:
+    """What NodeFit's verdict on a node without NoSchedule/NoExecute taints depends on besides
+    the node and the pod's own name: namespace (the default of anti-affinity terms),
+    nodeSelector, required node affinity and required pod anti-affinity; and requests. A pair
+    of texts most pods share with others, so hashing it is cheap."""
+    signature = pod.cached_taint_free_signature
+    if signature is None:
         spec = pod.spec
-        pod.cached_signature = json_encoder.encode((
-            pod.namespace, sorted(pod.requests.items()), sorted(spec.node_selector.items()),
-            spec.affinity, spec.tolerations))
-    return pod.cached_signature
+        affinity = spec.affinity
+        required = anti = None
+        if affinity is not None:
+            node_affinity, pod_anti_affinity = affinity.node_affinity, affinity.pod_anti_affinity
+            if node_affinity is not None:
+                required = node_affinity.required_during_scheduling_ignored_during_execution
+            if pod_anti_affinity is not None:
+                anti = pod_anti_affinity.required_during_scheduling_ignored_during_execution
+        encoded = _encoded(_placement_by_owner, pod,
+                           (pod.metadata.namespace, spec.node_selector, required, anti))
+        signature = pod.cached_taint_free_signature = (encoded, _requests_text(pod.requests))
+    return signature
+
+
+def placement_signature(pod: Pod) -> bytes:
+    """Everything NodeFit's verdict for a pod depends on besides the node and the pod's own
+    name: the taint-free signature plus tolerations. Pods of one workload usually share it."""
+    signature = pod.cached_signature
+    if signature is None:
+        fields, requests = taint_free_signature(pod)
+        tolerations = _encoded(_tolerations_by_owner, pod, (pod.spec.tolerations,))
+        # JSON texts back to back still read one way.
+        signature = pod.cached_signature = fields + requests + tolerations
+    return signature
+
+
+def _taint_free(node: Node) -> bool:
+    return all(taint.effect not in SCHEDULING_EFFECTS for taint in node.spec.taints)
 
 
 def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot) -> bool:
@@ -108,21 +174,30 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
 
     Within a run where pods are only removed (evictions free resources and anti-affinity
     partners), a node that fit a placement signature keeps fitting it, so the first fitting node
-    found for a signature is remembered per node list and re-checked alone next time.
+    found for a signature is remembered per node list and re-checked alone next time. A node
+    without NoSchedule/NoExecute taints is also remembered under the taint-free signature (its
+    fit does not depend on tolerations), which most pods are then answered by.
     """
     current = pod.spec.node_name
-    memo: dict[tuple[int, bytes], tuple[Sequence[Node], int, Node]] = \
+    memo: dict[tuple[int, object], tuple[Sequence[Node], int, Node]] = \
         snapshot.caches.setdefault("nodefit.other", {})
-    signature = placement_signature(pod)
-    key = (id(nodes), signature)
+    additions = snapshot.additions
+    loose = (id(nodes), taint_free_signature(pod))  # a pair: never equal to a full signature
+    hit = memo.get(loose)
+    if hit is not None and hit[0] is nodes and hit[1] == additions \
+            and hit[2].metadata.name != current:
+        return True
+    key = (id(nodes), placement_signature(pod))
     hit = memo.get(key)
-    if hit is not None and hit[0] is nodes and hit[1] == snapshot.additions \
+    if hit is not None and hit[0] is nodes and hit[1] == additions \
             and hit[2].metadata.name != current:
         return True
     prepared = _prepare(pod)
     for node in nodes:
         if node.metadata.name != current and _fit(pod, node, snapshot, prepared) is None:
-            memo[key] = (nodes, snapshot.additions, node)
+            memo[key] = (nodes, additions, node)
+            if _taint_free(node):
+                memo[loose] = (nodes, additions, node)
             return True
     return False
 

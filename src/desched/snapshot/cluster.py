@@ -23,6 +23,9 @@ from desched.model.pod import Pod
 from desched.predicates.labels import Matcher, compile_selector
 
 _WORKLOADS = tuple(WORKLOAD_TYPES)
+_TERMINAL = ("Succeeded", "Failed")
+
+LabelIndex = dict[str, dict[str, dict[str, Pod]]]  # label key -> value -> pods (by pod key)
 
 
 class ClusterSnapshot:
@@ -49,16 +52,25 @@ class ClusterSnapshot:
         self.migration_jobs: dict[str, PodMigrationJob] = {}
         self.reservations: dict[str, Reservation] = {}
         self._pdb_selectors: dict[int, Matcher] = {}
+        # namespace -> (its PDB count when built, per PDB: one matchLabels pair, the matcher).
+        self._pdb_checks: dict[str, tuple[int, list[tuple[PodDisruptionBudget,
+                                                          tuple[str, str] | None, Matcher]]]] = {}
         self._node_requested: dict[str, dict[str, int]] = {}
+        # Succeeded/Failed pods per node: most nodes have none, and listing their pods then
+        # needs no look at each pod.
+        self._terminal_on_node: dict[str, int] = {}
         self._ready_nodes: dict[int, tuple[Matcher | None, list[Node]]] = {}
         # Caches other modules derive from the snapshot (e.g. NodeFit results). They may assume
         # that pods only go away, unless `additions` changed since they were filled.
         self.caches: dict[str, Any] = {}
         self.additions = 0
-        # namespace -> (label key, value) -> pods; built per namespace on first use, kept current.
-        self._label_index: dict[str, dict[tuple[str, str], dict[str, Pod]]] = {}
+        # namespace -> label key -> value -> pods: built on first use for the label keys PDB
+        # selectors there name, kept current.
+        self._label_index: dict[str, LabelIndex] = {}
         # PDB (by id) -> the pods its selector matches; built on first use, then kept current.
         self._pdb_members: dict[int, dict[str, Pod]] = {}
+        # Pod key -> the member maps above holding it, so removing a pod touches only those.
+        self._member_of: dict[str, list[dict[str, Pod]]] = {}
 
     # -- building ----------------------------------------------------------------------------------
     def add(self, obj: Any) -> None:
@@ -120,19 +132,24 @@ class ClusterSnapshot:
             if on_node is None:
                 on_node = self.pods_by_node[node_name] = {}
             on_node[key] = pod
+            if pod.status.phase in _TERMINAL:
+                self._terminal_on_node[node_name] = self._terminal_on_node.get(node_name, 0) + 1
         in_ns = self.pods_by_namespace.get(meta.namespace)
         if in_ns is None:
             in_ns = self.pods_by_namespace[meta.namespace] = {}
         in_ns[key] = pod
-        index = self._label_index.get(meta.namespace)
-        if index is not None:
-            for item in meta.labels.items():
-                index.setdefault(item, {})[key] = pod
+        indexed = self._label_index.get(meta.namespace)
+        if indexed:
+            for name, by_value in indexed.items():
+                value = meta.labels.get(name)
+                if value is not None:
+                    by_value.setdefault(value, {})[key] = pod
         if self._pdb_members:
             for pdb in self.pdbs_by_namespace.get(meta.namespace, ()):
                 members = self._pdb_members.get(id(pdb))
                 if members is not None and self._pdb_matcher(pdb)(meta.labels):
                     members[key] = pod
+                    self._member_of.setdefault(key, []).append(members)
         by_owner = self.pods_by_owner_uid
         for ref in meta.owner_references:
             if ref.uid:
@@ -154,18 +171,21 @@ class ClusterSnapshot:
             return
         del self.pods[key]
         self._node_requested.pop(pod.spec.node_name, None)
-        by_node = self.pods_by_node.get(pod.spec.node_name)
-        if by_node is not None:
-            by_node.pop(key, None)
+        node_name = pod.spec.node_name
+        by_node = self.pods_by_node.get(node_name)
+        if by_node is not None and by_node.pop(key, None) is not None \
+                and pod.status.phase in _TERMINAL:
+            self._terminal_on_node[node_name] -= 1
         self.pods_by_namespace.get(pod.namespace, {}).pop(key, None)
-        index = self._label_index.get(pod.namespace)
-        if index is not None:
-            for item in pod.metadata.labels.items():
-                index.get(item, {}).pop(key, None)
-        for pdb in self.pdbs_by_namespace.get(pod.namespace, ()):
-            members = self._pdb_members.get(id(pdb))
-            if members is not None:
-                members.pop(key, None)
+        indexed = self._label_index.get(pod.namespace)
+        if indexed:
+            labels = pod.metadata.labels
+            for name, by_value in indexed.items():
+                value = labels.get(name)
+                if value is not None:
+                    by_value.get(value, {}).pop(key, None)
+        for members in self._member_of.pop(key, ()):
+            members.pop(key, None)
         for ref in pod.metadata.owner_references:
             owned = self.pods_by_owner_uid.get(ref.uid)
             if owned is not None:
@@ -177,9 +197,9 @@ class ClusterSnapshot:
         pods = self.pods_by_node.get(node_name)
         if not pods:
             return []
-        if include_terminal:
+        if include_terminal or not self._terminal_on_node.get(node_name):
             return list(pods.values())
-        return [p for p in pods.values() if not p.terminal]
+        return [p for p in pods.values() if p.status.phase not in _TERMINAL]
 
     def node_requested(self, node_name: str) -> dict[str, int]:
         """Sum of the effective requests of the node's non-terminal pods, plus `pods` = their
@@ -188,9 +208,7 @@ class ClusterSnapshot:
         if cached is None:
             cached = {}
             count = 0
-            for pod in self.pods_by_node.get(node_name, {}).values():
-                if pod.terminal:
-                    continue
+            for pod in self.pods_on_node(node_name):
                 count += 1
                 for name, amount in pod.requests.items():
                     cached[name] = cached.get(name, 0) + amount
@@ -219,9 +237,25 @@ class ClusterSnapshot:
     def pdbs_for_pod(self, pod: Pod) -> list[PodDisruptionBudget]:
         """PDBs in the pod's namespace whose selector matches the pod (a nil selector matches
         nothing, an empty one everything, as the disruption controller treats them)."""
+        pdbs = self.pdbs_by_namespace.get(pod.metadata.namespace)
+        if not pdbs:
+            return []
+        built = self._pdb_checks.get(pod.metadata.namespace)
+        if built is None or built[0] != len(pdbs):
+            checks = []
+            for pdb in pdbs:
+                selector = pdb.spec.selector
+                pair = next(iter(selector.match_labels.items())) \
+                    if selector is not None and selector.match_labels else None
+                checks.append((pdb, pair, self._pdb_matcher(pdb)))
+            built = self._pdb_checks[pod.metadata.namespace] = (len(pdbs), checks)
         labels = pod.metadata.labels
-        return [pdb for pdb in self.pdbs_by_namespace.get(pod.namespace, ())
-                if self._pdb_matcher(pdb)(labels)]
+        found = []
+        for pdb, pair, matcher in built[1]:
+            # The selector requires every matchLabels pair: one look rules most budgets out.
+            if (pair is None or labels.get(pair[0]) == pair[1]) and matcher(labels):
+                found.append(pdb)
+        return found
 
     def pods_of_pdb(self, pdb: PodDisruptionBudget) -> Iterable[Pod]:
         """The pods a PDB covers: indexed on first use and kept current as pods come and go,
@@ -233,6 +267,13 @@ class ClusterSnapshot:
             members = {key: pod for key, pod in self._candidates(namespace, pdb.spec.selector)
                        if matcher(pod.metadata.labels)}
             self._pdb_members[id(pdb)] = members
+            member_of = self._member_of
+            for key in members:
+                held = member_of.get(key)
+                if held is None:
+                    member_of[key] = [members]
+                else:
+                    held.append(members)
         return members.values()
 
     def _candidates(self, namespace: str,
@@ -241,14 +282,27 @@ class ClusterSnapshot:
         namespace's label index (the caller still applies the whole selector)."""
         if selector is None or not selector.match_labels:
             return self.pods_by_namespace.get(namespace, {}).items()
-        index = self._label_index.get(namespace)
-        if index is None:
-            index = {}
-            for key, pod in self.pods_by_namespace.get(namespace, {}).items():
-                for item in pod.metadata.labels.items():
-                    index.setdefault(item, {})[key] = pod
-            self._label_index[namespace] = index
-        buckets = [index.get(item, {}) for item in selector.match_labels.items()]
+        indexed = self._label_index.setdefault(namespace, {})
+        if not indexed.keys() >= selector.match_labels.keys():
+            # Only the label keys selectors name (every PDB's here at once): indexing every
+            # label of every pod costs several times more.
+            names = set(selector.match_labels)
+            for pdb in self.pdbs_by_namespace.get(namespace, ()):
+                if pdb.spec.selector is not None and pdb.spec.selector.match_labels:
+                    names.update(pdb.spec.selector.match_labels)
+            pods = self.pods_by_namespace.get(namespace, {})
+            for name in names - indexed.keys():
+                by_value: dict[str, dict[str, Pod]] = {}
+                for key, pod in pods.items():
+                    value = pod.metadata.labels.get(name)
+                    if value is not None:
+                        bucket = by_value.get(value)
+                        if bucket is None:
+                            bucket = by_value[value] = {}
+                        bucket[key] = pod
+                indexed[name] = by_value
+        buckets = [indexed[name].get(value, {})
+                   for name, value in selector.match_labels.items()]
         return min(buckets, key=len).items()
 
     def namespace_labels(self, name: str) -> Mapping[str, str]:

@@ -1,0 +1,234 @@
+"""The live executor: evictions through the policy/v1 Eviction API (reference/descheduler.md §3.4).
+
+The Evictor and the plugins are synchronous and run in a worker thread (desched.live.run), while
+the API client lives on the event loop with the informers. `evict` therefore hands the request to
+the loop (run_coroutine_threadsafe) and blocks the cycle until the answer is in: the cycle sees
+each eviction's outcome before it picks the next pod, exactly as in a simulation.
+
+Answers:
+- 2xx: evicted; the pod leaves the cycle's snapshot so later plugins no longer consider it;
+- 429 with a DisruptionBudget cause (or a budget message): refused by a PodDisruptionBudget,
+  recorded as "pdb-blocked", not retried (upstream does not retry either);
+- 429 without one (API priority and fairness throttling): retried after Retry-After;
+- 404, or 409 from the UID precondition: the pod is already gone (or replaced), not counted;
+- 5xx, timeouts and dropped connections: retried a bounded number of times with backoff. Such a
+  request may have been carried out, so before each retry the pod is read back: gone, replaced
+  or terminating means the earlier request worked, and it is not sent again. The UID
+  precondition guarantees a retry can never evict a new pod that took the old one's name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx2
+import msgspec
+
+from desched.errors import InputError
+from desched.framework.evictor import ExecutionResult
+from desched.live.client import ApiClient, ConnectionLost, Unreachable
+from desched.live.informer import Backoff
+from desched.model.pod import Pod
+from desched.snapshot.cluster import ClusterSnapshot
+
+REQUESTED_BY = "desched"
+ALREADY_GONE = "already gone"
+_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
+
+
+class _Cause(msgspec.Struct):
+    type: str = ""
+    message: str = ""
+
+
+class _Details(msgspec.Struct):
+    causes: list[_Cause] | None = None
+
+
+class _Status(msgspec.Struct):
+    code: int = 0
+    reason: str = ""
+    message: str = ""
+    details: _Details | None = None
+
+
+class _Meta(msgspec.Struct, rename="camel"):
+    uid: str = ""
+    deletion_timestamp: str | None = None
+
+
+class _PodHead(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+_status_decoder = msgspec.json.Decoder(_Status)
+_pod_decoder = msgspec.json.Decoder(_PodHead)
+_encoder = msgspec.json.Encoder()
+
+
+def _status(response: httpx2.Response) -> _Status:
+    try:
+        return _status_decoder.decode(response.content)
+    except msgspec.DecodeError:
+        text = " ".join(response.content.decode("utf-8", "replace").split())[:200]
+        return _Status(response.status_code, response.reason_phrase, text)
+
+
+def _budget_refusal(status: _Status) -> bool:
+    causes = status.details.causes if status.details else None
+    if causes and any(c.type == "DisruptionBudget" for c in causes):
+        return True
+    return "disruption budget" in status.message.lower()
+
+
+def eviction_body(pod: Pod, profile: str, plugin: str, reason: str,
+                  grace_period_seconds: int | None) -> bytes:
+    """A policy/v1 Eviction, annotated as upstream annotates it (who asked, and why)."""
+    delete_options: dict[str, Any] = {"preconditions": {"uid": str(pod.metadata.uid)}}
+    if grace_period_seconds is not None:
+        delete_options["gracePeriodSeconds"] = grace_period_seconds
+    return _encoder.encode({
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {
+            "name": str(pod.name),
+            "namespace": str(pod.namespace),
+            "annotations": {"reason": f"triggered by {profile}/{plugin}: {reason}",
+                            "requested-by": REQUESTED_BY},
+        },
+        "deleteOptions": delete_options,
+    })
+
+
+class EvictionApiExecutor:
+    """Evicts through the API server; one instance per cycle (it holds the cycle's snapshot)."""
+
+    def __init__(self, client: ApiClient, loop: asyncio.AbstractEventLoop,
+                 snapshot: ClusterSnapshot, *, grace_period_seconds: int | None = None,
+                 attempts: int = 4, timeout: float = 10.0, backoff: Backoff | None = None) -> None:
+        self.client = client
+        self.loop = loop
+        self.snapshot = snapshot
+        self.grace_period_seconds = grace_period_seconds
+        self.attempts = max(1, attempts)
+        self.timeout = timeout
+        self.backoff = backoff or Backoff(initial=0.5, maximum=5.0)
+        self.evicted: list[Pod] = []
+        self.requests = 0  # eviction POSTs sent, retries included
+
+    # -- the Executor protocol (called from the cycle's worker thread) ---------------------------
+    def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult:
+        if self.snapshot.pods.get(pod.key) is not pod:
+            return ExecutionResult(False, "failed", f'pods "{pod.name}" not found')
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            raise RuntimeError("EvictionApiExecutor.evict blocks until the API answers: call it "
+                               "from a worker thread, or await evict_async on the loop")
+        future = asyncio.run_coroutine_threadsafe(
+            self.evict_async(pod, profile, plugin, reason), self.loop)
+        result = future.result()
+        if result.ok or result.message.startswith(ALREADY_GONE):
+            # Gone either way: later plugins in this cycle must not pick it again.
+            self.snapshot.remove_pod(pod)
+        if result.ok:
+            self.evicted.append(pod)
+        return result
+
+    # -- the request (on the event loop) ---------------------------------------------------------
+    async def evict_async(self, pod: Pod, profile: str, plugin: str,
+                          reason: str) -> ExecutionResult:
+        uid = pod.metadata.uid
+        if not uid:
+            return ExecutionResult(False, "failed", "the pod has no UID")
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction"
+        what = f"evict pod {pod.namespace}/{pod.name}"
+        body = eviction_body(pod, profile, plugin, reason, self.grace_period_seconds)
+        self.backoff.reset()
+        error = ""
+        uncertain = False  # the last attempt may have been carried out
+        delay = 0.0
+        for attempt in range(1, self.attempts + 1):
+            if attempt > 1:
+                await asyncio.sleep(delay)
+                if uncertain:
+                    gone = await self._gone(pod)
+                    if gone:
+                        return ExecutionResult(True, "evicted", gone)
+            delay = self.backoff.next()
+            try:
+                self.requests += 1
+                response = await self._request("POST", path, what, body)
+            except Unreachable as err:  # not sent: retrying cannot evict twice
+                error, uncertain = str(err), False
+                continue
+            except ConnectionLost as err:
+                error, uncertain = f"cannot {err}", True
+                continue
+            except InputError as err:  # credentials (an exec plugin failed)
+                return ExecutionResult(False, "failed", str(err))
+            code = response.status_code
+            if code < 300:
+                return ExecutionResult(True)
+            status = _status(response)
+            message = status.message or response.reason_phrase
+            if code == 429:
+                if _budget_refusal(status):
+                    return ExecutionResult(False, "pdb-blocked", message)
+                # Throttled (API priority and fairness): not carried out, retry when told.
+                error, uncertain = f"429 {message}", False
+                retry_after = response.headers.get("Retry-After", "")
+                if retry_after.isdigit():
+                    delay = max(delay, min(float(retry_after), self.backoff.maximum))
+                continue
+            if code == 404:
+                return ExecutionResult(False, "failed", f"{ALREADY_GONE}: {message}")
+            if code == 409:
+                return ExecutionResult(False, "failed",
+                                       f"{ALREADY_GONE} (replaced by a new pod): {message}")
+            if code >= 500:
+                if "PodDisruptionBudget" in message:  # more than one budget covers the pod
+                    return ExecutionResult(False, "pdb-blocked", message)
+                error, uncertain = f"{code} {status.reason or response.reason_phrase}: " \
+                                   f"{message}", True
+                continue
+            return ExecutionResult(False, "failed", f"{code} {status.reason}: {message}".strip())
+        return ExecutionResult(False, "failed",
+                               f"{error} (gave up after {self.attempts} attempts)")
+
+    async def _gone(self, pod: Pod) -> str:
+        """Why the pod needs no second eviction request (gone, replaced, terminating), or ""
+        when it is still there or its state cannot be read."""
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        try:
+            response = await self._request("GET", path, f"get pod {pod.key}")
+        except (InputError, ConnectionLost):
+            return ""
+        if response.status_code == 404:
+            return "the pod is gone after an earlier eviction request"
+        if response.status_code != 200:
+            return ""
+        try:
+            meta = _pod_decoder.decode(response.content).metadata
+        except msgspec.DecodeError:
+            return ""
+        if meta.uid and meta.uid != pod.metadata.uid:
+            return "the pod was replaced after an earlier eviction request"
+        if meta.deletion_timestamp:
+            return "the pod is terminating after an earlier eviction request"
+        return ""
+
+    async def _request(self, method: str, path: str, what: str,
+                       body: bytes | None = None) -> httpx2.Response:
+        # ApiClient offers GET and watch streams only; evictions go through its HTTP client and
+        # error mapping, so TLS, credentials and one-line errors stay the same.
+        client = self.client
+        try:
+            return await client._http.request(
+                method, path, content=body, headers=_JSON,
+                timeout=httpx2.Timeout(self.timeout))
+        except Exception as err:
+            raise client._transport_error(err, what) from None

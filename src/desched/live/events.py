@@ -1,0 +1,138 @@
+"""Kubernetes events about evictions (events.k8s.io/v1), as upstream records them
+(reference/descheduler.md §3.7) with desched as the reporting controller:
+
+- a successful eviction: Normal, reason <plugin>, action Descheduled,
+  note "pod eviction from <node> node by desched";
+- a failed one, only with the policy's evictionFailureEventNotification: Warning, reason
+  EvictionFailed, note "... failed: <why>".
+
+Events are best effort: a failed POST is logged and counted, never retried and never fatal, and
+posting never holds up a cycle. `emit` may be called from any thread (the cycle runs in a worker
+thread); the POST itself runs on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx2
+import msgspec
+
+from desched.live.client import ApiClient
+
+log = logging.getLogger("desched.events")
+
+CONTROLLER = "desched"
+ACTION = "Descheduled"
+FAILED_REASON = "EvictionFailed"
+NOTE_LIMIT = 1024  # the API server rejects longer notes
+
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True)
+class PodRef:
+    namespace: str
+    name: str
+    uid: str = ""
+    node: str = ""
+
+
+def eviction_note(node: str, failure: str | None = None) -> str:
+    note = f"pod eviction from {node} node by {CONTROLLER}"
+    return note if failure is None else f"{note} failed: {failure}"
+
+
+def event_body(pod: PodRef, type_: str, reason: str, note: str, instance: str,
+               now: datetime | None = None) -> dict[str, Any]:
+    now = now or datetime.now(UTC)
+    if len(note.encode()) > NOTE_LIMIT:
+        note = note.encode()[: NOTE_LIMIT - 3].decode("utf-8", "ignore") + "..."
+    # str(): model strings may be interned subclasses the JSON encoder does not take.
+    namespace, name = str(pod.namespace), str(pod.name)
+    regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name}
+    if pod.uid:
+        regarding["uid"] = str(pod.uid)
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        # client-go's naming: the object's name and the time in hex nanoseconds.
+        "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
+        "eventTime": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "reportingController": CONTROLLER,
+        "reportingInstance": instance[:128],
+        "action": ACTION,
+        "reason": str(reason)[:128],
+        "type": type_,
+        "note": str(note),
+        "regarding": regarding,
+    }
+
+
+class EventRecorder:
+    """Posts events in the background on `loop`; `flush` waits for those in flight."""
+
+    def __init__(self, client: ApiClient, loop: asyncio.AbstractEventLoop, instance: str, *,
+                 timeout: float = 10.0,
+                 on_result: Callable[[str, bool], None] | None = None) -> None:
+        self.client = client
+        self.loop = loop
+        self.instance = instance
+        self.timeout = timeout
+        self.on_result = on_result  # (event type, posted?) for metrics
+        self._pending: set[asyncio.Task[bool]] = set()
+
+    def emit(self, pod: PodRef, type_: str, reason: str, note: str) -> None:
+        body = event_body(pod, type_, reason, note, self.instance)
+        try:
+            self.loop.call_soon_threadsafe(self._start, body)
+        except RuntimeError:  # the loop is closed: the process is exiting
+            log.warning("event not posted, shutting down: %s %s", type_, reason)
+
+    def _start(self, body: dict[str, Any]) -> None:
+        task = self.loop.create_task(self.post(body))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def post(self, body: dict[str, Any]) -> bool:
+        namespace = body["metadata"]["namespace"]
+        path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+        what = f"{body['type']} event {body['reason']} for pod {namespace}/" \
+               f"{body['regarding']['name']}"
+        ok = False
+        try:
+            # ApiClient has no POST; its HTTP client carries the same TLS and credentials.
+            response = await self.client._http.post(
+                path, content=_encoder.encode(body),
+                headers={"Content-Type": "application/json"},
+                timeout=httpx2.Timeout(self.timeout))
+            ok = response.status_code < 300
+            if not ok:
+                text = " ".join(response.text.split())[:200]
+                log.warning("cannot post %s: %s %s", what, response.status_code, text)
+        except Exception as err:  # best effort: never let an event break a cycle
+            log.warning("cannot post %s: %s", what, str(err) or type(err).__name__)
+        if self.on_result is not None:
+            self.on_result(str(body["type"]), ok)
+        return ok
+
+    async def flush(self, timeout: float = 5.0) -> None:
+        """Wait (at most `timeout`) for the events in flight, e.g. before exiting."""
+        # Callbacks scheduled from the worker thread may not have run yet.
+        await asyncio.sleep(0)
+        if not self._pending:
+            return
+        pending = set(self._pending)
+        _, late = await asyncio.wait(pending, timeout=timeout)
+        for task in late:
+            task.cancel()
+        for task in late:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,0 +1,128 @@
+"""Prometheus metrics: upstream's names and labels (reference/descheduler.md §3.6), so existing
+dashboards and alerts keep working, plus desched's own figures (prefix `desched_`): cycles, the
+informer caches, event posting and leadership.
+
+Each Metrics instance has its own registry (several runs in one test process must not collide);
+`handle_metrics` serves it in the Prometheus text format.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+import prometheus_client
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from desched.live.informer import Informer
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+# Upstream exports no `_created` series; neither do we.
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+
+LOOP_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500)
+STRATEGY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100)
+
+
+def version() -> str:
+    try:
+        return metadata.version("desched")
+    except metadata.PackageNotFoundError:
+        return "dev"
+
+
+class InformerCollector(Collector):
+    """Cache figures read at scrape time (scrapes are served on the loop the informers run on,
+    so the stores are consistent)."""
+
+    def __init__(self, informers: Callable[[], Sequence[Informer]]) -> None:
+        self.informers = informers
+
+    def collect(self) -> Iterator[Metric]:
+        objects = GaugeMetricFamily("desched_informer_objects",
+                                    "Objects in the informer cache.", labels=["resource"])
+        synced = GaugeMetricFamily("desched_informer_synced",
+                                   "1 once the informer's first list is in its cache "
+                                   "(also for an optional kind the server does not serve).",
+                                   labels=["resource"])
+        lists = CounterMetricFamily("desched_informer_lists",
+                                    "Full lists of the kind: the first sync plus relists "
+                                    "(410 Gone, unexpected errors).", labels=["resource"])
+        for informer in self.informers():
+            label = [informer.resource.label]
+            objects.add_metric(label, len(informer.store))
+            synced.add_metric(label, 1 if informer.synced.is_set() else 0)
+            lists.add_metric(label, informer.lists)
+        yield from (objects, synced, lists)
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.pods_evicted = Counter(
+            "descheduler_pods_evicted", "Number of evicted pods, by the result of the "
+            "eviction: success, error, or the eviction limit that refused it.",
+            ["result", "strategy", "profile", "namespace", "node"], registry=r)
+        self.loop_duration = Histogram(
+            "descheduler_loop_duration_seconds", "Time taken to complete a full descheduling "
+            "cycle.", buckets=LOOP_BUCKETS, registry=r)
+        self.strategy_duration = Histogram(
+            "descheduler_strategy_duration_seconds", "Time taken to complete each strategy "
+            "(plugin run) of a descheduling cycle.", ["strategy", "profile"],
+            buckets=STRATEGY_BUCKETS, registry=r)
+        self.build_info = Gauge(
+            "descheduler_build_info", "Build information (always 1).",
+            ["AppVersion", "DeschedulerVersion", "PythonVersion", "GitBranch", "GitSha1"],
+            registry=r)
+        self.build_info.labels(version(), version(), platform.python_version(), "", "").set(1)
+        # desched's own
+        self.cycles = Counter(
+            "desched_cycles", "Descheduling cycles by result: completed, skipped (fewer than 2 "
+            "ready nodes), interrupted (shutdown or lost lease) or failed.", ["result"],
+            registry=r)
+        self.last_cycle = Gauge(
+            "desched_last_cycle_timestamp_seconds", "When the last descheduling cycle ended "
+            "(Unix time).", registry=r)
+        self.snapshot_duration = Histogram(
+            "desched_snapshot_build_seconds", "Time taken to build a cycle's snapshot from the "
+            "informer caches.", buckets=LOOP_BUCKETS, registry=r)
+        self.cache_sync = Gauge(
+            "desched_cache_sync_seconds", "Time the informer caches took to sync at start-up.",
+            registry=r)
+        self.events = Counter(
+            "desched_events", "Kubernetes events about evictions, by type and whether posting "
+            "worked.", ["type", "result"], registry=r)
+        self.leader = Gauge(
+            "desched_leader", "1 while this instance holds the leader-election lease "
+            "(0 without leader election, or standing by).", registry=r)
+        self._informers: Sequence[Informer] = ()
+        r.register(InformerCollector(lambda: self._informers))
+
+    def watch_informers(self, informers: Sequence[Informer]) -> None:
+        self._informers = informers
+
+    def evicted(self, result: str, strategy: str, profile: str, namespace: str,
+                node: str) -> None:
+        self.pods_evicted.labels(result, strategy, profile, namespace, node).inc()
+
+    def event_posted(self, type_: str, ok: bool) -> None:
+        self.events.labels(type_, "posted" if ok else "failed").inc()
+
+    def render(self) -> bytes:
+        return prometheus_client.generate_latest(self.registry)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        from aiohttp import web
+
+        return web.Response(body=self.render(),
+                            headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})

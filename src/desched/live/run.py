@@ -1,0 +1,730 @@
+"""`desched run`: the descheduling loop against a live API server.
+
+The same framework and plugins as `simulate`, on a snapshot of the informer caches taken at the
+start of each cycle; only the executor differs (DESIGN §2): the Eviction API live, the
+simulation executor with `--dry-run` (so a dry run reports exactly what a live run would do,
+PodDisruptionBudgets included, without touching the cluster).
+
+Threads: the informers, the HTTP listeners, leader election and the API requests run on one
+asyncio loop. A cycle is synchronous CPU work (plugins, the Evictor), so it runs in a worker
+thread; each eviction it asks for is handed to the loop and waited for (see
+executors/eviction_api.py). The loop stays free to apply watch events, answer probes and renew
+the lease while a cycle computes.
+
+Plugins capture the snapshot when they are built, so a fresh Descheduler is built for every
+cycle. Plugin state that must outlive a cycle (LowNodeLoad's anomaly detectors) is carried from
+one cycle's plugin objects to the next (CARRIED_STATE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+from croniter import croniter
+
+from desched.errors import InputError
+from desched.executors.eviction_api import EvictionApiExecutor
+from desched.executors.simulation import SimulationExecutor
+from desched.framework.decisions import Decision, DecisionLog
+from desched.framework.evictor import LIMIT_MESSAGES, ExecutionResult, Executor
+from desched.framework.runner import Descheduler
+from desched.framework.types import Clock
+from desched.live import logging as desched_logging
+from desched.live.client import ApiClient, ApiError
+from desched.live.events import FAILED_REASON, EventRecorder, PodRef, eviction_note
+from desched.live.health import (
+    Address,
+    Handler,
+    HttpServer,
+    Readiness,
+    health_routes,
+    parse_address,
+    start_servers,
+)
+from desched.live.informer import (
+    Backoff,
+    Informer,
+    build_snapshot,
+    make_informers,
+    start_informers,
+    stop_informers,
+)
+from desched.live.metrics import Metrics
+from desched.live.resources import RESOURCES
+from desched.model.pod import Pod
+from desched.policy.loader import load_policy
+from desched.policy.model import Policy
+from desched.snapshot.cluster import ClusterSnapshot
+from desched.usage.base import MetricsSettings
+from desched.util.duration import DurationError, parse_duration
+
+log = desched_logging.get_logger("desched.run")
+
+T = TypeVar("T")
+
+# Plugin attributes that hold state across cycles, by plugin name. Everything else a plugin holds
+# is derived from the cycle's snapshot and is rebuilt with it.
+CARRIED_STATE: dict[str, tuple[str, ...]] = {
+    "LowNodeLoad": ("node_detectors", "prod_detectors"),
+}
+
+LEASE_LOST = "leader election lost: this instance no longer holds the lease"
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+class CycleInterrupted(Exception):
+    """Raised into the cycle before an eviction that must not happen (shutdown, lost lease).
+    No plugin catches it, so the cycle ends there, between two evictions."""
+
+
+class Elector(Protocol):
+    """What the loop needs from leader election (desched.live.leader.LeaseElector)."""
+
+    lost: asyncio.Event
+
+    async def acquire(self) -> None: ...
+
+    def is_leader(self) -> bool: ...
+
+    async def release(self) -> None: ...
+
+
+ElectorFactory = Callable[[ApiClient, "RunConfig", str], Elector]
+
+
+# -- configuration -------------------------------------------------------------------------------
+
+@dataclass
+class RunConfig:
+    policy_path: str
+    kubeconfig: str | None = None
+    context: str | None = None
+    once: bool = False
+    interval: str | None = None  # Go duration text
+    cron: str | None = None
+    dry_run: bool = False
+    leader_elect: bool = False
+    lease_name: str = "desched"
+    lease_namespace: str | None = None
+    lease_duration: str = "137s"
+    renew_deadline: str = "107s"
+    retry_period: str = "26s"
+    metrics_address: str | None = None
+    health_address: str | None = None
+    kinds: tuple[str, ...] | None = None  # None: every kind the policy can need
+    sync_timeout: float = 300.0
+    eviction_timeout: float = 10.0
+    eviction_attempts: int = 4
+    eviction_backoff: tuple[float, float] = (0.5, 5.0)
+    connect_backoff: tuple[float, float] = (1.0, 30.0)
+    signals: bool = True
+
+
+def _duration(text: str, flag: str) -> float:
+    try:
+        value = parse_duration(text)
+    except DurationError as err:
+        raise InputError(flag, str(err)) from None
+    if value < 0:
+        raise InputError(flag, f"must not be negative, got {text!r}")
+    return value
+
+
+class Schedule:
+    """When cycles run: once, every `interval` seconds measured from one cycle's start to the
+    next (upstream's NonSlidingUntil; a late cycle starts at once), or at the fire times of a
+    5-field crontab expression in UTC (a fire time missed while a cycle ran is skipped)."""
+
+    def __init__(self, kind: Literal["once", "interval", "cron"], interval: float = 0.0,
+                 cron: str = "") -> None:
+        self.kind = kind
+        self.interval = interval
+        self.cron = cron
+
+    def __str__(self) -> str:
+        if self.kind == "interval":
+            return f"every {self.interval:g}s"
+        return f"cron {self.cron!r} (UTC)" if self.kind == "cron" else "once"
+
+    @property
+    def looping(self) -> bool:
+        return self.kind != "once"
+
+    def next_run(self, previous: datetime | None, now: datetime) -> datetime | None:
+        """The next start after a cycle that started (or was due) at `previous`."""
+        if self.kind == "once":
+            return now if previous is None else None
+        if self.kind == "interval":
+            return now if previous is None else max(previous + timedelta(seconds=self.interval),
+                                                    now)
+        base = now if previous is None else max(previous, now)
+        fire: datetime = croniter(self.cron, base).get_next(datetime)
+        return fire
+
+
+def parse_cron(expr: str) -> str:
+    text = " ".join(expr.split())
+    macro = text.startswith("@") and len(text.split()) == 1
+    if not macro and len(text.split()) != 5:
+        raise InputError("--cron", f"expected 5 fields (minute hour day-of-month month "
+                                   f"day-of-week) or a macro such as @hourly, got {expr!r}")
+    if not croniter.is_valid(text):
+        raise InputError("--cron", f"not a valid crontab expression: {expr!r}")
+    return text
+
+
+def resolve_schedule(config: RunConfig, policy: Policy) -> Schedule:
+    """--once, --interval or --cron; without any, Koordinator's deschedulingInterval from the
+    policy, else one cycle (upstream's --descheduling-interval defaults to 0: one cycle)."""
+    given = [name for name, on in (("--once", config.once),
+                                   ("--interval", config.interval is not None),
+                                   ("--cron", config.cron is not None)) if on]
+    if len(given) > 1:
+        raise InputError("", f"give at most one of --once, --interval and --cron "
+                             f"(got {' and '.join(given)})")
+    if config.cron is not None:
+        return Schedule("cron", cron=parse_cron(config.cron))
+    if config.interval is not None:
+        seconds = _duration(config.interval, "--interval")
+        return Schedule("interval", seconds) if seconds > 0 else Schedule("once")
+    if not config.once and policy.descheduling_interval > 0:
+        return Schedule("interval", policy.descheduling_interval)
+    return Schedule("once")
+
+
+def informer_kinds(policy: Policy) -> tuple[str, ...]:
+    """Every kind desched reads; metrics.k8s.io only when the policy uses it (it is polled, not
+    watched, so it costs a full list a minute)."""
+    settings = MetricsSettings.from_policy(policy)
+    metrics = settings.collector_enabled or settings.kubernetes_metrics_provider
+    return tuple(r.kind for r in RESOURCES if metrics or r.group != "metrics.k8s.io")
+
+
+def default_lease_namespace() -> str:
+    namespace = os.environ.get("POD_NAMESPACE", "")
+    if not namespace:
+        with contextlib.suppress(OSError):
+            namespace = Path(SERVICE_ACCOUNT_NAMESPACE).read_text(encoding="utf-8").strip()
+    return namespace or "kube-system"
+
+
+def default_elector_factory(client: ApiClient, config: RunConfig, identity: str) -> Elector:
+    from desched.live.leader import LeaseElector
+
+    elector: Elector = LeaseElector(
+        client=client, name=config.lease_name,
+        namespace=config.lease_namespace or default_lease_namespace(), identity=identity,
+        lease_duration=_duration(config.lease_duration, "--leader-elect-lease-duration"),
+        renew_deadline=_duration(config.renew_deadline, "--leader-elect-renew-deadline"),
+        retry_period=_duration(config.retry_period, "--leader-elect-retry-period"))
+    return elector
+
+
+# -- one cycle's reporting -----------------------------------------------------------------------
+
+class LiveDecisionLog(DecisionLog):
+    """A DecisionLog that tells `listener` about every decision as it is recorded, so logs,
+    metrics and events follow the cycle as it runs (and tell the same story as `explain`)."""
+
+    def __init__(self, listener: Callable[[Decision], None]) -> None:
+        super().__init__()
+        self.listener = listener
+
+    def record(self, outcome: Any, namespace: str, pod: str, node: str, profile: str,
+               plugin: str, reason: str) -> None:
+        super().record(outcome, namespace, pod, node, profile, plugin, reason)
+        self.listener(self.decisions[-1])
+
+
+class GuardedExecutor:
+    """Checks before every eviction that it may still happen: no shutdown was asked for, and
+    this instance still leads. A lost lease refuses the eviction with a recorded reason, then
+    ends the cycle."""
+
+    def __init__(self, inner: Executor, stopping: threading.Event,
+                 guard: Callable[[], str | None] | None = None) -> None:
+        self.inner = inner
+        self.stopping = stopping
+        self.guard = guard
+        self.pods: dict[str, Pod] = {}  # every pod handed on, by key (for event UIDs)
+        self._refused = False
+
+    def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult:
+        if self.stopping.is_set():
+            raise CycleInterrupted("shutting down")
+        refusal = self.guard() if self.guard is not None else None
+        if refusal:
+            if self._refused:
+                raise CycleInterrupted(refusal)
+            self._refused = True
+            return ExecutionResult(False, "failed", refusal)
+        self.pods[pod.key] = pod
+        return self.inner.evict(pod, profile, plugin, reason)
+
+
+_LIMIT_SCOPES = {message: scope for scope, message in LIMIT_MESSAGES.items()}
+
+
+class CycleReporter:
+    """Turns decisions into log lines, metrics and events (called in the cycle's thread)."""
+
+    def __init__(self, policy: Policy, metrics: Metrics, snapshot: ClusterSnapshot,
+                 events: EventRecorder | None, dry_run: bool) -> None:
+        self.policy = policy
+        self.metrics = metrics
+        self.snapshot = snapshot
+        self.events = events
+        self.dry_run = dry_run
+        self.pods: dict[str, Pod] = {}
+        self.evicted = 0
+        self.failed = 0
+
+    def _ref(self, d: Decision) -> PodRef:
+        key = f"{d.namespace}/{d.pod}"
+        pod = self.pods.get(key) or self.snapshot.pods.get(key)
+        return PodRef(d.namespace, d.pod, pod.metadata.uid if pod is not None else "", d.node)
+
+    def _limit_text(self, message: str) -> str:
+        scope = _LIMIT_SCOPES.get(message)
+        limits = self.policy.limits
+        value = {"total": limits.total, "node": limits.per_node,
+                 "namespace": limits.per_namespace}.get(scope or "")
+        return f"{scope} eviction limit exceeded ({value})" if scope else message
+
+    def record(self, d: Decision) -> None:
+        fields = {"pod": f"{d.namespace}/{d.pod}", "node": d.node, "profile": d.profile,
+                  "strategy": d.plugin, "cycle": d.cycle}
+        if d.outcome == "evicted":
+            self.evicted += 1
+            self.metrics.evicted("success", d.plugin, d.profile, d.namespace, d.node)
+            log.info("Evicted pod in dry run mode" if self.dry_run else "Evicted pod",
+                     reason=d.reason, dry_run=self.dry_run, **fields)
+            if self.events is not None:
+                self.events.emit(self._ref(d), "Normal", d.plugin, eviction_note(d.node))
+            return
+        if d.outcome == "limited":
+            failure = self._limit_text(d.reason)
+            self.metrics.evicted(d.reason, d.plugin, d.profile, d.namespace, d.node)
+            log.info("Eviction refused by a limit", error=d.reason, dry_run=self.dry_run,
+                     **fields)
+        elif d.outcome in ("pdb-blocked", "failed"):
+            self.failed += 1
+            failure = d.reason
+            self.metrics.evicted("error", d.plugin, d.profile, d.namespace, d.node)
+            log.warning("Error evicting pod", outcome=d.outcome, error=d.reason,
+                        dry_run=self.dry_run, **fields)
+        else:
+            return
+        if self.events is not None and self.policy.eviction_failure_event_notification:
+            self.events.emit(self._ref(d), "Warning", FAILED_REASON,
+                             eviction_note(d.node, failure))
+
+
+class _TimedPlugin:
+    """Observes descheduler_strategy_duration_seconds around each plugin run."""
+
+    def __init__(self, plugin: Any, profile: str, name: str, metrics: Metrics) -> None:
+        self.plugin = plugin
+        self.observe = metrics.strategy_duration.labels(name, profile).observe
+
+    def deschedule(self, nodes: Any) -> None:
+        started = time.perf_counter()
+        try:
+            self.plugin.deschedule(nodes)
+        finally:
+            self.observe(time.perf_counter() - started)
+
+    def balance(self, nodes: Any) -> None:
+        started = time.perf_counter()
+        try:
+            self.plugin.balance(nodes)
+        finally:
+            self.observe(time.perf_counter() - started)
+
+
+# -- the loop ------------------------------------------------------------------------------------
+
+class _Stopped(Exception):
+    """A shutdown or a lost lease interrupted a wait."""
+
+
+@dataclass
+class CycleReport:
+    number: int
+    result: str  # completed | skipped | interrupted | failed
+    evicted: int
+    failed: int
+    log: DecisionLog
+
+
+class Runner:
+    def __init__(self, config: RunConfig, policy: Policy, schedule: Schedule, *,
+                 metrics: Metrics | None = None,
+                 elector_factory: ElectorFactory | None = None) -> None:
+        self.config = config
+        self.policy = policy
+        self.schedule = schedule
+        self.metrics = metrics or Metrics()
+        self.elector_factory = elector_factory or default_elector_factory
+        self.dry_run = config.dry_run or policy.dry_run
+        self.leader_elect = config.leader_elect and not self.dry_run
+        self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.kinds = config.kinds if config.kinds is not None else informer_kinds(policy)
+        self.readiness = Readiness()
+        self.readiness.checks += [self._lease_check, self._sync_check]
+        self.stopping = threading.Event()  # read by the cycle's thread
+        self.client: ApiClient | None = None
+        self.informers: list[Informer] = []
+        self.events: EventRecorder | None = None
+        self.elector: Elector | None = None
+        self.lease_lost = False
+        self.servers: list[HttpServer] = []
+        self.reports: list[CycleReport] = []
+        self._carried: dict[tuple[str, str], dict[str, Any]] = {}
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._signals = 0
+        self._connected = False
+        self.addresses: list[tuple[Address, str]] = []
+        for flag, text in (("--metrics-address", config.metrics_address),
+                           ("--health-address", config.health_address)):
+            if text:
+                self.addresses.append((parse_address(text, flag), flag))
+
+    # -- readiness --------------------------------------------------------------------------
+    def _sync_check(self) -> str | None:
+        if not self.informers:
+            return "not connected to the API server yet"
+        late = [i.resource.label for i in self.informers if not i.synced.is_set()]
+        return f"informers not synced: {', '.join(late)}" if late else None
+
+    def _lease_check(self) -> str | None:
+        return LEASE_LOST if self.lease_lost else None
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def run(self) -> int:
+        """Serve, connect, (lead,) run cycles on the schedule; the exit code."""
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        if self.stopping.is_set():  # asked to stop before it started
+            self._wake.set()
+        if self.config.signals:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                self._loop.add_signal_handler(signum, self._on_signal, signum)
+        try:
+            await self._serve()
+            if self.schedule.looping:  # a --once run says nothing before its outcome
+                log.info("desched starting", schedule=str(self.schedule),
+                         dry_run=self.dry_run, leader_elect=self.leader_elect,
+                         policy=self.config.policy_path)
+            await self._connect()
+            if self.leader_elect:
+                await self._lead()
+            return await self._cycles()
+        except _Stopped:
+            if self.lease_lost:
+                log.error(LEASE_LOST + "; exiting")
+                return 1
+            return 0
+        finally:
+            await self._shutdown()
+
+    def request_stop(self, why: str = "stop requested") -> None:
+        """Finish the eviction in flight, start no other, and return from run()."""
+        if not self.stopping.is_set():
+            log.info("stopping: finishing the eviction in flight, starting no other", why=why)
+        self.stopping.set()
+        if self._wake is not None:
+            self._wake.set()
+
+    def _on_signal(self, signum: int) -> None:
+        self._signals += 1
+        name = signal.Signals(signum).name
+        if self._signals > 1:
+            log.warning("second signal: exiting at once", signal=name)
+            os._exit(1)
+        self.request_stop(f"received {name}")
+
+    async def _serve(self) -> None:
+        listeners: list[tuple[Address, Mapping[str, Handler]]] = []
+        for address, flag in self.addresses:
+            if flag == "--metrics-address":
+                listeners.append((address, {"/metrics": self.metrics.handle}))
+            else:
+                listeners.append((address, health_routes(self.readiness)))
+        self.servers = await start_servers(listeners)
+        for server in self.servers:
+            log.info("listening", address=f"{server.address.host or '0.0.0.0'}:{server.port}")
+
+    async def _unless_stopped(self, aw: Awaitable[T]) -> T:
+        """Await `aw`, or cancel it and raise _Stopped on a shutdown or a lost lease."""
+        assert self._wake is not None
+        task = asyncio.ensure_future(aw)
+        waker = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait({task, waker}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # run() itself was cancelled: leave nothing running behind
+            task.cancel()
+            raise
+        finally:
+            waker.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        raise _Stopped
+
+    async def _sleep(self, seconds: float) -> None:
+        await self._unless_stopped(asyncio.sleep(seconds))
+
+    async def _connect(self) -> None:
+        """Connect and sync the informers. Errors the user must fix fail a --once run (exit 2);
+        a looping run logs them and tries again, so it rides out an API server outage or a
+        kubeconfig that is fixed later."""
+        backoff = Backoff(*self.config.connect_backoff)
+        while True:
+            started = time.monotonic()
+            try:
+                self.client = ApiClient.from_config(self.config.kubeconfig, self.config.context)
+                self.informers = make_informers(self.client, self.kinds)
+                self.metrics.watch_informers(self.informers)
+                await self._unless_stopped(
+                    start_informers(self.informers, timeout=self.config.sync_timeout))
+                break
+            except (InputError, ApiError) as err:
+                await self._disconnect()
+                error = err if isinstance(err, InputError) else InputError("", str(err))
+                if not self.schedule.looping:
+                    raise error from None
+                delay = backoff.next()
+                log.error("cannot start watching the cluster; retrying", error=str(error),
+                          retry_in=round(delay, 1))
+                await self._sleep(delay)
+        elapsed = time.monotonic() - started
+        self.metrics.cache_sync.set(elapsed)
+        assert self.client is not None
+        self._connected = True
+        log.info("caches synced", server=self.client.server, seconds=round(elapsed, 3),
+                 schedule=str(self.schedule), dry_run=self.dry_run,
+                 objects={i.resource.label: len(i.store) for i in self.informers
+                          if not i.skipped})
+        if not self.dry_run:
+            assert self._loop is not None
+            self.events = EventRecorder(self.client, self._loop, self.identity,
+                                        on_result=self.metrics.event_posted)
+
+    async def _disconnect(self) -> None:
+        await stop_informers(self.informers)
+        self.informers = []
+        self.metrics.watch_informers([])
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+
+    async def _lead(self) -> None:
+        assert self.client is not None
+        elector = self.elector = self.elector_factory(self.client, self.config, self.identity)
+        log.info("waiting to become the leader", identity=self.identity,
+                 lease=self.config.lease_name)
+        backoff = Backoff(*self.config.connect_backoff)
+        while True:
+            try:
+                await self._unless_stopped(elector.acquire())
+                break
+            except (InputError, ApiError) as err:  # RBAC or a refused request: log, retry
+                delay = backoff.next()
+                log.error("cannot acquire the leader lease; retrying", error=str(err),
+                          retry_in=round(delay, 1))
+                await self._sleep(delay)
+        self.metrics.leader.set(1)
+        log.info("became the leader", identity=self.identity)
+        self._tasks.append(asyncio.create_task(self._watch_lease(elector)))
+
+    async def _watch_lease(self, elector: Elector) -> None:
+        await elector.lost.wait()
+        self.lease_lost = True
+        self.metrics.leader.set(0)
+        log.error(LEASE_LOST)
+        if self._wake is not None:
+            self._wake.set()
+
+    def _guard(self) -> str | None:
+        if self.elector is not None and (self.lease_lost or not self.elector.is_leader()):
+            return LEASE_LOST
+        return None
+
+    async def _cycles(self) -> int:
+        previous: datetime | None = None
+        number = 0
+        while not self.stopping.is_set() and not self.lease_lost:
+            now = datetime.now(UTC)
+            when = self.schedule.next_run(previous, now)
+            if when is None:
+                return 0
+            if when > now:
+                log.info("next descheduling cycle", at=when.isoformat())
+                await self._sleep((when - now).total_seconds())
+            # Cron: the fire time, so a slow cycle skips missed fire times instead of
+            # drifting; interval: the real start, measured to the next one.
+            previous = when if self.schedule.kind == "cron" else datetime.now(UTC)
+            number += 1
+            report = await self.run_cycle(number)
+            if report.result == "failed" and not self.schedule.looping:
+                return 1
+        if self.lease_lost:
+            raise _Stopped
+        return 0
+
+    async def _shutdown(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self.events is not None:
+            await self.events.flush()
+        if self.elector is not None:
+            # Hand the lease over at once instead of letting it expire (ReleaseOnCancel).
+            await self.elector.release()
+        await self._disconnect()
+        for server in self.servers:
+            await server.stop()
+        if self.config.signals and self._loop is not None:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                self._loop.remove_signal_handler(signum)
+        if self._connected:
+            log.info("desched stopped")
+
+    # -- one cycle --------------------------------------------------------------------------
+    def _executor(self, snapshot: ClusterSnapshot) -> Executor:
+        if self.dry_run:
+            return SimulationExecutor(snapshot)
+        assert self.client is not None and self._loop is not None
+        return EvictionApiExecutor(
+            self.client, self._loop, snapshot,
+            grace_period_seconds=self.policy.grace_period_seconds,
+            attempts=self.config.eviction_attempts, timeout=self.config.eviction_timeout,
+            backoff=Backoff(*self.config.eviction_backoff))
+
+    async def run_cycle(self, number: int) -> CycleReport:
+        started = time.monotonic()
+        snapshot = await build_snapshot(self.informers)
+        self.metrics.snapshot_duration.observe(time.monotonic() - started)
+        reporter = CycleReporter(self.policy, self.metrics, snapshot, self.events, self.dry_run)
+        decisions = LiveDecisionLog(reporter.record)
+        guard = self._guard if self.elector is not None else None
+        executor = GuardedExecutor(self._executor(snapshot), self.stopping, guard)
+        reporter.pods = executor.pods
+        descheduler = Descheduler(self.policy, snapshot, executor, Clock(datetime.now(UTC)),
+                                  decisions)
+        self._restore_state(descheduler)
+        self._time_plugins(descheduler)
+        log.info("descheduling cycle started", cycle=number, nodes=len(snapshot.nodes),
+                 pods=len(snapshot.pods), dry_run=self.dry_run)
+        result = "completed"
+        try:
+            skipped = await asyncio.to_thread(descheduler.run_cycle, number)
+            if skipped:
+                result = "skipped"
+                log.info(skipped, cycle=number)
+        except CycleInterrupted as err:
+            result = "interrupted"
+            log.warning("descheduling cycle stopped before its next eviction", cycle=number,
+                        why=str(err))
+        except Exception:
+            result = "failed"
+            log.exception("descheduling cycle failed", cycle=number)
+        finally:
+            self._save_state(descheduler)
+            elapsed = time.monotonic() - started
+            self.metrics.loop_duration.observe(elapsed)
+            self.metrics.cycles.labels(result).inc()
+            self.metrics.last_cycle.set(time.time())
+            if self.events is not None:
+                await self.events.flush()
+        log.info("descheduling cycle finished", cycle=number, result=result,
+                 totalEvicted=reporter.evicted, failed=reporter.failed,
+                 seconds=round(elapsed, 3), dry_run=self.dry_run)
+        report = CycleReport(number, result, reporter.evicted, reporter.failed, decisions)
+        self.reports.append(report)
+        del self.reports[:-10]  # a long-running loop keeps only the recent ones
+        return report
+
+    def _plugins(self, descheduler: Descheduler) -> list[tuple[str, str, Any]]:
+        return [(profile.name, name, getattr(plugin, "plugin", plugin))
+                for profile in descheduler.profiles
+                for name, plugin in (*profile.deschedule, *profile.balance)]
+
+    def _restore_state(self, descheduler: Descheduler) -> None:
+        for profile, name, plugin in self._plugins(descheduler):
+            for attr, value in self._carried.get((profile, name), {}).items():
+                setattr(plugin, attr, value)
+
+    def _save_state(self, descheduler: Descheduler) -> None:
+        # Only the named attributes are kept: holding the plugin would hold the whole snapshot.
+        for profile, name, plugin in self._plugins(descheduler):
+            state = {attr: getattr(plugin, attr) for attr in CARRIED_STATE.get(name, ())
+                     if hasattr(plugin, attr)}
+            if state:
+                self._carried[(profile, name)] = state
+
+    def _time_plugins(self, descheduler: Descheduler) -> None:
+        for profile in descheduler.profiles:
+            profile.deschedule = [(n, _TimedPlugin(p, profile.name, n, self.metrics))
+                                  for n, p in profile.deschedule]
+            profile.balance = [(n, _TimedPlugin(p, profile.name, n, self.metrics))
+                               for n, p in profile.balance]
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+def prepare(config: RunConfig) -> tuple[Policy, Schedule]:
+    """Everything that can be checked before connecting: the policy (plugins built once on an
+    empty snapshot, so their argument errors surface now), the schedule and the flags."""
+    policy = load_policy(config.policy_path)
+    schedule = resolve_schedule(config, policy)
+    Descheduler(policy, ClusterSnapshot(), SimulationExecutor(ClusterSnapshot()),
+                Clock(datetime.now(UTC)))
+    if config.leader_elect:
+        if config.dry_run or policy.dry_run:
+            log.warning("leader election is disabled in dry-run mode")
+        elif not schedule.looping:
+            raise InputError("--leader-elect", "leaderElection must be used with "
+                             "deschedulingInterval (give --interval or --cron)")
+        lease = _duration(config.lease_duration, "--leader-elect-lease-duration")
+        renew = _duration(config.renew_deadline, "--leader-elect-renew-deadline")
+        retry = _duration(config.retry_period, "--leader-elect-retry-period")
+        if not 0 < retry < renew < lease:
+            raise InputError("--leader-elect", "needs 0 < retry period < renew deadline < lease "
+                             f"duration (got {config.retry_period}, {config.renew_deadline}, "
+                             f"{config.lease_duration})")
+    for flag, address in (("--metrics-address", config.metrics_address),
+                          ("--health-address", config.health_address)):
+        if address:
+            parse_address(address, flag)
+    return policy, schedule
+
+
+def run_command(config: RunConfig, *, log_format: str = "text", log_level: str = "info",
+                elector_factory: ElectorFactory | None = None) -> int:
+    """`desched run`: the exit code (0 done or stopped by a signal, 1 failure or lost lease).
+    Invalid input raises InputError (exit 2): always for the policy and flags, and for
+    connection problems in --once mode."""
+    desched_logging.configure(log_format, log_level)
+    policy, schedule = prepare(config)
+    runner = Runner(config, policy, schedule, elector_factory=elector_factory)
+    return asyncio.run(runner.run())

@@ -1,0 +1,259 @@
+"""MigrationController: Koordinator's default evict and filter plugin (reference/koordinator.md
+§6), as it plays out in simulation.
+
+filter(pod) is the arbitrator's pipeline (desched.migration.arbitration); pre_eviction_filter is
+DefaultEvictor's nodeFit. evict(...) is Koordinator's Evict: the plugin's dryRun, the filter, the
+object limiters, then "create a PodMigrationJob": here, in ReservationFirst mode, place a
+Reservation on another node (or refuse), then let the framework evict. Migrations started in a
+cycle count as in flight for the rest of that cycle; the object limiters remember them across
+cycles on the run's clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import datetime
+
+from desched.framework.decisions import Outcome
+from desched.framework.registry import PluginSpec, register
+from desched.framework.types import Handle
+from desched.migration.arbitration import (
+    RESERVATION_FIRST,
+    Arbitrator,
+    MigrationLedger,
+    Verdict,
+)
+from desched.migration.limiter import NAMESPACE, WORKLOAD, ObjectLimiters, int_value
+from desched.migration.limits import (
+    IntOrStringError,
+    Workload,
+    WorkloadResolver,
+    get_max_migrating,
+)
+from desched.migration.policies import EVICTION, eviction_policy_for
+from desched.model.node import Node
+from desched.model.pod import Pod
+from desched.plugins.migrationcontroller_args import (
+    ArbitrationArgs,
+    MigrationControllerArgs,
+    MigrationObjectLimiter,
+    default,
+    limiter_configs,
+    settings,
+    validate,
+)
+from desched.predicates.labels import parse_selector_string
+from desched.predicates.nodefit import fit_failures, pod_fits_any_other_node
+from desched.scheduler.placement import choose_node
+
+__all__ = ["ArbitrationArgs", "MigrationController", "MigrationControllerArgs",
+           "MigrationObjectLimiter", "default", "validate"]
+
+NODE_FIT_REASON = ("pod does not fit on any other node because of nodeSelector(s), Taint(s), or "
+                   "nodes marked as unschedulable")
+
+
+class MigrationController:
+    def __init__(self, args: MigrationControllerArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        snapshot = handle.snapshot
+        self.settings = settings(args)
+        self.resolver = WorkloadResolver(snapshot)
+        self.ledger = MigrationLedger(snapshot, self.resolver)
+        self.arbitrator = Arbitrator(self.settings, snapshot, self.resolver, self.ledger)
+        self.limiters = ObjectLimiters(limiter_configs(args))
+        self.node_matcher = parse_selector_string(args.node_selector) if args.node_selector \
+            else None
+        self._cycle: tuple[int, datetime] | None = None
+        # Requests of the Reservations placed this cycle, per node: later ones must fit beside.
+        self._reserved: dict[str, dict[str, int]] = {}
+        # pod key -> node of its Reservation, for the migrations started this cycle.
+        self.reservations: dict[str, str] = {}
+        # The arbitration of the snapshot's waiting PodMigrationJobs (done once, first cycle).
+        self.arbitration: list[Verdict] = []
+
+    # -- cycles ----------------------------------------------------------------------------------
+    def _sync(self) -> None:
+        """A new cycle (told apart by the cycle number and the run's clock) starts with no
+        migration of this run in flight: in simulation they complete within their cycle."""
+        key = (self.handle.log.cycle, self.handle.clock.now)
+        if key == self._cycle:
+            return
+        first = self._cycle is None
+        self._cycle = key
+        self.ledger.new_cycle(self.handle.clock.now)
+        self._reserved.clear()
+        self.reservations.clear()
+        if first:
+            self._arbitrate_waiting_jobs()
+
+    def _arbitrate_waiting_jobs(self) -> None:
+        verdicts = self.arbitrator.arbitrate()
+        self.arbitration = verdicts
+        # Koordinator marks the jobs it fails Failed at once: they stop counting as in flight.
+        self.ledger.drop_jobs(v.job for v in verdicts if v.outcome == "failed")
+        for verdict in verdicts:
+            self.handle.note(f"PodMigrationJob {verdict.job} {verdict.outcome} arbitration: "
+                             f"{verdict.reason}")
+
+    # -- Filter / PreEvictionFilter --------------------------------------------------------------
+    def filter(self, pod: Pod) -> str | None:
+        self._sync()
+        return self.arbitrator.filter(pod)
+
+    def pre_eviction_filter(self, pod: Pod) -> str | None:
+        """DefaultEvictor's nodeFit over the nodes of args.nodeSelector (Koordinator hands
+        nodeFit and nodeSelector to an upstream DefaultEvictor for this extension point)."""
+        if not self.args.node_fit or self.arbitrator.skipped("NodeFit"):
+            return None
+        snapshot = self.handle.snapshot
+        if not pod_fits_any_other_node(pod, snapshot.ready_nodes(self.node_matcher), snapshot):
+            return NODE_FIT_REASON
+        return None
+
+    # -- Evict -----------------------------------------------------------------------------------
+    def evict(self, pod: Pod, trigger: str, reason: str, proceed: Callable[[], bool]) -> bool:
+        """Koordinator's Evict, called by the framework after its global limits. `proceed`
+        performs the eviction through the framework's executor (recording it) and says whether
+        it happened. Refusals are recorded here, against the trigger plugin."""
+        if self.args.dry_run:
+            # MigrationControllerArgs.dryRun: true, no filter, no PodMigrationJob.
+            return True
+        self._sync()
+        refusal = self.arbitrator.check(pod)
+        if refusal is not None:
+            why, retryable = refusal
+            if retryable:
+                self._refuse(pod, trigger, "limited", why)
+            else:
+                self.handle.log.filtered(pod.namespace, pod.name, pod.node_name,
+                                         self.handle.profile, trigger, why)
+            return False
+        why_not = self.limiters.exceeded(self._limiter_keys(pod), self._now())
+        if why_not is not None:
+            self._refuse(pod, trigger, "limited", why_not)
+            return False
+        target: str | None = None
+        if self.settings.job_mode == RESERVATION_FIRST:
+            target, why_not = self._reserve(pod)
+            if target is None:
+                self._refuse(pod, trigger, "failed", why_not)
+                return False
+        if not proceed():
+            return False
+        self.ledger.start(pod)
+        self._track(pod)
+        if target is not None:
+            self._hold(pod, target)
+        self._amend(pod, target)
+        return True
+
+    def _now(self) -> float:
+        return self.handle.clock.now.timestamp()
+
+    def _refuse(self, pod: Pod, trigger: str, outcome: Outcome, why: str) -> None:
+        self.handle.log.record(outcome, pod.namespace, pod.name, pod.node_name,
+                               self.handle.profile, trigger, f"MigrationController: {why}")
+
+    def _limiter_keys(self, pod: Pod) -> dict[str, str]:
+        keys = {NAMESPACE: pod.namespace}
+        workload = self.ledger.workload_key(pod)
+        if workload is not None:
+            keys[WORKLOAD] = workload
+        return keys
+
+    def _track(self, pod: Pod) -> None:
+        """trackEvictedPod: feed each limiter after a successful eviction. Each type is fed on
+        its own (Koordinator stops at the first type whose maximum is 0)."""
+        now = self._now()
+        keys = self._limiter_keys(pod)
+        for kind, config in self.limiters.configs.items():
+            key = keys.get(kind)
+            if key is None:
+                continue
+            if kind == WORKLOAD:
+                found = self.resolver.resolve(pod)
+                if not isinstance(found, Workload):
+                    continue  # no expected replicas: nothing to scale the limit by
+                value = config.max_migrating if config.max_migrating is not None \
+                    else self.args.max_migrating_per_workload
+                try:
+                    max_migrating = get_max_migrating(found.replicas, value)
+                except IntOrStringError:
+                    max_migrating = 0
+            else:
+                max_migrating = int_value(config.max_migrating)
+            self.limiters.track(kind, key, max_migrating, now)
+
+    # -- ReservationFirst ------------------------------------------------------------------------
+    def _room(self, pod: Pod, node: Node) -> bool:
+        """Whether the node still has room for the pod beside this cycle's Reservations."""
+        reserved = self._reserved.get(node.name)
+        if not reserved:
+            return True
+        used = self.handle.snapshot.node_requested(node.name)
+        allocatable = node.allocatable
+        for name, request in pod.requests.items():
+            free = allocatable.get(name, 0) - used.get(name, 0) - reserved.get(name, 0)
+            if request > free:
+                return False
+        pods_free = allocatable.get("pods", 0) - used.get("pods", 0) - reserved.get("pods", 0)
+        return pods_free >= 1
+
+    def _reserve(self, pod: Pod) -> tuple[str | None, str]:
+        """Where koord-scheduler could place the pod's Reservation: another ready node
+        (the Reservation carries a NotIn affinity to the pod's node) that fits the pod beside
+        the Reservations placed earlier this cycle."""
+        snapshot = self.handle.snapshot
+        others = [n for n in snapshot.ready_nodes() if n.name != pod.node_name]
+        candidates = [n for n in others if self._room(pod, n)]
+        # The scheduler counts reserved resources as used, which spreads Reservations;
+        # choose_node does not see them, so nodes holding none yet are tried first.
+        fresh = [n for n in candidates if n.name not in self._reserved]
+        chosen = choose_node(pod, fresh, snapshot) or choose_node(pod, candidates, snapshot)
+        if chosen is None:
+            failures = fit_failures(pod, candidates, snapshot)
+            failures.update({n.name: "taken by this cycle's Reservations"
+                             for n in others if n not in candidates})
+            detail = "; ".join(f"{name}: {why}" for name, why in sorted(failures.items())[:5])
+            more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
+            return None, (f"ReservationFirst: no other node can take a Reservation for the pod"
+                          f"{': ' + detail + more if detail else ' (no other ready node)'}")
+        return chosen.name, ""
+
+    def _hold(self, pod: Pod, node_name: str) -> None:
+        """The Reservation of a migration that started holds its node's room for the cycle."""
+        reserved = self._reserved.setdefault(node_name, {})
+        for name, amount in pod.requests.items():
+            reserved[name] = reserved.get(name, 0) + amount
+        reserved["pods"] = reserved.get("pods", 0) + 1
+        self.reservations[pod.key] = node_name
+
+    def _amend(self, pod: Pod, target: str | None) -> None:
+        """Name the Reservation's node (and a non-default eviction policy) in the eviction's
+        recorded reason."""
+        extra = []
+        if target is not None:
+            extra.append(f"reservation on {target}")
+        policy = eviction_policy_for(pod, self.args.eviction_policy or EVICTION)
+        if policy != EVICTION:
+            extra.append(f"evictionPolicy {policy}")
+        decisions = self.handle.log.decisions
+        if not extra or not decisions:
+            return
+        last = decisions[-1]
+        if last.outcome == "evicted" and last.namespace == pod.namespace and last.pod == pod.name:
+            decisions[-1] = dataclasses.replace(last, reason="; ".join([last.reason, *extra]))
+
+
+register(PluginSpec(
+    name="MigrationController",
+    extension_points=frozenset({"filter", "preevictionfilter", "evict"}),
+    args_type=MigrationControllerArgs,
+    factory=MigrationController,
+    validate=validate,
+    default=default,
+    args_kind="MigrationControllerArgs",
+))
