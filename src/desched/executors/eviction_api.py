@@ -196,8 +196,30 @@ class EvictionApiExecutor:
                                    f"{message}", True
                 continue
             return ExecutionResult(False, "failed", f"{code} {status.reason}: {message}".strip())
+        if uncertain:
+            # The last request may have been carried out. Count it as done unless the pod is
+            # known to be still there: a second request, or a limit overrun, is worse.
+            gone = await self._gone(pod)
+            if gone or not await self._still_there(pod):
+                return ExecutionResult(True, "evicted", gone or f"{error} (outcome unknown: "
+                                       f"counted as evicted, not retried)")
         return ExecutionResult(False, "failed",
                                f"{error} (gave up after {self.attempts} attempts)")
+
+    async def _still_there(self, pod: Pod) -> bool:
+        """Whether a GET shows the same pod, not terminating (False when it cannot be read)."""
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        try:
+            response = await self._request("GET", path, f"get pod {pod.key}")
+        except (InputError, ConnectionLost):
+            return False
+        if response.status_code != 200:
+            return False
+        try:
+            meta = _pod_decoder.decode(response.content).metadata
+        except msgspec.DecodeError:
+            return False
+        return meta.uid == pod.metadata.uid and meta.deletion_timestamp is None
 
     async def _gone(self, pod: Pod) -> str:
         """Why the pod needs no second eviction request (gone, replaced, terminating), or ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -43,6 +43,10 @@ def shared_hook(typ: type, obj: Any) -> Any:
     return found if found is not None else _new_shared(obj)
 
 
+# Kubernetes timestamps always carry a zone (RFC 3339); a naive one is invalid input, rejected
+# at decode time rather than failing later when compared with the clock.
+Time = Annotated[datetime, msgspec.Meta(tz=True)]
+
 # The shared default for absent maps: msgspec would copy a `{}` default into every instance.
 EMPTY_MAP: Mapping[str, Any] = MappingProxyType({})
 
@@ -61,8 +65,8 @@ class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     labels: Mapping[str, str] = EMPTY_MAP
     annotations: Mapping[str, str] = EMPTY_MAP
     owner_references: tuple[OwnerReference, ...] = ()
-    creation_timestamp: datetime | None = None
-    deletion_timestamp: datetime | None = None
+    creation_timestamp: Time | None = None
+    deletion_timestamp: Time | None = None
 
 
 class LabelSelectorRequirement(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):

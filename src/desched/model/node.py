@@ -7,9 +7,10 @@ from collections.abc import Mapping
 
 import msgspec
 
+from desched.errors import InputError
 from desched.model.meta import EMPTY_MAP, ObjectMeta, Shared
 from desched.model.pod import TaintEffect
-from desched.model.quantity import resource_amount
+from desched.model.quantity import QuantityError, resource_amount
 
 
 class Taint(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
@@ -52,7 +53,10 @@ class Node(msgspec.Struct, tag_field="kind", tag="Node", rename="camel", dict=Tr
     def allocatable(self) -> dict[str, int]:
         """status.allocatable when set, else status.capacity (as upstream's NodeUtilization)."""
         source = self.status.allocatable or self.status.capacity
-        return {name: resource_amount(name, q) for name, q in source.items()}
+        try:
+            return {name: resource_amount(name, q) for name, q in source.items()}
+        except QuantityError as err:
+            raise InputError("snapshot", f"node {self.name}: status.allocatable: {err}") from None
 
     @functools.cached_property
     def ready(self) -> bool:

@@ -4,12 +4,11 @@ metrics, CRs."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 import msgspec
 
-from desched.model.meta import EMPTY_MAP, LabelSelector, ObjectMeta
+from desched.model.meta import EMPTY_MAP, LabelSelector, ObjectMeta, Time
 
 IntOrString = int | str
 ResourceList = Mapping[str, str | int | float]
@@ -127,7 +126,7 @@ class PodMetricInfo(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 class NodeMetricStatus(msgspec.Struct, rename="camel", omit_defaults=True):
-    update_time: datetime | None = None
+    update_time: Time | None = None
     node_metric: NodeMetricInfo | None = None
     pods_metric: tuple[PodMetricInfo, ...] = ()
 
@@ -153,7 +152,7 @@ class NodeMetric(msgspec.Struct, tag_field="kind", tag="NodeMetric", rename="cam
 class NodeMetrics(msgspec.Struct, tag_field="kind", tag="NodeMetrics", rename="camel",
                   omit_defaults=True):
     metadata: ObjectMeta = _meta()
-    timestamp: datetime | None = None
+    timestamp: Time | None = None
     window: str = ""
     usage: ResourceList = EMPTY_MAP
 
@@ -166,7 +165,7 @@ class ContainerMetrics(msgspec.Struct, rename="camel", omit_defaults=True):
 class PodMetrics(msgspec.Struct, tag_field="kind", tag="PodMetrics", rename="camel",
                  omit_defaults=True):
     metadata: ObjectMeta = _meta()
-    timestamp: datetime | None = None
+    timestamp: Time | None = None
     window: str = ""
     containers: tuple[ContainerMetrics, ...] = ()
 
@@ -186,8 +185,8 @@ class Condition(msgspec.Struct, rename="camel", omit_defaults=True):
     status: str = ""
     reason: str = ""
     message: str = ""
-    last_transition_time: datetime | None = None
-    last_probe_time: datetime | None = None
+    last_transition_time: Time | None = None
+    last_probe_time: Time | None = None
 
 
 class ReservationOptions(msgspec.Struct, rename="camel", omit_defaults=True):
@@ -231,7 +230,7 @@ class ReservationSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     template: dict[str, Any] | None = None
     owners: tuple[ReservationOwner, ...] = ()
     ttl: str | None = None
-    expires: datetime | None = None
+    expires: Time | None = None
     allocate_once: bool | None = None
     unschedulable: bool = False
 

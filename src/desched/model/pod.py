@@ -4,7 +4,6 @@ storage)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Literal
 
 import msgspec
@@ -16,10 +15,11 @@ from desched.model.meta import (
     ObjectMeta,
     OwnerReference,
     Shared,
+    Time,
     controller_ref,
     shared_hook,
 )
-from desched.model.quantity import resource_amount
+from desched.model.quantity import QuantityError, resource_amount
 
 Quantity = Shared  # JSON numbers are accepted and kept as their text
 # Closed value sets decode to one shared string object each (msgspec returns the Literal's value).
@@ -164,14 +164,14 @@ class PodCondition(msgspec.Struct, rename="camel", omit_defaults=True, gc=False)
     type: Shared = Shared("")
     status: ConditionStatus = ""
     reason: Shared = Shared("")
-    last_transition_time: datetime | None = None
+    last_transition_time: Time | None = None
 
 
 class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown", ""] = ""
     reason: Shared = Shared("")
     qos_class: Literal["Guaranteed", "Burstable", "BestEffort", ""] = ""
-    start_time: datetime | None = None
+    start_time: Time | None = None
     # Decoded on first use (Pod.conditions): most pods' conditions are never read, and decoding
     # them eagerly costs a third of the load time. The raw text points into the snapshot file.
     conditions: msgspec.Raw = msgspec.Raw()
@@ -326,7 +326,10 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
             if requests is None:
                 if len(_pod_requests_cache) >= _POD_REQUESTS_CACHE_MAX:
                     _pod_requests_cache.clear()
-                requests = _pod_requests_cache[key] = self._compute_requests()
+                try:
+                    requests = _pod_requests_cache[key] = self._compute_requests()
+                except QuantityError as err:
+                    raise InputError("snapshot", f"pod {self.key}: {err}") from None
             self.cached_requests = requests
         return requests
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from desched.errors import InputError
 from desched.model.meta import LabelSelector, ObjectMeta, Shared, trim_annotations
 from desched.model.node import Node
 from desched.model.objects import (
@@ -20,12 +22,29 @@ from desched.model.objects import (
     Reservation,
 )
 from desched.model.pod import Pod
-from desched.predicates.labels import Matcher, compile_selector
+from desched.predicates.labels import Matcher, SelectorError, compile_selector
 
 _WORKLOADS = tuple(WORKLOAD_TYPES)
 _TERMINAL = ("Succeeded", "Failed")
 
 LabelIndex = dict[str, dict[str, dict[str, Pod]]]  # label key -> value -> pods (by pod key)
+
+
+_PERCENT = re.compile(r"^[0-9]+%$")
+
+
+def _check_budget(pdb: PodDisruptionBudget) -> None:
+    """Reject a budget the API server would not have stored, at load time with its name."""
+    where = f"PodDisruptionBudget {pdb.metadata.namespace or 'default'}/{pdb.metadata.name}"
+    for field, value in (("minAvailable", pdb.spec.min_available),
+                         ("maxUnavailable", pdb.spec.max_unavailable)):
+        if isinstance(value, str) and not _PERCENT.match(value):
+            raise InputError("snapshot", f"{where}: spec.{field}: {value!r} is neither an "
+                                         f"integer nor a percentage")
+    try:
+        compile_selector(pdb.spec.selector)
+    except SelectorError as err:
+        raise InputError("snapshot", f"{where}: spec.selector: {err}") from None
 
 
 class ClusterSnapshot:
@@ -83,6 +102,7 @@ class ClusterSnapshot:
             self.nodes[meta.name] = obj
             self._ready_nodes.clear()
         elif isinstance(obj, PodDisruptionBudget):
+            _check_budget(obj)
             self.pdbs_by_namespace.setdefault(meta.namespace or "default", []).append(obj)
         elif isinstance(obj, Namespace):
             self.namespaces[meta.name] = obj
