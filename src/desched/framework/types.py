@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from desched.framework.evictor import EvictionLimitError
 from desched.model.node import Node
 from desched.model.pod import Pod
 
@@ -58,6 +60,19 @@ class Handle:
         """Record a finding about a node (or, without one, the whole run) for reports and
         `explain`: bad or stale metrics, a hot node whose pods fit nowhere."""
         self.log.note(node, self.profile, self.plugin, text)
+
+    def evict_node_pods(self, candidates: Iterable[tuple[Pod, str]]) -> bool:
+        """Evict one node's candidates in order, reacting to limits as upstream's plugins do:
+        a node limit ends this node's batch; the total limit ends the plugin's run (False)."""
+        for pod, reason in candidates:
+            try:
+                self.evict(pod, reason)
+            except EvictionLimitError as err:
+                if err.scope == "total":
+                    return False
+                if err.scope == "node":
+                    return True
+        return True
 
     def skip(self, pod: Pod, reason: str) -> None:
         """Record why this plugin passed over a pod it considered (for `explain`)."""

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 
 import msgspec
 
-from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.model.meta import json_encoder
@@ -128,16 +127,12 @@ class RemoveDuplicates:
                 reason = (f"duplicate of {owner_key[1]}/{owner_key[2]}: node {node_name} runs "
                           f"{len(pods) + 1}, above the ceiling of the average {upper_avg} over "
                           f"{len(targets)} feasible nodes")
-                for pod in pods[upper_avg - 1:]:
-                    if snapshot.pods.get(pod.key) is not pod:
-                        continue  # already evicted under another of its owners
-                    try:
-                        handle.evict(pod, reason)
-                    except EvictionLimitError as err:
-                        if err.scope == "total":
-                            return
-                        if err.scope == "node":
-                            break
+                # Checked lazily, just before each eviction: a pod with several owners may
+                # already have gone under another of them.
+                surplus = ((pod, reason) for pod in pods[upper_avg - 1:]
+                           if snapshot.pods.get(pod.key) is pod)
+                if not handle.evict_node_pods(surplus):
+                    return
 
 
 register(PluginSpec(

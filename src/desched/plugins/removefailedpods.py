@@ -9,7 +9,6 @@ from typing import Annotated
 
 import msgspec
 
-from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.model.meta import LabelSelector
@@ -130,14 +129,8 @@ class RemoveFailedPods:
                 if not handle.filter(pod) or not handle.pre_eviction_filter(pod):
                     continue
                 candidates.append((pod, reason))
-            for pod, reason in candidates:
-                try:
-                    handle.evict(pod, reason)
-                except EvictionLimitError as err:
-                    if err.scope == "total":
-                        return
-                    if err.scope == "node":
-                        break
+            if not handle.evict_node_pods(candidates):
+                return
 
 
 register(PluginSpec(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import msgspec
 
-from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.model.meta import LabelSelector
@@ -115,14 +114,8 @@ class RemovePodsHavingTooManyRestarts:
                     continue
                 candidates.append((restarts, pod, reason))
             candidates.sort(key=lambda c: -c[0])  # most restarts first; stable on ties
-            for _, pod, reason in candidates:
-                try:
-                    handle.evict(pod, reason)
-                except EvictionLimitError as err:
-                    if err.scope == "total":
-                        return
-                    if err.scope == "node":
-                        break
+            if not handle.evict_node_pods((pod, reason) for _, pod, reason in candidates):
+                return
 
 
 register(PluginSpec(

@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 import msgspec
 
-from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.model.meta import LabelSelector
@@ -110,14 +109,8 @@ class RemovePodsViolatingNodeTaints:
             taints = [t for t in node.spec.taints if self.considered(t)]
             if not taints:
                 continue  # every pod tolerates what the plugin does not consider
-            for pod, reason in self._candidates(node, taints):
-                try:
-                    self.handle.evict(pod, reason)
-                except EvictionLimitError as err:
-                    if err.scope == "total":
-                        return
-                    if err.scope == "node":
-                        break
+            if not self.handle.evict_node_pods(self._candidates(node, taints)):
+                return
 
 
 register(PluginSpec(
