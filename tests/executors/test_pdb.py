@@ -232,3 +232,26 @@ def test_negative_allowance_is_refused() -> None:
     results, _ = evict_all([budget(minAvailable=1, status={"disruptionsAllowed": -1})],
                            healthy(2))
     assert results == [False, False]
+
+
+def test_a_workload_short_of_pods_has_no_disruption_to_spare() -> None:
+    """maxUnavailable counts against the replicas the controller wants (3), not the pods that
+    exist (2): with 2 healthy of 3 wanted and maxUnavailable 1, nothing may go."""
+    from builders import decode, node, pod, snapshot
+    from desched.executors.pdb import TOO_MANY_REQUESTS, BudgetTracker
+
+    rs = decode("ReplicaSet", {"metadata": {"name": "rs-1", "namespace": "default",
+                                            "uid": "uid-ReplicaSet-rs-1"},
+                               "spec": {"replicas": 3}})
+    budget = decode("PodDisruptionBudget", {
+        "metadata": {"name": "b", "namespace": "default"},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "a"}}}})
+    pods = [pod(f"p{i}", labels={"app": "a"}) for i in range(2)]
+    tracker = BudgetTracker(snapshot(node("n1"), node("n2"), rs, budget, *pods))
+    assert tracker.check(pods[0]) == (None, TOO_MANY_REQUESTS)
+    # The same budget over a workload that has all its pods allows one.
+    full = decode("ReplicaSet", {"metadata": {"name": "rs-1", "namespace": "default",
+                                              "uid": "uid-ReplicaSet-rs-1"},
+                                 "spec": {"replicas": 2}})
+    tracker = BudgetTracker(snapshot(node("n1"), node("n2"), full, budget, *pods))
+    assert tracker.check(pods[0])[1] is None

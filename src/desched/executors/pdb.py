@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from desched.migration.limits import Workload, WorkloadResolver
 from desched.model.objects import PodDisruptionBudget
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
@@ -50,6 +51,21 @@ class BudgetTracker:
         self._live: dict[int, tuple[int, int, int]] = {}
         # The budgets `check` found for a pod, for the record_removal of the same eviction.
         self._checked: tuple[Pod | None, list[PodDisruptionBudget]] = (None, [])
+        self._workloads = WorkloadResolver(snapshot)
+        # Per PDB: workload key -> replicas, for the workloads of pods evicted so far.
+        self._evicted_workloads: dict[int, dict[str, int]] = {}
+
+    def _expected_scale(self, pdb: PodDisruptionBudget) -> int | None:
+        """The disruption controller's expected count for maxUnavailable and percentage
+        minAvailable: the replicas its pods' controllers want (a workload short of pods must not
+        look healthy). None when a pod's controller cannot be resolved: then the pods count."""
+        wanted = dict(self._evicted_workloads.get(id(pdb), {}))
+        for pod in self.snapshot.pods_of_pdb(pdb):
+            workload = self._workloads.resolve(pod)
+            if not isinstance(workload, Workload):
+                return None
+            wanted[workload.key] = workload.replicas
+        return sum(wanted.values()) if wanted else None
 
     def _live_counts(self, pdb: PodDisruptionBudget) -> tuple[int, int]:
         entry = self._live.get(id(pdb))
@@ -65,6 +81,10 @@ class BudgetTracker:
         live, healthy = self._live_counts(pdb)
         expected = live + self.removed.get(id(pdb), 0)
         spec = pdb.spec
+        if spec.max_unavailable is not None or isinstance(spec.min_available, str):
+            scale = self._expected_scale(pdb)
+            if scale is not None:
+                expected = scale
         if spec.max_unavailable is not None:
             desired = max(0, expected - _scaled(spec.max_unavailable, expected))
         elif spec.min_available is not None:
@@ -122,8 +142,12 @@ class BudgetTracker:
         healthy = is_healthy(pod)
         checked, self._checked = self._checked, (None, [])
         pdbs = checked[1] if checked[0] is pod else self.snapshot.pdbs_for_pod(pod)
+        workload = self._workloads.resolve(pod)
         for pdb in pdbs:
             self.removed[id(pdb)] = self.removed.get(id(pdb), 0) + 1
+            if isinstance(workload, Workload):
+                self._evicted_workloads.setdefault(id(pdb), {})[workload.key] = \
+                    workload.replicas
             entry = self._live.get(id(pdb))
             if entry is not None:
                 self._live[id(pdb)] = (entry[0], entry[1] - 1, entry[2] - healthy)
