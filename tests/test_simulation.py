@@ -117,3 +117,26 @@ def test_koordinator_example_gives_the_same_decisions_as_upstream() -> None:
     assert koord.policy.format == "koordinator"
     assert [(e.pod, e.plugin) for e in koord.evictions] == \
         [(e.pod, e.plugin) for e in upstream.evictions]
+
+
+def test_budgets_recover_when_replacements_run(tmp_path: Path) -> None:
+    """maxUnavailable 1 over 3 crowded pods: one goes per cycle; with --reschedule the
+    replacement is running before the next cycle, so the budget allows the next one."""
+    cluster = yaml.safe_load(Path(write_cluster(tmp_path, 3)).read_text())
+    for item in cluster["items"]:
+        if item["kind"] == "Pod":
+            item["metadata"]["labels"] = {"app": "web"}
+    cluster["items"] += [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+         "metadata": {"name": "web", "namespace": "default", "uid": "rs"},
+         "spec": {"replicas": 3}},
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+         "metadata": {"name": "web", "namespace": "default"},
+         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}}]
+    path = tmp_path / "budget.yaml"
+    path.write_text(yaml.safe_dump(cluster))
+    policy = write_policy(tmp_path, DUPLICATES)
+    rescheduled = run_simulation(policy, [str(path)], NOW, 3, True)
+    assert [(e.cycle, e.pod) for e in rescheduled.evictions] == [(1, "web-1"), (2, "web-2")]
+    stuck = run_simulation(policy, [str(path)], NOW, 3, False)
+    assert [(e.cycle, e.pod) for e in stuck.evictions] == [(1, "web-1")]

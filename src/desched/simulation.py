@@ -53,7 +53,10 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime, c
         summary = CycleSummary(cycle, descheduler.run_cycle(cycle))
         if do_reschedule and executor.evicted:
             placed = reschedule(executor.evicted, snapshot, cycle, descheduler.nodes())
-            summary.placements = [(p.key, node) for p, node in placed]
+            summary.placements = [(new.key, node) for _, new, node in placed]
+            for old, _, node in placed:
+                if node is not None:
+                    executor.budgets.replaced(old)
         executor.evicted.clear()
         summaries.append(summary)
     return SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,

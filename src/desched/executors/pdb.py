@@ -52,6 +52,9 @@ class BudgetTracker:
         # The budgets `check` found for a pod, for the record_removal of the same eviction.
         self._checked: tuple[Pod | None, list[PodDisruptionBudget]] = (None, [])
         self._workloads = WorkloadResolver(snapshot)
+        # Per evicted pod: the budget it used up, and the budgets it still counts as expected in.
+        self._consumed: dict[str, int] = {}
+        self._removed_from: dict[str, list[int]] = {}
         # Per PDB: workload key -> replicas, for the workloads of pods evicted so far.
         self._evicted_workloads: dict[int, dict[str, int]] = {}
 
@@ -131,8 +134,20 @@ class BudgetTracker:
             return None, TOO_MANY_REQUESTS
         return pdb, None
 
-    def consume(self, pdb: PodDisruptionBudget) -> None:
+    def consume(self, pdb: PodDisruptionBudget, pod: Pod | None = None) -> None:
         self.evicted[id(pdb)] = self.evicted.get(id(pdb), 0) + 1
+        if pod is not None:
+            self._consumed[pod.key] = id(pdb)
+
+    def replaced(self, pod: Pod) -> None:
+        """The evicted pod's replacement is running (simulate --reschedule): the budgets it
+        drew on recover, as they do once the disruption controller sees the new pod Ready."""
+        used = self._consumed.pop(pod.key, None)
+        if used is not None and self.evicted.get(used, 0) > 0:
+            self.evicted[used] -= 1
+        for pdb_id in self._removed_from.pop(pod.key, ()):
+            if self.removed.get(pdb_id, 0) > 0:
+                self.removed[pdb_id] -= 1
 
     def record_removal(self, pod: Pod) -> None:
         """An evicted pod keeps counting as expected for every budget covering it, however it
@@ -143,6 +158,7 @@ class BudgetTracker:
         checked, self._checked = self._checked, (None, [])
         pdbs = checked[1] if checked[0] is pod else self.snapshot.pdbs_for_pod(pod)
         workload = self._workloads.resolve(pod)
+        self._removed_from[pod.key] = [id(pdb) for pdb in pdbs]
         for pdb in pdbs:
             self.removed[id(pdb)] = self.removed.get(id(pdb), 0) + 1
             if isinstance(workload, Workload):

@@ -26,7 +26,7 @@ class SimulationExecutor:
         if refusal is not None:
             return ExecutionResult(False, "pdb-blocked", refusal)
         if pdb is not None:
-            self.budgets.consume(pdb)
+            self.budgets.consume(pdb, pod)
         self.budgets.record_removal(pod)
         self.snapshot.remove_pod(pod)
         self.evicted.append(pod)

@@ -43,9 +43,10 @@ def replacement(pod: Pod, cycle: int) -> Pod:
 
 
 def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int,
-               nodes: list[Node]) -> list[tuple[Pod, str | None]]:
-    """Recreate owned evicted pods and place each; returns (pod, node name or None)."""
-    placed: list[tuple[Pod, str | None]] = []
+               nodes: list[Node]) -> list[tuple[Pod, Pod, str | None]]:
+    """Recreate owned evicted pods and place each; returns (evicted pod, replacement, node name
+    or None when no node fits)."""
+    placed: list[tuple[Pod, Pod, str | None]] = []
     for old in evicted:
         if not old.metadata.owner_references:
             continue
@@ -60,6 +61,6 @@ def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int,
             # The replacement is assumed to become Ready, as its controller expects.
             pod.cached_conditions = (PodCondition(type=Shared("Ready"), status="True"),)
         snapshot.add_pod(pod)
-        placed.append((pod, target.name if target is not None else None))
+        placed.append((old, pod, target.name if target is not None else None))
     return placed
 
