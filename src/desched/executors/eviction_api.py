@@ -34,7 +34,6 @@ from desched.snapshot.cluster import ClusterSnapshot
 
 REQUESTED_BY = "desched"
 ALREADY_GONE = "already gone"
-_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
 class _Cause(msgspec.Struct):
@@ -245,12 +244,5 @@ class EvictionApiExecutor:
 
     async def _request(self, method: str, path: str, what: str,
                        body: bytes | None = None) -> httpx2.Response:
-        # ApiClient offers GET and watch streams only; evictions go through its HTTP client and
-        # error mapping, so TLS, credentials and one-line errors stay the same.
-        client = self.client
-        try:
-            return await client._http.request(
-                method, path, content=body, headers=_JSON,
-                timeout=httpx2.Timeout(self.timeout))
-        except Exception as err:
-            raise client._transport_error(err, what) from None
+        return await self.client.request(method, path, what=what, body=body,
+                                         timeout=self.timeout)

@@ -304,6 +304,25 @@ class ApiClient:
             raise self._status_error(response, response.content, what)
         return response.content
 
+    async def request(self, method: str, path: str, *, what: str, body: bytes | None = None,
+                      timeout: float | None = None) -> httpx2.Response:
+        """Any request (writes: POST, PUT, PATCH, DELETE) with a JSON body. Transport problems
+        raise as get() raises them; the status is the caller's to judge (see status_error), as
+        each write gives some codes a meaning of its own (409, 429, 404)."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        limit = httpx2.Timeout(timeout) if timeout is not None else httpx2.USE_CLIENT_DEFAULT
+        try:
+            return await self._http.request(method, path, content=body, headers=headers,
+                                            timeout=limit)
+        except Exception as err:
+            raise self._transport_error(err, what) from None
+
+    def status_error(self, response: httpx2.Response, what: str) -> Exception:
+        """The one-line error get() would raise for this response's status."""
+        return self._status_error(response, response.content, what)
+
     @asynccontextmanager
     async def stream(self, path: str, params: Mapping[str, str] | None = None, *, what: str,
                      read_timeout: float | None = None) -> AsyncIterator[AsyncIterator[bytes]]:

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx2
 import msgspec
 
 from desched.live.client import ApiClient
@@ -108,11 +107,8 @@ class EventRecorder:
                f"{body['regarding']['name']}"
         ok = False
         try:
-            # ApiClient has no POST; its HTTP client carries the same TLS and credentials.
-            response = await self.client._http.post(
-                path, content=_encoder.encode(body),
-                headers={"Content-Type": "application/json"},
-                timeout=httpx2.Timeout(self.timeout))
+            response = await self.client.request("POST", path, what=what,
+                                                 body=_encoder.encode(body), timeout=self.timeout)
             ok = response.status_code < 300
             if not ok:
                 text = " ".join(response.text.split())[:200]

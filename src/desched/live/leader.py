@@ -35,7 +35,6 @@ from desched.live.client import AccessDenied, ApiClient, ApiError, ConnectionLos
 log = logging.getLogger("desched.live")
 
 API_VERSION = "coordination.k8s.io/v1"
-_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
 def format_micro_time(value: datetime) -> str:
@@ -313,20 +312,15 @@ class LeaseElector:
 
     async def _request(self, method: str, path: str, body: dict[str, Any] | None,
                        what: str) -> dict[str, Any]:
-        """One JSON request through the client's connection (ApiClient has no write helpers);
-        errors are mapped as ApiClient maps them. 409, and 404 on a write, raise _Conflict."""
+        """One JSON request; errors are mapped as ApiClient maps them. 409, and 404 on a
+        write, raise _Conflict."""
         what = f"{what} {self.namespace}/{self.name}"
         content = msgspec.json.encode(body) if body is not None else None
-        http = self._client._http
-        try:
-            response = await http.request(method, path, content=content,
-                                          headers=_JSON if body is not None else None)
-        except Exception as err:
-            raise self._client._transport_error(err, what) from None
+        response = await self._client.request(method, path, what=what, body=content)
         if response.status_code == 409 or (response.status_code == 404 and method == "PUT"):
             raise _Conflict(what)
         if response.status_code >= 400:
-            raise self._client._status_error(response, response.content, what)
+            raise self._client.status_error(response, what)
         try:
             decoded = msgspec.json.decode(response.content)
         except msgspec.DecodeError:

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx2
 import msgspec
 
 from desched.executors.eviction_api import ALREADY_GONE, EvictionApiExecutor
@@ -49,7 +48,6 @@ EVICT_TRIGGER = "koordinator.sh/evict-trigger"
 PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
 COND_EVICTION = "Eviction"
 EVICTING, EVICT_COMPLETE, FAILED_EVICT = "Evicting", "EvictComplete", "FailedEvict"
-_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 
 Clock = Callable[[], datetime]
 
@@ -450,18 +448,13 @@ class MigrationJobController:
 
     async def _call(self, method: str, path: str, body: dict[str, Any] | None, what: str,
                     allow: tuple[int, ...] = ()) -> tuple[int, dict[str, Any] | None]:
-        client = self.client
         content = msgspec.json.encode(body) if body is not None else None
-        try:
-            response: httpx2.Response = await client._http.request(
-                method, path, content=content, headers=_JSON)
-        except Exception as err:
-            raise client._transport_error(err, what) from None
+        response = await self.client.request(method, path, what=what, body=content)
         code = response.status_code
         if code in allow:
             return code, None
         if code >= 400:
-            raise client._status_error(response, response.content, what)
+            raise self.client.status_error(response, what)
         try:
             decoded = msgspec.json.decode(response.content)
         except msgspec.DecodeError:
