@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from desched.model.node import Node
 from desched.model.pod import Pod
+from desched.util.duration import format_duration
 
 if TYPE_CHECKING:
     from desched.framework.types import Handle
@@ -127,14 +128,7 @@ def as_utc(moment: datetime) -> datetime:
 
 def format_age(age: timedelta) -> str:
     """Go's Duration.String for whole seconds ("1h2m3s", "45s")."""
-    seconds = int(age.total_seconds())
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
+    return format_duration(int(age.total_seconds()))
 
 
 def staleness(kind: str, timestamp: datetime | None, now: datetime,

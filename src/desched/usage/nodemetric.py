@@ -20,6 +20,7 @@ from desched.model.objects import NodeMetric, ResourceList
 from desched.model.pod import Pod
 from desched.model.quantity import QuantityError, resource_amount
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.util.duration import format_duration
 
 Amounts = dict[str, int]
 PODS = "pods"
@@ -51,14 +52,7 @@ def _utc(moment: datetime) -> datetime:
 
 
 def _age(seconds: float) -> str:
-    whole = int(seconds)
-    minutes, secs = divmod(whole, 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
+    return format_duration(int(seconds))
 
 
 def expiry_problem(metric: NodeMetric, now: datetime, expiration_seconds: int | None) -> str | None:
