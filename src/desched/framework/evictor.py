@@ -105,8 +105,10 @@ class Evictor:
                             plugin, result.message)
             return False
         self._count(pod)
+        # The executor's note on a success (a PodMigrationJob's name, an uncertain outcome).
+        recorded = f"{reason}; {result.message}" if result.message else reason
         self.log.record("evicted", pod.namespace, pod.name, pod.node_name, profile, plugin,
-                        reason)
+                        recorded)
         return True
 
     def count_without_eviction(self, pod: Pod, profile: str, plugin: str, reason: str) -> None:

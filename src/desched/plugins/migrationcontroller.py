@@ -24,13 +24,9 @@ from desched.migration.arbitration import (
     MigrationLedger,
     Verdict,
 )
-from desched.migration.limiter import NAMESPACE, WORKLOAD, ObjectLimiters, int_value
-from desched.migration.limits import (
-    IntOrStringError,
-    Workload,
-    WorkloadResolver,
-    get_max_migrating,
-)
+from desched.migration.limiter import ObjectLimiters
+from desched.migration.limits import WorkloadResolver
+from desched.migration.objectlimits import PodObjectLimits
 from desched.migration.policies import EVICTION, eviction_policy_for
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -131,7 +127,7 @@ class MigrationController:
                 self.handle.log.filtered(pod.namespace, pod.name, pod.node_name,
                                          self.handle.profile, trigger, why)
             return False
-        why_not = self.limiters.exceeded(self._limiter_keys(pod), self._now())
+        why_not = self.object_limits().exceeded(pod, self.ledger, self._now())
         if why_not is not None:
             self._refuse(pod, trigger, "limited", why_not)
             return False
@@ -144,11 +140,15 @@ class MigrationController:
         if not proceed():
             return False
         self.ledger.start(pod)
-        self._track(pod)
+        self.object_limits().track(pod, self.ledger, self._now())
         if target is not None:
             self._hold(pod, target)
         self._amend(pod, target)
         return True
+
+    def object_limits(self) -> PodObjectLimits:
+        # Read each time: the live runtime hands every cycle's plugin the run's limiters.
+        return PodObjectLimits(self.limiters, self.args.max_migrating_per_workload)
 
     def _now(self) -> float:
         return self.handle.clock.now.timestamp()
@@ -156,36 +156,6 @@ class MigrationController:
     def _refuse(self, pod: Pod, trigger: str, outcome: Outcome, why: str) -> None:
         self.handle.log.record(outcome, pod.namespace, pod.name, pod.node_name,
                                self.handle.profile, trigger, f"MigrationController: {why}")
-
-    def _limiter_keys(self, pod: Pod) -> dict[str, str]:
-        keys = {NAMESPACE: pod.namespace}
-        workload = self.ledger.workload_key(pod)
-        if workload is not None:
-            keys[WORKLOAD] = workload
-        return keys
-
-    def _track(self, pod: Pod) -> None:
-        """trackEvictedPod: feed each limiter after a successful eviction. Each type is fed on
-        its own (Koordinator stops at the first type whose maximum is 0)."""
-        now = self._now()
-        keys = self._limiter_keys(pod)
-        for kind, config in self.limiters.configs.items():
-            key = keys.get(kind)
-            if key is None:
-                continue
-            if kind == WORKLOAD:
-                found = self.resolver.resolve(pod)
-                if not isinstance(found, Workload):
-                    continue  # no expected replicas: nothing to scale the limit by
-                value = config.max_migrating if config.max_migrating is not None \
-                    else self.args.max_migrating_per_workload
-                try:
-                    max_migrating = get_max_migrating(found.replicas, value)
-                except IntOrStringError:
-                    max_migrating = 0
-            else:
-                max_migrating = int_value(config.max_migrating)
-            self.limiters.track(kind, key, max_migrating, now)
 
     # -- ReservationFirst ------------------------------------------------------------------------
     def _room(self, pod: Pod, node: Node) -> bool:

@@ -1,0 +1,62 @@
+"""The object limiters as a pod meets them (reference/koordinator.md §6.5): the pod's keys (its
+namespace, its workload) and the maximum its workload's replicas allow, resolved over a snapshot.
+
+Shared by the MigrationController plugin (checked before a migration starts, fed when it starts)
+and the live PodMigrationJob controller (checked and fed for jobs someone else created).
+"""
+
+from __future__ import annotations
+
+from desched.migration.arbitration import MigrationLedger
+from desched.migration.limiter import NAMESPACE, WORKLOAD, ObjectLimiters, int_value
+from desched.migration.limits import (
+    IntOrPercent,
+    IntOrStringError,
+    Workload,
+    get_max_migrating,
+)
+from desched.model.pod import Pod
+
+
+class PodObjectLimits:
+    """`limiters` seen through `ledger` (its snapshot and workload resolver). The limiters
+    outlive any one snapshot: give each snapshot's ledger with the call."""
+
+    def __init__(self, limiters: ObjectLimiters,
+                 max_migrating_per_workload: IntOrPercent | None) -> None:
+        self.limiters = limiters
+        self.max_migrating_per_workload = max_migrating_per_workload
+
+    @staticmethod
+    def keys(pod: Pod, ledger: MigrationLedger) -> dict[str, str]:
+        keys = {NAMESPACE: str(pod.namespace)}
+        workload = ledger.workload_key(pod)
+        if workload is not None:
+            keys[WORKLOAD] = workload
+        return keys
+
+    def exceeded(self, pod: Pod, ledger: MigrationLedger, now: float) -> str | None:
+        """checkPodExceedObjectLimiter: why the pod must wait, or None."""
+        return self.limiters.exceeded(self.keys(pod, ledger), now)
+
+    def track(self, pod: Pod, ledger: MigrationLedger, now: float) -> None:
+        """trackEvictedPod: feed each limiter for the pod. Each type is fed on its own
+        (Koordinator stops at the first type whose maximum is 0)."""
+        keys = self.keys(pod, ledger)
+        for kind, config in self.limiters.configs.items():
+            key = keys.get(kind)
+            if key is None:
+                continue
+            if kind == WORKLOAD:
+                found = ledger.resolver.resolve(pod)
+                if not isinstance(found, Workload):
+                    continue  # no expected replicas: nothing to scale the limit by
+                value = config.max_migrating if config.max_migrating is not None \
+                    else self.max_migrating_per_workload
+                try:
+                    max_migrating = get_max_migrating(found.replicas, value)
+                except IntOrStringError:
+                    max_migrating = 0
+            else:
+                max_migrating = int_value(config.max_migrating)
+            self.limiters.track(kind, key, max_migrating, now)
