@@ -88,7 +88,7 @@ MIGRATION_RULES: dict[tuple[str, str], set[str]] = {
     ("scheduling.koordinator.sh", "podmigrationjobs/status"): {"update", "patch"},
     ("scheduling.koordinator.sh", "reservations/status"): {"update", "patch"},
 }
-POD_DELETE_RULES: dict[tuple[str, str], set[str]] = {("", "pods"): {"delete"}}
+POD_DELETE_RULES: dict[tuple[str, str], set[str]] = {("", "pods"): {"delete", "patch"}}
 LEASE_VERBS = {"create", "get", "update"}
 
 

@@ -14,7 +14,7 @@ import pytest
 from fake_apiserver import Emulator, status
 
 from desched.live.client import ApiClient
-from desched.live.events import EventRecorder, PodRef, event_body, eviction_note
+from desched.live.events import EventRecorder, ObjectRef, PodRef, event_body, eviction_note
 
 pytestmark = pytest.mark.asyncio
 
@@ -88,3 +88,43 @@ async def test_long_notes_are_cut_to_the_api_limit() -> None:
                       datetime(2026, 11, 22, 12, 0, tzinfo=UTC))
     assert len(body["note"].encode()) <= 1024 and body["note"].endswith("...")
     assert body["eventTime"] == "2026-11-22T12:00:00.000000Z"
+
+
+async def test_event_about_a_cluster_scoped_object(emulator: Emulator,
+                                                   client: ApiClient) -> None:
+    recorder = EventRecorder(client, asyncio.get_running_loop(), "me")
+    job = ObjectRef("scheduling.koordinator.sh/v1alpha1", "PodMigrationJob", "", "job-1", "u1")
+    recorder.emit(job, "Warning", "Timeout", "Abort job caused by timeout")
+    await recorder.flush()
+    [event] = await stored(client)  # client-go puts it in "default"
+    assert event["metadata"]["namespace"] == "default"
+    assert event["metadata"]["name"].startswith("job-1.")
+    assert event["regarding"] == {"apiVersion": "scheduling.koordinator.sh/v1alpha1",
+                                  "kind": "PodMigrationJob", "name": "job-1", "uid": "u1"}
+    assert (event["type"], event["reason"], event["action"]) == \
+        ("Warning", "Timeout", "Descheduled")
+
+
+async def test_action_and_namespaced_object_ref() -> None:
+    ref = ObjectRef("v1", "Pod", "kube-system", "dns-0")
+    body = event_body(ref, "Normal", "Descheduled", "Pod evicted", "me", action="Migrating")
+    assert body["action"] == "Migrating"
+    assert body["metadata"]["namespace"] == "kube-system"
+    assert body["regarding"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "kube-system",
+                                 "name": "dns-0"}
+    # A PodRef is the same as its ObjectRef.
+    same = event_body(PodRef("kube-system", "dns-0"), "Normal", "Descheduled", "Pod evicted",
+                      "me", action="Migrating")
+    assert same["regarding"] == body["regarding"]
+
+
+async def test_failed_post_names_the_object_kind(
+        emulator: Emulator, client: ApiClient, caplog: pytest.LogCaptureFixture) -> None:
+    emulator[kmock.method.POST, kmock.resource("events.k8s.io", "v1", "events")] << (
+        lambda request: kmock.Response(status=403, payload=status(403, "forbidden")))
+    recorder = EventRecorder(client, asyncio.get_running_loop(), "me")
+    with caplog.at_level(logging.WARNING, logger="desched.events"):
+        recorder.emit(ObjectRef("scheduling.koordinator.sh/v1alpha1", "PodMigrationJob", "",
+                                "job-1"), "Normal", "Complete", "done")
+        await recorder.flush()
+    assert "cannot post Normal event Complete for podmigrationjob job-1: 403" in caplog.text

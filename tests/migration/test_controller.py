@@ -1,14 +1,17 @@
 """The live PodMigrationJob controller against kmock over real HTTP (EvictDirectly and
 ReservationFirst).
 
-`Cluster` serves pods (GET, eviction), podmigrationjobs (GET, LIST, PUT and PUT status with
-resourceVersion checks, 409 on a stale one) and reservations (POST, GET, DELETE) from plain
-dicts, as an API server with the CRDs."""
+`Cluster` serves pods (GET, eviction, DELETE with a UID precondition, PUT with a resourceVersion
+check), podmigrationjobs (GET, LIST, PUT and PUT status with resourceVersion checks, 409 on a
+stale one), reservations (POST, GET, DELETE) from plain dicts, as an API server with the CRDs,
+and records the events posted (events.k8s.io/v1)."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
+import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,8 +21,11 @@ import pytest
 import pytest_asyncio
 
 from desched.live.client import ApiClient
+from desched.live.events import EventRecorder
 from desched.live.informer import Backoff
-from desched.migration.controller import MigrationJobController
+from desched.migration.arbitration import Verdict
+from desched.migration.controller import MigrationGate, MigrationJobController
+from desched.model.pod import Pod
 from desched.plugins.migrationcontroller_args import MigrationControllerArgs
 
 pytestmark = pytest.mark.asyncio
@@ -41,6 +47,14 @@ def _pdb_refusal() -> dict[str, Any]:
     return body
 
 
+def _body(request: kmock.Request) -> Any:
+    return request.data if isinstance(request.data, dict) else json.loads(request.body)
+
+
+def _not_found() -> kmock.Response:
+    return kmock.Response(status=404, payload=_status(404, "not found", "NotFound"))
+
+
 class Cluster:
     def __init__(self, server: kmock.KubernetesEmulator) -> None:
         self.server = server
@@ -55,6 +69,14 @@ class Cluster:
         pmjs = kmock.resource(GROUP, VERSION, "podmigrationjobs")
         server[kmock.method.POST, pods, kmock.subresource("eviction")] << self._evict
         server[kmock.action.FETCH, pods] << self._get_pod
+        server[kmock.method.DELETE, pods] << self._delete_pod
+        server[kmock.method.PATCH, pods] << self._patch_pod
+        self.pod_deletes: list[dict[str, Any]] = []  # DeleteOptions of each pod DELETE
+        self.pod_patches: list[tuple[str, dict[str, Any]]] = []  # (pod key, merge patch)
+        self.events: list[dict[str, Any]] = []  # events posted, in order
+        self.replace_after_read: dict[str, str] = {}  # pod key -> the replacement's uid
+        server[kmock.method.POST, kmock.resource("events.k8s.io", "v1", "events")] << \
+            self._post_event
         server[kmock.method.PUT, pmjs] << self._put_job
         server[kmock.action.FETCH, pmjs] << self._get_job
         server[kmock.action.LIST, pmjs] << self._list_jobs
@@ -66,7 +88,7 @@ class Cluster:
         server[kmock.action.FETCH, rsvs] << self._get_reservation
 
     async def _create_reservation(self, request: kmock.Request) -> kmock.Response:
-        body = request.data if isinstance(request.data, dict) else json.loads(request.body)
+        body = _body(request)
         name = body["metadata"]["name"]
         if name in self.reservations:
             return kmock.Response(status=409, payload=_status(409, "exists", "AlreadyExists"))
@@ -78,13 +100,13 @@ class Cluster:
     async def _get_reservation(self, request: kmock.Request) -> kmock.Response:
         obj = self.reservations.get(request.name or "")
         if obj is None:
-            return kmock.Response(status=404, payload=_status(404, "not found", "NotFound"))
+            return _not_found()
         return kmock.Response(status=200, payload=obj)
 
     async def _delete_reservation(self, request: kmock.Request) -> kmock.Response:
         obj = self.reservations.pop(request.name or "", None)
         if obj is None:
-            return kmock.Response(status=404, payload=_status(404, "not found", "NotFound"))
+            return _not_found()
         self.deleted.append(request.name or "")
         return kmock.Response(status=200, payload=obj)
 
@@ -109,6 +131,8 @@ class Cluster:
                "spec": {"nodeName": node, "containers": [{"name": "c"}]},
                "status": {"phase": "Running"}}
         self.pods[f"default/{name}"] = obj
+        # kmock's emulator refuses a DELETE of an object it does not track, before any handler.
+        self.server.objects[kmock.resource("", "v1", "pods"), "default", name] = obj
         return obj
 
     def add_job(self, name: str, pod: str | None = "web-1", *, mode: str = "EvictDirectly",
@@ -132,19 +156,65 @@ class Cluster:
     def job(self, name: str) -> dict[str, Any]:
         return self.jobs[name]
 
-    async def _get_pod(self, request: kmock.Request) -> kmock.Response:
-        obj = self.pods.get(f"{request.namespace}/{request.name}")
+    async def _post_event(self, request: kmock.Request) -> kmock.Response:
+        body = _body(request)
+        body["metadata"]["namespace"] = request.namespace  # where it was posted
+        self.events.append(body)
+        return kmock.Response(status=201, payload=body)
+
+    async def _delete_pod(self, request: kmock.Request) -> kmock.Response:
+        body = _body(request)
+        self.pod_deletes.append(body)
+        key = f"{request.namespace}/{request.name}"
+        obj = self.pods.get(key)
         if obj is None:
-            return kmock.Response(status=404, payload=_status(404, "not found", "NotFound"))
+            return _not_found()
+        uid = (body.get("preconditions") or {}).get("uid")
+        if uid and uid != obj["metadata"]["uid"]:
+            return kmock.Response(status=409, payload=_status(409, "uid mismatch", "Conflict"))
+        del self.pods[key]
+        return kmock.Response(status=200, payload=obj)
+
+    async def _patch_pod(self, request: kmock.Request) -> kmock.Response:
+        """A JSON merge patch of the pod's annotations; a UID in the patch must match."""
+        assert request.headers.get("Content-Type") == "application/merge-patch+json"
+        body = json.loads(request.body)
+        key = f"{request.namespace}/{request.name}"
+        self.pod_patches.append((key, copy.deepcopy(body)))
+        obj = self.pods.get(key)
+        if obj is None:
+            return _not_found()
+        uid = body["metadata"].get("uid")
+        if uid and uid != obj["metadata"]["uid"]:
+            return kmock.Response(status=409, payload=_status(409, "uid mismatch", "Conflict"))
+        meta = obj["metadata"]
+        meta["annotations"] = {**(meta.get("annotations") or {}),
+                               **body["metadata"]["annotations"]}
+        meta["resourceVersion"] = self._next_rv()
+        return kmock.Response(status=200, payload=obj)
+
+    def pmj_events(self) -> list[tuple[str, str, str]]:
+        """(type, reason, note) of the events about podmigrationjobs, in order."""
+        return [(e["type"], e["reason"], e["note"]) for e in self.events
+                if e["regarding"]["kind"] == "PodMigrationJob"]
+
+    async def _get_pod(self, request: kmock.Request) -> kmock.Response:
+        key = f"{request.namespace}/{request.name}"
+        obj = self.pods.get(key)
+        if obj is None:
+            return _not_found()
+        new_uid = self.replace_after_read.pop(key, None)
+        if new_uid is not None:  # a StatefulSet recreates the pod right after this read
+            self.add_pod(str(request.name), node=obj["spec"]["nodeName"], uid=new_uid)
         return kmock.Response(status=200, payload=obj)
 
     async def _evict(self, request: kmock.Request) -> kmock.Response:
-        body = request.data if isinstance(request.data, dict) else json.loads(request.body)
+        body = _body(request)
         self.evictions.append(body)
         key = f"{request.namespace}/{request.name}"
         obj = self.pods.get(key)
         if obj is None:
-            return kmock.Response(status=404, payload=_status(404, "not found", "NotFound"))
+            return _not_found()
         if self.refuse:
             self.refuse -= 1
             return kmock.Response(status=429, payload=_pdb_refusal())
@@ -154,7 +224,7 @@ class Cluster:
     async def _get_job(self, request: kmock.Request) -> kmock.Response:
         obj = self.jobs.get(request.name or "")
         if obj is None:
-            return kmock.Response(status=404, payload=_status(404, "not found", "NotFound"))
+            return _not_found()
         return kmock.Response(status=200, payload=obj)
 
     async def _list_jobs(self, request: kmock.Request) -> kmock.Response:
@@ -163,10 +233,10 @@ class Cluster:
             "metadata": {"resourceVersion": str(self.rv)}, "items": list(self.jobs.values())})
 
     async def _put_job(self, request: kmock.Request) -> kmock.Response:
-        body = request.data if isinstance(request.data, dict) else json.loads(request.body)
+        body = _body(request)
         current = self.jobs.get(request.name or "")
         if current is None:
-            return kmock.Response(status=404, payload=_status(404, "not found", "NotFound"))
+            return _not_found()
         if self.conflicts:
             self.conflicts -= 1
             current["metadata"]["resourceVersion"] = self._next_rv()
@@ -203,10 +273,35 @@ async def cluster() -> AsyncIterator[tuple[Cluster, ApiClient]]:
             yield c, client
 
 
-def _controller(client: ApiClient, clock: Clock, **args: Any) -> MigrationJobController:
+def _controller(client: ApiClient, clock: Clock, *, events: EventRecorder | None = None,
+                gate: MigrationGate | None = None, require_arbitration: bool = False,
+                adopt_unowned: bool = True, identity: str | None = None,
+                **args: Any) -> MigrationJobController:
     return MigrationJobController(client, MigrationControllerArgs(**args), clock,
-                                  eviction_attempts=2,
+                                  identity=identity, events=events, gate=gate,
+                                  require_arbitration=require_arbitration,
+                                  adopt_unowned=adopt_unowned, eviction_attempts=2,
                                   backoff=Backoff(initial=0.01, maximum=0.02))
+
+
+def _recorder(client: ApiClient) -> EventRecorder:
+    return EventRecorder(client, asyncio.get_running_loop(), "test-instance")
+
+
+class Gate:
+    """A MigrationGate that refuses while `why` is set and records each eviction."""
+
+    def __init__(self, why: str | None = None) -> None:
+        self.why = why
+        self.asked: list[str] = []
+        self.fed: list[tuple[str, str]] = []
+
+    def limited(self, pod: Pod, job: dict[str, Any]) -> str | None:
+        self.asked.append(pod.key)
+        return self.why
+
+    def evicted(self, pod: Pod, job: dict[str, Any]) -> None:
+        self.fed.append((pod.key, job["metadata"]["name"]))
 
 
 def _cond(job: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -316,9 +411,11 @@ async def test_pdb_refusal_then_allowed_succeeds(cluster: tuple[Cluster, ApiClie
     c.add_pod("web-1")
     c.add_job("j")
     c.refuse = 1
-    ctl = _controller(client, Clock(T0))
+    clock = Clock(T0)
+    ctl = _controller(client, clock)
     await ctl.reconcile_all()
     assert c.job("j")["status"]["phase"] == "Running"
+    clock.now += timedelta(seconds=1)  # evictQPS: a token for the second attempt
     await ctl.reconcile_all()
     assert c.job("j")["status"]["phase"] == "Succeeded"
     assert len(c.evictions) == 2
@@ -414,7 +511,8 @@ async def test_reservation_first_happy_path(cluster: tuple[Cluster, ApiClient]) 
     c.add_pod("web-1", node="n1")
     c.add_job("j", mode="ReservationFirst", ttl="5m")
     clock = Clock(T0 + timedelta(seconds=1))
-    ctl = _controller(client, clock)
+    recorder = _recorder(client)
+    ctl = _controller(client, clock, events=recorder)
     await ctl.reconcile("j")
     job = c.job("j")
     assert job["status"]["phase"] == "Running"
@@ -456,12 +554,68 @@ async def test_reservation_first_happy_path(cluster: tuple[Cluster, ApiClient]) 
     assert c.job("j")["status"]["phase"] == "Running" and len(c.evictions) == 1
     c.reservations["uid-j"]["status"]["currentOwners"] = [
         {"kind": "Pod", "namespace": "default", "name": "web-2", "uid": "uid-web-2"}]
-    await _controller(client, clock).reconcile("j")  # a restarted controller finishes it
+    c.add_pod("web-2", node="n2")  # bound, not Ready yet
+    restarted = _controller(client, clock, events=recorder)
+    assert await restarted.reconcile("j")  # still active: waits for the bound pod
+    job = c.job("j")
+    status = job["status"]
+    assert status["phase"] == "Running"
+    assert status["podRef"] == {"kind": "Pod", "namespace": "default", "name": "web-2",
+                                "uid": "uid-web-2"}
+    assert _cond(job, "ReservationBound")["status"] == "True"  # type: ignore[index]
+    ready = _cond(job, "BoundPodReady")
+    assert ready is not None
+    assert (ready["status"], ready["reason"], ready["message"]) == \
+        ("False", "WaitForBoundPodReady", "Waiting for Bound Pod default/web-2 Ready")
+    writes = len(c.writes)
+    await restarted.reconcile("j")
+    assert len(c.writes) == writes  # waiting again writes nothing
+    c.pods["default/web-2"]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert not await restarted.reconcile("j")
     status = c.job("j")["status"]
     assert (status["phase"], status["status"]) == ("Succeeded", "Complete")
     assert status["message"] == 'Bind Pod "default/web-2" in Reservation "uid-j"'
     assert status["podRef"]["name"] == "web-2"
+    assert _cond(c.job("j"), "BoundPodReady")["status"] == "True"  # type: ignore[index]
+    assert _cond(c.job("j"), "PodBoundReservation")["status"] == "True"  # type: ignore[index]
     assert len(c.evictions) == 1 and "uid-j" in c.reservations
+    await recorder.flush()
+    evicting = 'Pod "default/web-1" evicted from node "n1" by the reason "NotSet"'
+    assert c.pmj_events() == [
+        ("Normal", "ReservationCreated", 'Successfully create Reservation "uid-j"'),
+        ("Normal", "ReservationScheduled", 'Assigned Reservation "uid-j" to node "n2"'),
+        ("Normal", "Evicting", evicting),
+        ("Normal", "EvictComplete", 'Pod "default/web-1" has been evicted'),
+        ("Normal", "WaitForPodBindReservation", "Waiting for Pod bind Reservation"),
+        ("Normal", "PodBoundReservation", 'Reservation bound by pod "default/web-2"'),
+        ("Normal", "WaitForBoundPodReady", "Waiting for Bound Pod default/web-2 Ready"),
+        ("Normal", "BoundPodReady", 'Bind pod "default/web-2" is ready'),
+        ("Normal", "Complete", 'Bind Pod "default/web-2" in Reservation "uid-j"')]
+    pmj_event = next(e for e in c.events if e["regarding"]["kind"] == "PodMigrationJob")
+    assert pmj_event["regarding"] == {"apiVersion": "scheduling.koordinator.sh/v1alpha1",
+                                      "kind": "PodMigrationJob", "name": "j", "uid": "uid-j"}
+    assert pmj_event["metadata"]["namespace"] == "default"  # cluster-scoped: "default"
+    [pod_event] = [e for e in c.events if e["regarding"]["kind"] == "Pod"]
+    assert (pod_event["type"], pod_event["reason"], pod_event["action"], pod_event["note"]) == \
+        ("Normal", "Descheduled", "Migrating",
+         'Pod evicted from node "n1" by the reason "NotSet"')
+    assert pod_event["regarding"]["name"] == "web-1"
+
+
+async def test_bound_pod_that_is_gone_counts_as_ready(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1", node="n1")
+    c.add_job("j", mode="ReservationFirst")
+    ctl = _controller(client, Clock(T0))
+    await ctl.reconcile("j")
+    c.schedule("uid-j", "n2")
+    c.reservations["uid-j"]["status"]["currentOwners"] = [
+        {"kind": "Pod", "namespace": "default", "name": "web-2", "uid": "uid-web-2"}]
+    await ctl.reconcile("j")  # evicts, then finds no bound pod: done as Koordinator does
+    status = c.job("j")["status"]
+    assert status["phase"] == "Succeeded"
+    assert status["message"] == 'Bind Pod "default/web-2" in Reservation "uid-j"'
 
 
 async def test_reservation_never_available_times_out_and_is_deleted(
@@ -580,3 +734,469 @@ async def test_bare_pod_cannot_get_a_reservation(cluster: tuple[Cluster, ApiClie
     status = c.job("j")["status"]
     assert (status["phase"], status["reason"]) == ("Failed", "FailedCreateReservation")
     assert not c.reservations and not c.evictions
+
+
+# -- events ----------------------------------------------------------------------------------------
+
+async def test_abort_events_are_warnings_about_the_job(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("late", "web-1")
+    c.add_job("no-ref", None)
+    c.add_job("ghost", "ghost")
+    recorder = _recorder(client)
+    ctl = _controller(client, Clock(T0 + timedelta(minutes=5)), events=recorder)
+    await ctl.reconcile("late")
+    ctl.clock = Clock(T0)
+    await ctl.reconcile("no-ref")
+    await ctl.reconcile("ghost")
+    await recorder.flush()
+    assert c.pmj_events() == [
+        ("Warning", "Timeout", "Abort job caused by timeout"),
+        ("Warning", "InvalidPodRef", "Abort job caused by invalid PodRef"),
+        ("Warning", "MissingPod", 'Abort job caused by missing Pod "default/ghost"')]
+    assert [e["regarding"]["name"] for e in c.events] == ["late", "no-ref", "ghost"]
+    assert all(e["metadata"]["namespace"] == "default" for e in c.events)
+    # Final jobs are left alone: no second event.
+    await ctl.reconcile_all()
+    await recorder.flush()
+    assert len(c.events) == 3
+
+
+async def test_evict_directly_events(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j")
+    c.job("j")["metadata"]["annotations"] = {"koordinator.sh/evict-reason": "too old",
+                                             "koordinator.sh/evict-trigger": "PodLifeTime"}
+    recorder = _recorder(client)
+    ctl = _controller(client, Clock(T0), events=recorder)
+    await ctl.reconcile("j")
+    await recorder.flush()
+    assert c.job("j")["status"]["phase"] == "Succeeded"
+    # No event for the EvictDirectly success itself (reference §6.11).
+    assert c.pmj_events() == [
+        ("Normal", "Evicting", 'Pod "default/web-1" evicted from node "n1" by the reason '
+                               '"too old"'),
+        ("Normal", "EvictComplete", 'Pod "default/web-1" has been evicted')]
+    [pod_event] = [e for e in c.events if e["regarding"]["kind"] == "Pod"]
+    assert pod_event["note"] == 'Pod evicted from node "n1" by the reason "too old"'
+    assert pod_event["action"] == "Migrating"
+    assert pod_event["regarding"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "default",
+                                      "name": "web-1", "uid": "uid-web-1"}
+
+
+async def test_failed_eviction_is_a_warning_each_attempt(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j")
+    c.refuse = 2
+    recorder = _recorder(client)
+    clock = Clock(T0)
+    ctl = _controller(client, clock, events=recorder)
+    await ctl.reconcile("j")
+    await recorder.flush()
+    [(kind, reason, note)] = c.pmj_events()
+    assert (kind, reason) == ("Warning", "Evicting")
+    assert note.startswith('Failed evict Pod "default/web-1" caused by pdb-blocked: ')
+    assert not [e for e in c.events if e["regarding"]["kind"] == "Pod"]
+    clock.now += timedelta(seconds=3)
+    await ctl.reconcile("j")
+    await recorder.flush()
+    assert [r for _, r, _ in c.pmj_events()] == ["Evicting", "Evicting"]
+
+
+async def test_waiting_passes_repeat_no_event(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j", mode="ReservationFirst")
+    recorder = _recorder(client)
+    clock = Clock(T0)
+    ctl = _controller(client, clock, events=recorder)
+    await ctl.reconcile("j")
+    unschedulable = [{"type": "Scheduled", "status": "False", "reason": "Unschedulable",
+                      "message": "0/3 nodes are available"}]
+    c.reservations["uid-j"]["status"]["conditions"] = unschedulable
+    for _ in range(3):
+        clock.now += timedelta(seconds=3)
+        await ctl.reconcile("j")
+    c.schedule("uid-j", "n2")
+    for _ in range(3):
+        clock.now += timedelta(seconds=3)
+        await ctl.reconcile("j")
+    await recorder.flush()
+    assert [(t, r) for t, r, _ in c.pmj_events()] == [
+        ("Normal", "ReservationCreated"), ("Warning", "Unschedulable"),
+        ("Normal", "ReservationScheduled"), ("Normal", "Evicting"), ("Normal", "EvictComplete"),
+        ("Normal", "WaitForPodBindReservation")]
+    assert ("Warning", "Unschedulable", "0/3 nodes are available") in c.pmj_events()
+
+
+async def test_reservation_failure_events(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    for pod in ("web-1", "web-2", "web-3", "web-4"):
+        c.add_pod(pod, node="n1")
+    c.add_pod("bare", bare=True)
+    for job, pod in (("same", "web-1"), ("missing", "web-2"), ("taken", "web-3"),
+                     ("expired", "web-4"), ("bare", "bare")):
+        c.add_job(job, pod, mode="ReservationFirst")
+    recorder = _recorder(client)
+    ctl = _controller(client, Clock(T0), events=recorder)
+    await ctl.reconcile_all()
+    c.schedule("uid-same", "n1")
+    del c.reservations["uid-missing"]
+    c.schedule("uid-taken", "n2")
+    c.reservations["uid-taken"]["status"]["phase"] = "Succeeded"
+    c.reservations["uid-expired"]["status"] = {
+        "phase": "Failed", "conditions": [{"type": "Ready", "reason": "Expired"}]}
+    await recorder.flush()
+    c.events.clear()
+    await ctl.reconcile_all()
+    await recorder.flush()
+    by_job = {e["regarding"]["name"]: (e["type"], e["reason"], e["note"]) for e in c.events
+              if e["reason"] != "ReservationScheduled"}
+    assert by_job == {
+        "same": ("Warning", "ForbiddenMigratePod",
+                 'Scheduler assignes the Reservation "uid-same" on the same node as the Pod'),
+        "missing": ("Warning", "MissingReservation",
+                    'Abort job caused by missing Reservation "uid-missing"'),
+        "taken": ("Warning", "ForbiddenMigratePod",
+                  "Reservation is already bound by another Pod")}
+    assert c.job("expired")["status"]["reason"] == "ReservationExpired"  # no event for that
+    assert c.job("bare")["status"]["reason"] == "FailedCreateReservation"
+    assert not c.evictions
+
+
+async def test_failed_reservation_creation_is_a_warning(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("bare", bare=True)
+    c.add_job("j", "bare", mode="ReservationFirst")
+    recorder = _recorder(client)
+    await _controller(client, Clock(T0), events=recorder).reconcile("j")
+    await recorder.flush()
+    [(kind, reason, note)] = c.pmj_events()
+    assert (kind, reason) == ("Warning", "FailedCreateReservation")
+    assert note == c.job("j")["status"]["message"]
+    assert note.startswith("Failed to create Reservation caused by ")
+
+
+async def test_unschedulable_abort_has_no_event(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j", mode="ReservationFirst")
+    recorder = _recorder(client)
+    ctl = _controller(client, Clock(T0), events=recorder)
+    await ctl.reconcile("j")
+    c.reservations["uid-j"]["status"] = {"phase": "Failed"}  # failed, not expired
+    await recorder.flush()
+    c.events.clear()
+    await ctl.reconcile("j")
+    await recorder.flush()
+    assert c.job("j")["status"]["reason"] == "Unschedulable" and not c.events
+
+
+# -- eviction policies -----------------------------------------------------------------------------
+
+async def test_delete_policy_deletes_with_uid_precondition(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j", deleteOptions={"gracePeriodSeconds": 5})
+    recorder = _recorder(client)
+    ctl = _controller(client, Clock(T0), events=recorder, eviction_policy="Delete")
+    await ctl.reconcile("j")
+    assert not c.evictions
+    [body] = c.pod_deletes
+    assert body["preconditions"] == {"uid": "uid-web-1"}
+    assert body["gracePeriodSeconds"] == 5
+    status = c.job("j")["status"]
+    assert (status["phase"], status["message"]) == \
+        ("Succeeded", 'Pod "default/web-1" has been evicted')
+    assert ctl.evictions == 1
+    await recorder.flush()
+    assert [r for _, r, _ in c.pmj_events()] == ["Evicting", "EvictComplete"]
+
+
+async def test_delete_policy_uses_default_delete_options(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j")
+    ctl = _controller(client, Clock(T0), eviction_policy="Delete",
+                      default_delete_options={"gracePeriodSeconds": 0})
+    await ctl.reconcile("j")
+    [body] = c.pod_deletes
+    assert body["gracePeriodSeconds"] == 0 and body["preconditions"]["uid"] == "uid-web-1"
+
+
+async def test_delete_policy_never_deletes_a_replacement(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j", podRef={"namespace": "default", "name": "web-1", "uid": "uid-web-1"},
+              status={"phase": "Running"})
+    ctl = _controller(client, Clock(T0), eviction_policy="Delete")
+    # The pod is replaced between the controller's read and its DELETE.
+    c.replace_after_read["default/web-1"] = "new-uid"
+    await ctl.reconcile("j")
+    [body] = c.pod_deletes
+    assert body["preconditions"]["uid"] == "uid-web-1"
+    assert c.pods["default/web-1"]["metadata"]["uid"] == "new-uid"  # not deleted
+    assert ctl.evictions == 0
+
+
+async def test_soft_eviction_annotates_once_and_waits(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j", ttl="5m", deleteOptions={"gracePeriodSeconds": 3})
+    c.job("j")["metadata"]["annotations"] = {"koordinator.sh/evict-reason": "hot node",
+                                             "koordinator.sh/evict-trigger": "LowNodeLoad"}
+    recorder = _recorder(client)
+    gate = Gate()
+    clock = Clock(T0 + timedelta(seconds=30))
+    ctl = _controller(client, clock, events=recorder, gate=gate, eviction_policy="SoftEviction")
+    assert await ctl.reconcile("j")
+    assert not c.evictions and not c.pod_deletes
+    [(key, patch)] = c.pod_patches
+    assert key == "default/web-1" and patch["metadata"]["uid"] == "uid-web-1"
+    value = patch["metadata"]["annotations"]["scheduling.koordinator.sh/soft-eviction"]
+    assert value == ('{"timestamp":"2026-01-01T12:00:30Z","deleteOptions":'
+                     '{"gracePeriodSeconds":3},"initiator":"LowNodeLoad","reason":"hot node"}')
+    assert c.pods["default/web-1"]["metadata"]["annotations"][
+        "scheduling.koordinator.sh/soft-eviction"] == value
+    assert c.pods["default/web-1"]["metadata"]["labels"] == {"app": "web"}  # the rest is kept
+    job = c.job("j")
+    assert job["status"]["phase"] == "Running"
+    assert (job["status"]["status"], job["status"]["reason"]) == ("Eviction", "Evicting")
+    assert gate.fed == [("default/web-1", "j")] and ctl.evictions == 1
+    writes = len(c.writes)
+    for _ in range(3):
+        clock.now += timedelta(seconds=3)
+        await ctl.reconcile("j")
+    assert len(c.pod_patches) == 1 and len(c.writes) == writes  # waits, writes nothing
+    assert len(gate.fed) == 1
+    restarted = _controller(client, clock, eviction_policy="SoftEviction")
+    assert await restarted.reconcile("j")
+    assert len(c.pod_patches) == 1 and len(c.writes) == writes  # the state is in pod and job
+    del c.pods["default/web-1"]  # the agent acted on the annotation
+    assert not await ctl.reconcile("j")
+    assert c.job("j")["status"]["phase"] == "Succeeded"
+    await recorder.flush()
+    assert [r for _, r, _ in c.pmj_events()] == ["Evicting", "EvictComplete"]
+
+
+async def test_soft_eviction_ends_by_ttl(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j", ttl="5m")
+    clock = Clock(T0)
+    ctl = _controller(client, clock, eviction_policy="SoftEviction")
+    await ctl.reconcile("j")
+    clock.now = T0 + timedelta(minutes=5)
+    await ctl.reconcile("j")
+    status = c.job("j")["status"]
+    assert (status["phase"], status["reason"]) == ("Failed", "Timeout")
+    assert len(c.pod_patches) == 1 and "default/web-1" in c.pods
+
+
+async def test_pod_label_overrides_the_policy(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")["metadata"]["labels"]["koordinator.sh/evict-policy"] = "Delete"
+    c.add_pod("web-2")
+    c.add_pod("web-3")
+    c.add_job("a", "web-1")
+    c.add_job("b", "web-2")
+    c.job("b")["metadata"]["labels"] = {"koordinator.sh/evict-policy": "Eviction"}
+    c.add_job("c", "web-3")
+    clock = Clock(T0)
+    ctl = _controller(client, clock, eviction_policy="SoftEviction", evict_qps=1000,
+                      evict_burst=10)
+    await ctl.reconcile_all()
+    assert [d["preconditions"]["uid"] for d in c.pod_deletes] == ["uid-web-1"]
+    assert [e["metadata"]["name"] for e in c.evictions] == ["web-2"]
+    assert [key for key, _ in c.pod_patches] == ["default/web-3"]
+
+
+# -- evictQPS and object limiters ------------------------------------------------------------------
+
+def _running_job(c: Cluster, name: str, pod: str) -> None:
+    c.add_job(name, pod, podRef={"namespace": "default", "name": pod, "uid": f"uid-{pod}"},
+              status={"phase": "Running"})
+
+
+async def test_evict_qps_defers_the_eviction(cluster: tuple[Cluster, ApiClient],
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_pod("web-2")
+    _running_job(c, "a", "web-1")
+    _running_job(c, "b", "web-2")
+    clock = Clock(T0)
+    ctl = _controller(client, clock, evict_qps=0.5, evict_burst=1)
+    with caplog.at_level(logging.DEBUG, logger="desched.migration.controller"):
+        assert await ctl.reconcile_all() == ["b"]
+    assert "podmigrationjob b: not evicting default/web-2 yet: too many evictions: evictQPS " \
+        "0.5, evictBurst 1" in caplog.text
+    assert [e["metadata"]["name"] for e in c.evictions] == ["web-1"]
+    version = c.job("b")["metadata"]["resourceVersion"]
+    clock.now += timedelta(seconds=1)  # half a token
+    assert await ctl.reconcile_all() == ["b"]
+    assert len(c.evictions) == 1
+    assert c.job("b")["metadata"]["resourceVersion"] == version  # nothing written
+    clock.now += timedelta(seconds=1)
+    assert await ctl.reconcile_all() == []
+    assert [e["metadata"]["name"] for e in c.evictions] == ["web-1", "web-2"]
+
+
+async def test_evict_qps_string_and_burst(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    for pod in ("web-1", "web-2", "web-3"):
+        c.add_pod(pod)
+        _running_job(c, f"j-{pod}", pod)
+    ctl = _controller(client, Clock(T0), evict_qps="1", evict_burst=2)
+    assert await ctl.reconcile_all() == ["j-web-3"]
+    assert len(c.evictions) == 2
+
+
+async def test_object_limiter_gate(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_pod("web-2")
+    _running_job(c, "a", "web-1")
+    _running_job(c, "b", "web-2")
+    c.job("b")["metadata"]["annotations"] = {"descheduler.alpha.kubernetes.io/evict": "true"}
+    gate = Gate("objectLimiters.workload: migrated recently")
+    ctl = _controller(client, Clock(T0), gate=gate, evict_burst=5)
+    version = c.job("a")["metadata"]["resourceVersion"]
+    assert await ctl.reconcile_all() == ["a"]
+    assert gate.asked == ["default/web-1"]  # the evict annotation bypasses the gate
+    assert [e["metadata"]["name"] for e in c.evictions] == ["web-2"]
+    assert c.job("a")["metadata"]["resourceVersion"] == version  # nothing written
+    assert gate.fed == [("default/web-2", "b")]
+    gate.why = None
+    assert await ctl.reconcile_all() == []
+    assert gate.fed == [("default/web-2", "b"), ("default/web-1", "a")]
+    assert len(c.evictions) == 2
+
+
+async def test_gate_is_not_fed_by_a_failed_eviction(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j")
+    c.refuse = 1
+    gate = Gate()
+    clock = Clock(T0)
+    ctl = _controller(client, clock, gate=gate)
+    await ctl.reconcile("j")
+    assert gate.fed == [] and gate.asked == ["default/web-1"]
+    clock.now += timedelta(seconds=1)
+    await ctl.reconcile("j")
+    assert gate.fed == [("default/web-1", "j")]
+
+
+# -- arbitration -----------------------------------------------------------------------------------
+
+async def test_require_arbitration_skips_unpassed_pending_jobs(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_pod("web-2")
+    c.add_pod("web-3")
+    c.add_job("waiting", "web-1", status={"phase": "Pending"})
+    c.add_job("passed", "web-2", status={"phase": "Pending"})
+    c.job("passed")["metadata"]["annotations"] = {
+        "descheduler.koordinator.sh/passed-arbitration": "true"}
+    _running_job(c, "running", "web-3")
+    ctl = _controller(client, Clock(T0), require_arbitration=True, evict_burst=5)
+    assert await ctl.reconcile_all() == ["waiting"]
+    assert c.job("waiting")["status"] == {"phase": "Pending"}
+    assert c.job("passed")["status"]["phase"] == "Succeeded"
+    assert c.job("running")["status"]["phase"] == "Succeeded"
+    assert sorted(e["metadata"]["name"] for e in c.evictions) == ["web-2", "web-3"]
+
+
+async def test_apply_verdict(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_pod("web-2")
+    c.add_job("pass", "web-1", status={"phase": "Pending"})
+    c.add_job("fail", "web-2", status={"phase": "Pending"})
+    c.add_job("wait", "web-2", status={"phase": "Pending"})
+    _running_job(c, "late", "web-2")
+    recorder = _recorder(client)
+    ctl = _controller(client, Clock(T0), events=recorder, require_arbitration=True)
+    forbidden = ('Pod "default/web-2" is forbidden to migrate because it does not meet the '
+                 'requirements: a bare pod')
+    await ctl.apply_verdict(Verdict("pass", "passed", "passed arbitration"))
+    await ctl.apply_verdict(Verdict("fail", "failed", forbidden))
+    await ctl.apply_verdict(Verdict("wait", "waiting", "maxMigratingPerNode"))
+    await ctl.apply_verdict(Verdict("late", "failed", forbidden))  # not Pending: untouched
+    await ctl.apply_verdict(Verdict("gone", "passed", ""))
+    assert c.job("pass")["metadata"]["annotations"] == {
+        "descheduler.koordinator.sh/passed-arbitration": "true"}
+    assert c.job("pass")["status"] == {"phase": "Pending"}
+    fail = c.job("fail")["status"]
+    assert (fail["phase"], fail["reason"], fail["message"]) == \
+        ("Failed", "ForbiddenMigratePod", forbidden)
+    assert c.job("wait")["status"] == {"phase": "Pending"}
+    assert "annotations" not in c.job("wait")["metadata"]
+    assert c.job("late")["status"] == {"phase": "Running"}
+    assert c.writes == ["spec", "status"]
+    assert not ctl._seen  # verdicts leave no per-pass state behind
+    await recorder.flush()
+    assert c.pmj_events() == [("Warning", "ForbiddenMigratePod", forbidden)]
+    # Passed again: already annotated, nothing written; the reconcile now takes the job.
+    await ctl.apply_verdict(Verdict("pass", "passed", ""))
+    assert c.writes == ["spec", "status"]
+    assert "pass" not in await ctl.reconcile_all()
+    assert c.job("pass")["status"]["phase"] == "Succeeded"
+
+
+async def test_apply_verdict_conflict_just_ends(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_job("j", status={"phase": "Pending"})
+    c.conflicts = 1
+    ctl = _controller(client, Clock(T0))
+    await ctl.apply_verdict(Verdict("j", "passed", ""))
+    assert "annotations" not in c.job("j")["metadata"]
+    await ctl.apply_verdict(Verdict("j", "passed", ""))
+    assert c.job("j")["metadata"]["annotations"] == {
+        "descheduler.koordinator.sh/passed-arbitration": "true"}
+
+
+# -- reconcile_all and ownership -------------------------------------------------------------------
+
+async def test_reconcile_all_returns_the_active_jobs(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_pod("web-2")
+    c.add_job("done", "web-1")
+    c.add_job("waits", "web-2", mode="ReservationFirst")
+    c.add_job("paused", "web-2", paused=True)
+    c.add_job("failed", "ghost")
+    c.add_job("old", "web-2", status={"phase": "Succeeded"})
+    c.add_job("theirs", "web-2")
+    c.job("theirs")["metadata"]["annotations"] = {"koordinator.sh/job-created-by": "other"}
+    ctl = _controller(client, Clock(T0), identity="me")
+    assert await ctl.reconcile_all() == ["waits"]
+    assert c.job("theirs").get("status") is None
+
+
+async def test_adopt_unowned_false_skips_hand_made_jobs(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_pod("web-2")
+    c.add_job("by-hand", "web-1")
+    c.add_job("mine", "web-2")
+    c.job("mine")["metadata"]["annotations"] = {"koordinator.sh/job-created-by": "me"}
+    ctl = _controller(client, Clock(T0), identity="me", adopt_unowned=False)
+    assert await ctl.reconcile_all() == []
+    assert c.job("by-hand").get("status") is None
+    assert c.job("mine")["status"]["phase"] == "Succeeded"
+    assert [e["metadata"]["name"] for e in c.evictions] == ["web-2"]

@@ -305,13 +305,15 @@ class ApiClient:
         return response.content
 
     async def request(self, method: str, path: str, *, what: str, body: bytes | None = None,
-                      timeout: float | None = None) -> httpx2.Response:
-        """Any request (writes: POST, PUT, PATCH, DELETE) with a JSON body. Transport problems
-        raise as get() raises them; the status is the caller's to judge (see status_error), as
-        each write gives some codes a meaning of its own (409, 429, 404)."""
+                      timeout: float | None = None,
+                      content_type: str = "application/json") -> httpx2.Response:
+        """Any request (writes: POST, PUT, PATCH, DELETE) with a JSON body (a PATCH names its
+        kind in `content_type`, e.g. application/merge-patch+json). Transport problems raise as
+        get() raises them; the status is the caller's to judge (see status_error), as each
+        write gives some codes a meaning of its own (409, 429, 404)."""
         headers = {"Accept": "application/json"}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         limit = httpx2.Timeout(timeout) if timeout is not None else httpx2.USE_CLIENT_DEFAULT
         try:
             return await self._http.request(method, path, content=body, headers=headers,

@@ -6,6 +6,10 @@
 - a failed one, only with the policy's evictionFailureEventNotification: Warning, reason
   EvictionFailed, note "... failed: <why>".
 
+Any object can be the subject (`ObjectRef`): the PodMigrationJob controller reports on its jobs
+(reference/koordinator.md §6.11). A cluster-scoped object's event goes to namespace "default", as
+client-go records it.
+
 Events are best effort: a failed POST is logged and counted, never retried and never fatal, and
 posting never holds up a cycle. `emit` may be called from any thread (the cycle runs in a worker
 thread); the POST itself runs on the event loop.
@@ -30,6 +34,7 @@ log = logging.getLogger("desched.events")
 
 CONTROLLER = "desched"
 ACTION = "Descheduled"
+EVENT_NAMESPACE_FOR_CLUSTER_SCOPED = "default"
 FAILED_REASON = "EvictionFailed"
 NOTE_LIMIT = 1024  # the API server rejects longer notes
 
@@ -44,30 +49,52 @@ class PodRef:
     node: str = ""
 
 
+@dataclass(frozen=True)
+class ObjectRef:
+    """The object an event is about (`regarding`); namespace "" for a cluster-scoped one."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+
+
+def _regarding(subject: PodRef | ObjectRef) -> ObjectRef:
+    if isinstance(subject, ObjectRef):
+        return subject
+    return ObjectRef("v1", "Pod", subject.namespace, subject.name, subject.uid)
+
+
 def eviction_note(node: str, failure: str | None = None) -> str:
     note = f"pod eviction from {node} node by {CONTROLLER}"
     return note if failure is None else f"{note} failed: {failure}"
 
 
-def event_body(pod: PodRef, type_: str, reason: str, note: str, instance: str,
-               now: datetime | None = None) -> dict[str, Any]:
+def event_body(subject: PodRef | ObjectRef, type_: str, reason: str, note: str, instance: str,
+               now: datetime | None = None, action: str = ACTION) -> dict[str, Any]:
     now = now or datetime.now(UTC)
     if len(note.encode()) > NOTE_LIMIT:
         note = note.encode()[: NOTE_LIMIT - 3].decode("utf-8", "ignore") + "..."
+    ref = _regarding(subject)
     # str(): model strings may be interned subclasses the JSON encoder does not take.
-    namespace, name = str(pod.namespace), str(pod.name)
-    regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name}
-    if pod.uid:
-        regarding["uid"] = str(pod.uid)
+    namespace, name = str(ref.namespace), str(ref.name)
+    regarding = {"apiVersion": str(ref.api_version), "kind": str(ref.kind)}
+    if namespace:
+        regarding["namespace"] = namespace
+    regarding["name"] = name
+    if ref.uid:
+        regarding["uid"] = str(ref.uid)
     return {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
         # client-go's naming: the object's name and the time in hex nanoseconds.
-        "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
+        "metadata": {"name": f"{name}.{time.time_ns():x}",
+                     "namespace": namespace or EVENT_NAMESPACE_FOR_CLUSTER_SCOPED},
         "eventTime": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "reportingController": CONTROLLER,
         "reportingInstance": instance[:128],
-        "action": ACTION,
+        "action": str(action)[:128],
         "reason": str(reason)[:128],
         "type": type_,
         "note": str(note),
@@ -88,8 +115,9 @@ class EventRecorder:
         self.on_result = on_result  # (event type, posted?) for metrics
         self._pending: set[asyncio.Task[bool]] = set()
 
-    def emit(self, pod: PodRef, type_: str, reason: str, note: str) -> None:
-        body = event_body(pod, type_, reason, note, self.instance)
+    def emit(self, subject: PodRef | ObjectRef, type_: str, reason: str, note: str,
+             action: str = ACTION) -> None:
+        body = event_body(subject, type_, reason, note, self.instance, action=action)
         try:
             self.loop.call_soon_threadsafe(self._start, body)
         except RuntimeError:  # the loop is closed: the process is exiting
@@ -103,8 +131,10 @@ class EventRecorder:
     async def post(self, body: dict[str, Any]) -> bool:
         namespace = body["metadata"]["namespace"]
         path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
-        what = f"{body['type']} event {body['reason']} for pod {namespace}/" \
-               f"{body['regarding']['name']}"
+        regarding = body["regarding"]
+        subject = "/".join(p for p in (regarding.get("namespace"), regarding["name"]) if p)
+        what = f"{body['type']} event {body['reason']} for {str(regarding['kind']).lower()} " \
+               f"{subject}"
         ok = False
         try:
             response = await self.client.request("POST", path, what=what,

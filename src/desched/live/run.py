@@ -62,6 +62,15 @@ from desched.live.informer import (
     stop_informers,
 )
 from desched.live.metrics import Metrics
+from desched.live.migration import (
+    PLUGIN as MIGRATION_PLUGIN,
+)
+from desched.live.migration import (
+    JobTemplate,
+    MigrationJobExecutor,
+    MigrationService,
+    migration_profiles,
+)
 from desched.live.resources import RESOURCES
 from desched.model.pod import Pod
 from desched.policy.loader import load_policy
@@ -78,6 +87,7 @@ T = TypeVar("T")
 # is derived from the cycle's snapshot and is rebuilt with it.
 CARRIED_STATE: dict[str, tuple[str, ...]] = {
     "LowNodeLoad": ("node_detectors", "prod_detectors"),
+    "MigrationController": ("limiters",),
 }
 
 LEASE_LOST = "leader election lost: this instance no longer holds the lease"
@@ -281,8 +291,12 @@ class CycleReporter:
     """Turns decisions into log lines, metrics and events (called in the cycle's thread)."""
 
     def __init__(self, policy: Policy, metrics: Metrics, snapshot: ClusterSnapshot,
-                 events: EventRecorder | None, dry_run: bool) -> None:
+                 events: EventRecorder | None, dry_run: bool,
+                 migrating: frozenset[str] = frozenset()) -> None:
         self.policy = policy
+        # Profiles whose evictions are PodMigrationJobs: the job's controller evicts (and
+        # posts the pod's event) later.
+        self.migrating = migrating
         self.metrics = metrics
         self.snapshot = snapshot
         self.events = events
@@ -309,6 +323,9 @@ class CycleReporter:
         if d.outcome == "evicted":
             self.evicted += 1
             self.metrics.evicted("success", d.plugin, d.profile, d.namespace, d.node)
+            if d.profile in self.migrating:
+                log.info("Created PodMigrationJob", reason=d.reason, **fields)
+                return
             log.info("Evicted pod in dry run mode" if self.dry_run else "Evicted pod",
                      reason=d.reason, dry_run=self.dry_run, **fields)
             if self.events is not None:
@@ -393,6 +410,8 @@ class Runner:
         self.servers: list[HttpServer] = []
         self.reports: list[CycleReport] = []
         self._carried: dict[tuple[str, str], dict[str, Any]] = {}
+        self.migration_args = {} if self.dry_run else migration_profiles(policy)
+        self.migrations: dict[str, MigrationService] = {}
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[Any]] = []
@@ -433,6 +452,7 @@ class Runner:
             await self._connect()
             if self.leader_elect:
                 await self._lead()
+            self._start_migrations()
             return await self._cycles()
         except _Stopped:
             if self.lease_lost:
@@ -504,6 +524,7 @@ class Runner:
                 self.metrics.watch_informers(self.informers)
                 await self._unless_stopped(
                     start_informers(self.informers, timeout=self.config.sync_timeout))
+                self._check_migration_kinds()
                 break
             except (InputError, ApiError) as err:
                 await self._disconnect()
@@ -526,6 +547,51 @@ class Runner:
             assert self._loop is not None
             self.events = EventRecorder(self.client, self._loop, self.identity,
                                         on_result=self.metrics.event_posted)
+
+    def _check_migration_kinds(self) -> None:
+        if not self.migration_args:
+            return
+        served = {i.resource.kind for i in self.informers if not i.skipped}
+        if "PodMigrationJob" not in served:
+            profiles = ", ".join(sorted(self.migration_args))
+            raise InputError(self.config.policy_path, (
+                f"profile(s) {profiles} evict through MigrationController, which needs the "
+                "PodMigrationJob CRD (scheduling.koordinator.sh/v1alpha1); the API server does "
+                "not serve it: install deploy/crds, or run with --dry-run"))
+
+    def _start_migrations(self) -> None:
+        """One MigrationService per MigrationController profile; the first adopts the jobs
+        created by hand. A looping run runs them beside the cycles; --once drives them after
+        its cycle until the jobs it created finish."""
+        assert self.client is not None
+        for index, (profile, args) in enumerate(self.migration_args.items()):
+            service = MigrationService(
+                profile, args, self.client, self.informers, events=self.events,
+                adopt_unowned=index == 0, eviction_attempts=self.config.eviction_attempts)
+            self.migrations[profile] = service
+            # Each cycle's plugin checks and feeds the limiters the service checks and feeds.
+            self._carried[(profile, MIGRATION_PLUGIN)] = {"limiters": service.limiters}
+            if self.schedule.looping:
+                self._tasks.append(asyncio.create_task(service.run(),
+                                                       name=f"migrations {profile}"))
+
+    async def _finish_migrations(self, executor: MigrationJobExecutor | None) -> None:
+        """--once: reconcile the jobs this run created until they finish (or time out)."""
+        if executor is None or not executor.created or self.schedule.looping:
+            return
+        assert self._wake is not None
+        for profile, service in self.migrations.items():
+            mine = [name for name, owner in executor.created if owner == profile]
+            if not mine:
+                continue
+            log.info("waiting for the migration jobs of this run", profile=profile,
+                     jobs=len(mine))
+            left = await service.drain(mine, self._wake)
+            if left:
+                log.warning("migration jobs still in flight at exit", profile=profile,
+                            jobs=sorted(left))
+            else:
+                log.info("migration jobs finished", profile=profile, jobs=len(mine))
 
     async def _disconnect(self) -> None:
         await stop_informers(self.informers)
@@ -614,20 +680,31 @@ class Runner:
         if self.dry_run:
             return SimulationExecutor(snapshot)
         assert self.client is not None and self._loop is not None
-        return EvictionApiExecutor(
+        evictions = EvictionApiExecutor(
             self.client, self._loop, snapshot,
             grace_period_seconds=self.policy.grace_period_seconds,
             attempts=self.config.eviction_attempts, timeout=self.config.eviction_timeout,
             backoff=Backoff(*self.config.eviction_backoff))
+        if not self.migrations:
+            return evictions
+        templates = {profile: JobTemplate(service.args, service.creator)
+                     for profile, service in self.migrations.items()}
+        return MigrationJobExecutor(evictions, self.client, self._loop, snapshot, templates,
+                                    attempts=self.config.eviction_attempts,
+                                    timeout=self.config.eviction_timeout)
 
     async def run_cycle(self, number: int) -> CycleReport:
         started = time.monotonic()
         snapshot = await build_snapshot(self.informers)
         self.metrics.snapshot_duration.observe(time.monotonic() - started)
-        reporter = CycleReporter(self.policy, self.metrics, snapshot, self.events, self.dry_run)
+        for service in self.migrations.values():
+            service.observe(snapshot)
+        reporter = CycleReporter(self.policy, self.metrics, snapshot, self.events, self.dry_run,
+                                 frozenset(self.migrations))
         decisions = LiveDecisionLog(reporter.record)
         guard = self._guard if self.elector is not None else None
-        executor = GuardedExecutor(self._executor(snapshot), self.stopping, guard)
+        inner = self._executor(snapshot)
+        executor = GuardedExecutor(inner, self.stopping, guard)
         reporter.pods = executor.pods
         descheduler = Descheduler(self.policy, snapshot, executor, Clock(datetime.now(UTC)),
                                   decisions)
@@ -659,6 +736,8 @@ class Runner:
         log.info("descheduling cycle finished", cycle=number, result=result,
                  totalEvicted=reporter.evicted, failed=reporter.failed,
                  seconds=round(elapsed, 3), dry_run=self.dry_run)
+        if isinstance(inner, MigrationJobExecutor):
+            await self._finish_migrations(inner)
         report = CycleReport(number, result, reporter.evicted, reporter.failed, decisions)
         self.reports.append(report)
         del self.reports[:-10]  # a long-running loop keeps only the recent ones

@@ -1,19 +1,25 @@
 """The live PodMigrationJob controller (reference/koordinator.md §6.8, §6.10): one reconcile pass
 over one job at a time, all state in the job itself, so a restarted controller resumes every job.
 
-Implemented: the common prelude (paused, final phases, TTL timeout, invalid podRef, missing pod)
-and the EvictDirectly flow. Jobs in ReservationFirst mode are left untouched for now.
+Implemented: the common prelude (paused, final phases, TTL timeout, invalid podRef, missing pod),
+the EvictDirectly flow and the ReservationFirst flow up to the bound pod being Ready, the three
+eviction policies (§6.7), the evictQPS/evictBurst token bucket, hooks for the object limiters and
+the arbitrator (`MigrationGate`, `require_arbitration`, `apply_verdict`), and the events of §6.11.
 
 Restart safety: before every eviction the pod is read back; it is evicted only when it still
 exists with the job's pod UID and is not terminating. An eviction that took effect (pod gone,
 replaced or terminating) is never sent again. The condition `Eviction=False/Evicting` is written
 before the eviction request, so a pod that disappears afterwards completes the job even when the
-controller restarted in between.
+controller restarted in between. A SoftEviction leaves its annotation on the pod; with the
+Evicting condition that is what tells a later pass not to annotate again.
 
 A PodDisruptionBudget refusal (429) is recorded as `Eviction=False/FailedEvict` and retried on the
 next reconcile; when the TTL expires the job fails with reason Timeout and the last error in its
 message. Status is written through the status subresource with the job's resourceVersion; a
 conflict (409) ends the pass, and the next one starts from the fresh object.
+
+Events are emitted only after the write that records the state they announce succeeded, and only
+when that state changes, so a job that waits does not repeat its Normal events every pass.
 """
 
 from __future__ import annotations
@@ -21,35 +27,87 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
 from desched.executors.eviction_api import ALREADY_GONE, EvictionApiExecutor
-from desched.live.client import ApiClient, ApiError
+from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
+from desched.live.events import EventRecorder, ObjectRef, PodRef
 from desched.live.informer import Backoff
 from desched.migration import reservation as rsv
-from desched.migration.arbitration import EVICT_DIRECTLY, RESERVATION_FIRST
+from desched.migration.arbitration import (
+    EVICT_ANNOTATION,
+    EVICT_DIRECTLY,
+    PASSED_ARBITRATION_ANNOTATION,
+    RESERVATION_FIRST,
+    Verdict,
+)
+from desched.migration.limiter import TokenBucket
+from desched.migration.policies import (
+    DELETE,
+    EVICTION,
+    SOFT_EVICTION,
+    SOFT_EVICTION_ANNOTATION,
+    DeleteOptions,
+    eviction_policy_for,
+    soft_eviction_patch,
+    trigger_and_reason,
+)
 from desched.model.kinds import JSON_DECODERS
 from desched.model.pod import Pod
-from desched.plugins.migrationcontroller_args import MigrationControllerArgs
+from desched.plugins.migrationcontroller_args import (
+    DEFAULT_EVICT_BURST,
+    DEFAULT_EVICT_QPS,
+    MigrationControllerArgs,
+    evict_qps,
+)
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.util.duration import parse_duration
 
 log = logging.getLogger(__name__)
 
+MERGE_PATCH = "application/merge-patch+json"
+
 GROUP_VERSION = "scheduling.koordinator.sh/v1alpha1"
+PMJ_KIND = "PodMigrationJob"
 PMJ_PATH = f"/apis/{GROUP_VERSION}/podmigrationjobs"
 JOB_CREATED_BY = "koordinator.sh/job-created-by"
 EVICT_REASON = "koordinator.sh/evict-reason"
 EVICT_TRIGGER = "koordinator.sh/evict-trigger"
 
 PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
+ACTIVE_PHASES = ("", PENDING, RUNNING)
 COND_EVICTION = "Eviction"
 EVICTING, EVICT_COMPLETE, FAILED_EVICT = "Evicting", "EvictComplete", "FailedEvict"
+FORBIDDEN = "ForbiddenMigratePod"
+WAIT_FOR_BIND = "WaitForPodBindReservation"
+WAIT_FOR_READY = "WaitForBoundPodReady"
+NORMAL, WARNING = "Normal", "Warning"
+MIGRATING_ACTION = "Migrating"  # the action of the Pod event on a MigrationController eviction
 
 Clock = Callable[[], datetime]
+
+
+class MigrationGate(Protocol):
+    """The object limiters (reference/koordinator.md §6.5), as seen by the controller."""
+
+    def limited(self, pod: Pod, job: dict[str, Any]) -> str | None:
+        """Why the object limiter says wait, or None."""
+        ...
+
+    def evicted(self, pod: Pod, job: dict[str, Any]) -> None:
+        """An eviction went through (feed the limiters)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Event:
+    type: str
+    reason: str
+    note: str
 
 
 def _now_utc() -> datetime:
@@ -80,11 +138,23 @@ def _ttl_seconds(job: dict[str, Any]) -> float:
         return 0.0
 
 
+def _annotations(obj: dict[str, Any]) -> dict[str, str]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
 def _condition(job: dict[str, Any], kind: str) -> dict[str, Any] | None:
     for cond in (job.get("status") or {}).get("conditions") or []:
         if isinstance(cond, dict) and cond.get("type") == kind:
             return cond
     return None
+
+
+def _is_true(job: dict[str, Any], kind: str) -> bool:
+    return (_condition(job, kind) or {}).get("status") == "True"
+
+
+def _reason_of(job: dict[str, Any], kind: str) -> str:
+    return str((_condition(job, kind) or {}).get("reason") or "")
 
 
 def _pod_ns_name(job: dict[str, Any]) -> tuple[str, str]:
@@ -94,6 +164,12 @@ def _pod_ns_name(job: dict[str, Any]) -> tuple[str, str]:
 
 def _pod_key(job: dict[str, Any]) -> str:
     return "/".join(_pod_ns_name(job))
+
+
+def _pod_ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+               for c in conditions)
 
 
 def _put_condition(job: dict[str, Any], kind: str, value: str, reason: str, message: str,
@@ -112,6 +188,16 @@ def _put_condition(job: dict[str, Any], kind: str, value: str, reason: str, mess
     status.update(conditions=conditions, status=kind, reason=reason, message=message)
 
 
+def _error_text(response_code: int, body: bytes) -> str:
+    try:
+        status = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        status = None
+    if isinstance(status, dict) and status.get("message"):
+        return f"{response_code} {status.get('reason') or ''}: {status['message']}"
+    return f"{response_code} {' '.join(body.decode('utf-8', 'replace').split())[:200]}"
+
+
 class _Stop(Exception):
     """Ends the pass: the job was written (or conflicted) and the next pass goes on from there."""
 
@@ -121,67 +207,97 @@ class MigrationJobController:
 
     `identity`: when set, jobs annotated `koordinator.sh/job-created-by` with another value are
     skipped (Koordinator's per-instance partitioning); by default every job is handled, so a
-    restarted controller resumes the jobs its predecessor created."""
+    restarted controller resumes the jobs its predecessor created. `adopt_unowned=False` skips
+    the jobs without that annotation (made by hand), so that of several controllers only one
+    runs them. `events` receives the events of §6.11; `gate` holds the object limiters;
+    `require_arbitration` leaves a Pending job alone until the arbitrator passed it."""
 
     def __init__(self, client: ApiClient, args: MigrationControllerArgs,
                  clock: Clock = _now_utc, *, identity: str | None = None,
+                 events: EventRecorder | None = None, gate: MigrationGate | None = None,
+                 require_arbitration: bool = False, adopt_unowned: bool = True,
                  eviction_attempts: int = 3, backoff: Backoff | None = None) -> None:
         self.client = client
         self.args = args
         self.clock = clock
         self.identity = identity
+        self.events = events
+        self.gate = gate
+        self.require_arbitration = require_arbitration
+        self.adopt_unowned = adopt_unowned
         self.eviction_attempts = eviction_attempts
         self.backoff = backoff or Backoff(initial=0.5, maximum=5.0)
         self.evictions = 0  # eviction requests this controller got through (2xx)
+        qps = evict_qps(args.evict_qps) or DEFAULT_EVICT_QPS
+        burst = args.evict_burst if args.evict_burst else DEFAULT_EVICT_BURST
+        # On the injected clock, so that tests (and a simulated run) drive the refill.
+        self.bucket = TokenBucket(qps, burst, self.clock().timestamp())
+        self._seen: dict[str, dict[str, Any]] = {}  # each job's latest version in this pass
 
     # -- passes ------------------------------------------------------------------------------------
-    async def reconcile_all(self) -> None:
-        """One pass over every job the API server lists."""
+    async def reconcile_all(self) -> list[str]:
+        """One pass over every job the API server lists. Returns the names of the jobs this
+        controller handles that are still active afterwards (phase "", Pending or Running, not
+        paused), so a caller can wait for the jobs it created."""
         _, listing = await self._call("GET", PMJ_PATH, None, "list podmigrationjobs")
+        active: list[str] = []
         for item in (listing or {}).get("items") or []:
             name = ((item or {}).get("metadata") or {}).get("name")
             if not name:
                 continue
             try:
-                await self.reconcile(str(name))
+                still = await self.reconcile(str(name))
             except (ApiError, OSError) as err:
                 log.warning("podmigrationjob %s: %s", name, err)
+                still = self._active(item)  # unknown: as it was before the pass
+            if still:
+                active.append(str(name))
+        return active
 
-    async def reconcile(self, name: str) -> None:
-        """One pass over one job."""
+    async def reconcile(self, name: str) -> bool:
+        """One pass over one job; True if it is still active and handled by this controller."""
         code, job = await self._call("GET", f"{PMJ_PATH}/{name}", None,
                                      f"get podmigrationjob {name}", allow=(404,))
         if code == 404 or job is None:
-            return
+            return False
+        self._seen[name] = job
         try:
             await self._reconcile(job)
         except _Stop:
-            return
+            pass
+        finally:
+            latest = self._seen.pop(name, job)
+        return self._active(latest)
+
+    def _handles(self, job: dict[str, Any]) -> bool:
+        creator = _annotations(job).get(JOB_CREATED_BY)
+        if not creator:
+            return self.adopt_unowned
+        return self.identity is None or creator == self.identity
+
+    def _active(self, job: dict[str, Any]) -> bool:
+        return self._handles(job) and not (job.get("spec") or {}).get("paused") and \
+            ((job.get("status") or {}).get("phase") or "") in ACTIVE_PHASES
+
+    def _awaits_arbitration(self, job: dict[str, Any]) -> bool:
+        phase = (job.get("status") or {}).get("phase") or ""
+        return self.require_arbitration and phase in ("", PENDING) and \
+            _annotations(job).get(PASSED_ARBITRATION_ANNOTATION) != "true"
 
     async def _reconcile(self, job: dict[str, Any]) -> None:
         meta = job.get("metadata") or {}
         spec = job.get("spec") or {}
-        status = job.get("status") or {}
-        creator = (meta.get("annotations") or {}).get(JOB_CREATED_BY)
-        if self.identity is not None and creator and creator != self.identity:
+        if not self._active(job):
             return
-        if spec.get("paused"):
-            return
-        phase = status.get("phase") or ""
-        if phase not in ("", PENDING, RUNNING):
-            return
+        if self._awaits_arbitration(job):
+            return  # apply_verdict passes it; a job never passed is the scavenger's
+        phase = (job.get("status") or {}).get("phase") or ""
         mode = spec.get("mode") or self.args.default_job_mode or RESERVATION_FIRST
         ttl = _ttl_seconds(job)
         created = _parse_time(meta.get("creationTimestamp"))
         if ttl > 0 and created is not None and \
                 (self.clock() - created).total_seconds() >= ttl:
-            message = "Abort job caused by timeout"
-            last = _condition(job, COND_EVICTION)
-            if last is not None and last.get("reason") == FAILED_EVICT and last.get("message"):
-                message += f"; last eviction attempt: {last['message']}"
-            if mode != EVICT_DIRECTLY:
-                await self._delete_own_reservation(job)
-            await self._finish(job, FAILED, "Timeout", message)
+            await self._time_out(job, mode)
             return
         if phase in ("", PENDING):
             job = await self._prepare_pending(job)
@@ -190,17 +306,55 @@ class MigrationJobController:
         else:
             await self._reservation_first(job)
 
+    async def _time_out(self, job: dict[str, Any], mode: str) -> None:
+        note = "Abort job caused by timeout"
+        message = note
+        last = _condition(job, COND_EVICTION)
+        if last is not None and last.get("reason") == FAILED_EVICT and last.get("message"):
+            message += f"; last eviction attempt: {last['message']}"
+        if mode != EVICT_DIRECTLY:
+            await self._delete_own_reservation(job)
+        await self._finish(job, FAILED, "Timeout", message,
+                           event=_Event(WARNING, "Timeout", note))
+
+    # -- arbitration -----------------------------------------------------------------------------
+    async def apply_verdict(self, verdict: Verdict) -> None:
+        """Records the arbitrator's verdict on a job that is still Pending: passed → the
+        passed-arbitration annotation (so the reconcile takes the job on), failed → Failed with
+        ForbiddenMigratePod, waiting → nothing. A conflict or a deleted job just ends it; the
+        arbitrator tries again next round."""
+        if verdict.outcome not in ("passed", "failed"):
+            return
+        code, job = await self._call("GET", f"{PMJ_PATH}/{verdict.job}", None,
+                                     f"get podmigrationjob {verdict.job}", allow=(404,))
+        if code == 404 or job is None:
+            return
+        if ((job.get("status") or {}).get("phase") or "") not in ("", PENDING):
+            return
+        try:
+            if verdict.outcome == "failed":
+                await self._finish(job, FAILED, FORBIDDEN, verdict.reason,
+                                   event=_Event(WARNING, FORBIDDEN, verdict.reason))
+            elif _annotations(job).get(PASSED_ARBITRATION_ANNOTATION) != "true":
+                meta = job.setdefault("metadata", {})
+                meta["annotations"] = {**(meta.get("annotations") or {}),
+                                       PASSED_ARBITRATION_ANNOTATION: "true"}
+                await self._write(job, status=False)
+        except _Stop:
+            return
+
     # -- Pending -> Running --------------------------------------------------------------------
     async def _prepare_pending(self, job: dict[str, Any]) -> dict[str, Any]:
         ref = (job.get("spec") or {}).get("podRef") or {}
         namespace, name = ref.get("namespace") or "", ref.get("name") or ""
         if not namespace or not name:
-            await self._finish(job, FAILED, "InvalidPodRef", "Abort job caused by invalid PodRef")
+            note = "Abort job caused by invalid PodRef"
+            await self._finish(job, FAILED, "InvalidPodRef", note,
+                               event=_Event(WARNING, "InvalidPodRef", note))
             raise _Stop
         pod = await self._get_pod(namespace, name)
         if pod is None:
-            await self._finish(job, FAILED, "MissingPod",
-                               f'Abort job caused by missing Pod "{namespace}/{name}"')
+            await self._fail_missing_pod(job)
             raise _Stop
         uid = (pod.get("metadata") or {}).get("uid") or ""
         if uid and ref.get("uid") != uid:
@@ -209,10 +363,16 @@ class MigrationJobController:
         job.setdefault("status", {})["phase"] = RUNNING
         return await self._write(job, status=True)
 
+    async def _fail_missing_pod(self, job: dict[str, Any]) -> None:
+        note = f'Abort job caused by missing Pod "{_pod_key(job)}"'
+        await self._finish(job, FAILED, "MissingPod", note,
+                           event=_Event(WARNING, "MissingPod", note))
+
     # -- EvictDirectly -------------------------------------------------------------------------
     async def _evict_directly(self, job: dict[str, Any]) -> None:
         evicted = await self._evict_pod(job, None)
         if evicted is not None:
+            # No event on EvictDirectly success (reference §6.11).
             await self._finish(evicted, SUCCEEDED, "", f'Pod "{_pod_key(job)}" has been evicted',
                                complete=True)
 
@@ -220,31 +380,35 @@ class MigrationJobController:
                          reservation: dict[str, Any] | None) -> dict[str, Any] | None:
         """evictPod: the job once its pod is evicted (condition Eviction=True), or None when the
         pass ends here (waiting, refused, or the job failed)."""
-        if (_condition(job, COND_EVICTION) or {}).get("status") == "True":
+        if _is_true(job, COND_EVICTION):
             return job
         ref = (job.get("spec") or {}).get("podRef") or {}
-        namespace, name = ref.get("namespace") or "", ref.get("name") or ""
-        key = f"{namespace}/{name}"
-        pod = await self._get_pod(namespace, name)
-        pod_meta = (pod or {}).get("metadata") or {}
+        key = _pod_key(job)
+        raw = await self._get_pod(*_pod_ns_name(job))
+        pod_meta = (raw or {}).get("metadata") or {}
         replaced = bool(ref.get("uid")) and pod_meta.get("uid") != ref.get("uid")
-        if pod is None or replaced:
+        if raw is None or replaced:
             if (job.get("status") or {}).get("status") != COND_EVICTION:
-                await self._finish(job, FAILED, "MissingPod",
-                                   f'Abort job caused by missing Pod "{key}"')
+                await self._fail_missing_pod(job)
                 return None
-            return await self._set_condition(job, COND_EVICTION, "True", EVICT_COMPLETE,
-                                             f'Pod "{key}" has been evicted')
+            return await self._evict_complete(job, key)
         if pod_meta.get("deletionTimestamp"):
             return None  # terminating: an eviction took effect; wait for the pod to go
+        pod = _decode_pod(raw)
+        if self._policy(pod, job) == SOFT_EVICTION and _reason_of(job, COND_EVICTION) == \
+                EVICTING and SOFT_EVICTION_ANNOTATION in pod.metadata.annotations:
+            return None  # soft-evicted: another agent removes the pod, or the TTL ends the job
         if reservation is not None and rsv.is_succeeded(reservation):
-            await self._finish(job, FAILED, "ForbiddenMigratePod",
-                               "Reservation is already bound by another Pod")
+            note = "Reservation is already bound by another Pod"
+            await self._finish(job, FAILED, FORBIDDEN, note, event=_Event(WARNING, FORBIDDEN, note))
             return None
-        job = await self._evict(job, pod)
-        if (_condition(job, COND_EVICTION) or {}).get("status") != "True":
-            return None
-        return job
+        job = await self._evict(job, pod, raw)
+        return job if _is_true(job, COND_EVICTION) else None
+
+    async def _evict_complete(self, job: dict[str, Any], key: str) -> dict[str, Any]:
+        note = f'Pod "{key}" has been evicted'
+        return await self._set_condition(job, COND_EVICTION, "True", EVICT_COMPLETE, note,
+                                         event=_Event(NORMAL, EVICT_COMPLETE, note))
 
     # -- ReservationFirst ----------------------------------------------------------------------
     async def _reservation_first(self, job: dict[str, Any]) -> None:
@@ -254,66 +418,100 @@ class MigrationJobController:
             await self._create_reservation(job)
             return
         name = str(ref["name"])
-        if (_condition(job, "ReservationCreated") or {}).get("status") != "True":
+        if not _is_true(job, "ReservationCreated"):
             job = await self._set_condition(job, "ReservationCreated", "True", "", "")
         reservation = await self._get_reservation(name)
         if reservation is None:
-            await self._finish(job, FAILED, "MissingReservation",
-                               f'Abort job caused by missing Reservation "{name}"')
+            note = f'Abort job caused by missing Reservation "{name}"'
+            await self._finish(job, FAILED, "MissingReservation", note,
+                               event=_Event(WARNING, "MissingReservation", note))
             return
-        scheduled = _condition(job, "ReservationScheduled") or {}
-        unschedulable = rsv.unschedulable_message(reservation)
-        if scheduled.get("status") != "True" and unschedulable is not None and \
-                scheduled.get("reason") != "Unschedulable":
-            job = await self._set_condition(job, "ReservationScheduled", "False", "Unschedulable",
-                                            unschedulable)
+        job = await self._sync_unschedulable(job, reservation)
         if rsv.is_pending(reservation):
             return  # wait; an unschedulable Reservation ends by the job's TTL
         if rsv.is_expired(reservation):
             await self._finish(job, FAILED, "ReservationExpired", "Reservation expired")
             return
         if not rsv.is_scheduled(reservation) and not rsv.is_succeeded(reservation):
-            await self._finish(job, FAILED, "Unschedulable", unschedulable or "")
+            await self._finish(job, FAILED, "Unschedulable",
+                               rsv.unschedulable_message(reservation) or "")
             return
-        node = rsv.node_name(reservation)
-        if (_condition(job, "ReservationScheduled") or {}).get("status") != "True":
-            pod = await self._get_pod(*_pod_ns_name(job))
-            if pod is not None and ((pod.get("spec") or {}).get("nodeName") or "") == node:
-                await self._finish(
-                    job, FAILED, "ForbiddenMigratePod",
-                    f'Scheduler assignes the Reservation "{name}" on the same node as the Pod')
-                return
-            job.setdefault("status", {})["nodeName"] = node
-            job = await self._set_condition(job, "ReservationScheduled", "True", "",
-                                            f'Assigned Reservation "{name}" to node "{node}"')
+        if not _is_true(job, "ReservationScheduled"):
+            job = await self._reservation_scheduled(job, name, rsv.node_name(reservation))
         evicted = await self._evict_pod(job, reservation)
         if evicted is None:
             return
-        job = evicted
         bound = rsv.bound_pod(reservation)
         if bound is None:
-            if (_condition(job, "PodBoundReservation") or {}).get("reason") != \
-                    "WaitForPodBindReservation":
-                await self._set_condition(job, "PodBoundReservation", "False",
-                                          "WaitForPodBindReservation",
-                                          "Waiting for Pod bind Reservation")
+            if _reason_of(evicted, "PodBoundReservation") != WAIT_FOR_BIND:
+                note = "Waiting for Pod bind Reservation"
+                await self._set_condition(evicted, "PodBoundReservation", "False", WAIT_FOR_BIND,
+                                          note, event=_Event(NORMAL, WAIT_FOR_BIND, note))
             return
-        new_key = f"{bound.get('namespace', '')}/{bound.get('name', '')}"
-        status = job.setdefault("status", {})
-        status["podRef"] = {k: bound[k] for k in ("kind", "namespace", "name", "uid")
-                            if bound.get(k)}
-        _put_condition(job, "ReservationBound", "True", "", "", self.clock())
+        await self._bound(evicted, name, bound)
+
+    async def _sync_unschedulable(self, job: dict[str, Any],
+                                  reservation: dict[str, Any]) -> dict[str, Any]:
+        """syncReservationScheduleFailed, written (and announced) once per unschedulable spell."""
+        scheduled = _condition(job, "ReservationScheduled") or {}
+        message = rsv.unschedulable_message(reservation)
+        if scheduled.get("status") == "True" or message is None or \
+                scheduled.get("reason") == "Unschedulable":
+            return job
+        return await self._set_condition(job, "ReservationScheduled", "False", "Unschedulable",
+                                         message, event=_Event(WARNING, "Unschedulable", message))
+
+    async def _reservation_scheduled(self, job: dict[str, Any], name: str,
+                                     node: str) -> dict[str, Any]:
+        """prepareJobWithReservationScheduleSuccess: refuses a Reservation on the pod's own
+        node, else records the node."""
+        pod = await self._get_pod(*_pod_ns_name(job))
+        if pod is not None and ((pod.get("spec") or {}).get("nodeName") or "") == node:
+            note = f'Scheduler assignes the Reservation "{name}" on the same node as the Pod'
+            await self._finish(job, FAILED, FORBIDDEN, note, event=_Event(WARNING, FORBIDDEN, note))
+            raise _Stop
+        job.setdefault("status", {})["nodeName"] = node
+        note = f'Assigned Reservation "{name}" to node "{node}"'
+        return await self._set_condition(job, "ReservationScheduled", "True", "", note,
+                                         event=_Event(NORMAL, "ReservationScheduled", note))
+
+    async def _bound(self, job: dict[str, Any], name: str, bound: dict[str, Any]) -> None:
+        """Steps l-o: record the bound pod, wait for it to be Ready, then succeed."""
+        key = f"{bound.get('namespace', '')}/{bound.get('name', '')}"
+        pod_ref = {k: bound[k] for k in ("kind", "namespace", "name", "uid") if bound.get(k)}
+        if not _is_true(job, "ReservationBound"):
+            job.setdefault("status", {})["podRef"] = pod_ref
+            note = f'Reservation bound by pod "{key}"'
+            _put_condition(job, "ReservationBound", "True", "", "", self.clock())
+            job = await self._write(job, status=True)
+            self._emit(job, _Event(NORMAL, "PodBoundReservation", note))
+        events: list[_Event] = []
+        if not _is_true(job, "BoundPodReady"):
+            pod = await self._get_pod(str(bound.get("namespace") or ""),
+                                      str(bound.get("name") or ""), uid=bound.get("uid"))
+            # A bound pod that is gone counts as ready, as Koordinator's waitForPodReady does:
+            # the migration itself is done, and nothing is left to wait for.
+            if pod is not None and not _pod_ready(pod):
+                if _reason_of(job, "BoundPodReady") != WAIT_FOR_READY:
+                    note = f"Waiting for Bound Pod {key} Ready"
+                    await self._set_condition(job, "BoundPodReady", "False", WAIT_FOR_READY, note,
+                                              event=_Event(NORMAL, WAIT_FOR_READY, note))
+                return
+            note = f'Bind pod "{key}" is ready'
+            _put_condition(job, "BoundPodReady", "True", "", note, self.clock())
+            events.append(_Event(NORMAL, "BoundPodReady", note))
+        message = f'Bind Pod "{key}" in Reservation "{name}"'
+        job.setdefault("status", {})["podRef"] = pod_ref
         _put_condition(job, "PodBoundReservation", "True", "", "", self.clock())
-        await self._finish(job, SUCCEEDED, "", f'Bind Pod "{new_key}" in Reservation "{name}"',
-                           complete=True)
+        events.append(_Event(NORMAL, "Complete", message))
+        await self._finish(job, SUCCEEDED, "", message, complete=True, event=events)
 
     async def _create_reservation(self, job: dict[str, Any]) -> None:
         meta = job.get("metadata") or {}
         namespace, name = _pod_ns_name(job)
         pod = await self._get_pod(namespace, name)
         if pod is None:
-            await self._finish(job, FAILED, "MissingPod",
-                               f'Abort job caused by missing Pod "{namespace}/{name}"')
+            await self._fail_missing_pod(job)
             return
         try:
             body = rsv.build(job, pod, int(self.clock().timestamp() * 1000))
@@ -338,14 +536,16 @@ class MigrationJobController:
         options["reservationRef"] = {"kind": "Reservation", "apiVersion": "v1alpha1",
                                      "name": r_name, "uid": r_meta.get("uid", "")}
         job = await self._write(job, status=False)
-        await self._set_condition(job, "ReservationCreated", "True", "",
-                                  f'Successfully create Reservation "{r_name}"')
+        note = f'Successfully create Reservation "{r_name}"'
+        await self._set_condition(job, "ReservationCreated", "True", "", note,
+                                  event=_Event(NORMAL, "ReservationCreated", note))
 
     async def _fail_creation(self, job: dict[str, Any], why: str) -> None:
         message = f"Failed to create Reservation caused by {why}"
         _put_condition(job, "ReservationCreated", "False", "FailedCreateReservation", message,
                        self.clock())
-        await self._finish(job, FAILED, "FailedCreateReservation", message)
+        await self._finish(job, FAILED, "FailedCreateReservation", message,
+                           event=_Event(WARNING, "FailedCreateReservation", message))
 
     async def _get_reservation(self, name: str) -> dict[str, Any] | None:
         code, found = await self._call("GET", f"{rsv.RESERVATION_PATH}/{name}", None,
@@ -369,59 +569,172 @@ class MigrationJobController:
         await self._call("DELETE", f"{rsv.RESERVATION_PATH}/{name}", body,
                          f"delete reservation {name}", allow=(404, 409))
 
-    async def _evict(self, job: dict[str, Any], raw_pod: dict[str, Any]) -> dict[str, Any]:
-        """Evicts the pod (known to exist, unchanged and not terminating). Returns the job as
-        written: Eviction=True when the pod is gone at once, else Eviction=False (Evicting, or
-        FailedEvict with the error)."""
-        pod: Pod = JSON_DECODERS["Pod"].decode(msgspec.json.encode(raw_pod))
-        key = f"{pod.namespace}/{pod.name}"
-        annotations = (job.get("metadata") or {}).get("annotations") or {}
-        reason = annotations.get(EVICT_REASON) or "PodMigrationJob"
-        trigger = annotations.get(EVICT_TRIGGER) or "MigrationController"
+    # -- eviction --------------------------------------------------------------------------------
+    def _policy(self, pod: Pod, job: dict[str, Any]) -> str:
+        labels = (job.get("metadata") or {}).get("labels") or {}
+        return eviction_policy_for(pod, self.args.eviction_policy or EVICTION, labels)
+
+    def _refusal(self, pod: Pod, job: dict[str, Any]) -> str | None:
+        """Why no eviction may be sent now (object limiters, then evictQPS), or None. A refused
+        pass writes nothing: the job is simply retried on the next pass."""
+        if self.gate is not None and EVICT_ANNOTATION not in _annotations(job):
+            limited = self.gate.limited(pod, job)
+            if limited is not None:
+                return limited
+        if not self.bucket.allow(self.clock().timestamp()):
+            return f"too many evictions: evictQPS {self.bucket.limit:g}, evictBurst " \
+                   f"{self.bucket.burst}"
+        return None
+
+    async def _evict(self, job: dict[str, Any], pod: Pod, raw: dict[str, Any]) -> dict[str, Any]:
+        """Evicts the pod (known to exist, unchanged and not terminating) by the job's policy.
+        Returns the job as written: Eviction=True when the pod is gone at once, else
+        Eviction=False (Evicting, or FailedEvict with the error)."""
+        name = (job.get("metadata") or {}).get("name")
+        refusal = self._refusal(pod, job)
+        if refusal is not None:
+            log.debug("podmigrationjob %s: not evicting %s yet: %s", name, pod.key, refusal)
+            raise _Stop
+        _, reason = trigger_and_reason(_annotations(job))
         node = pod.node_name
-        job = await self._set_condition(
-            job, COND_EVICTION, "False", EVICTING,
-            f'Pod "{key}" evicted from node "{node}" by the reason "{reason}"')
+        evicting = f'Pod "{pod.key}" evicted from node "{node}" by the reason "{reason}"'
+        job = await self._set_condition(job, COND_EVICTION, "False", EVICTING, evicting)
+        policy = self._policy(pod, job)
+        if policy == DELETE:
+            error = await self._delete_pod(job, pod)
+        elif policy == SOFT_EVICTION:
+            error = await self._soft_evict(job, raw)
+        else:
+            error = await self._eviction_api(job, pod, reason)
+        if error is not None and not error.startswith(ALREADY_GONE):
+            note = f'Failed evict Pod "{pod.key}" caused by {error}'
+            return await self._set_condition(job, COND_EVICTION, "False", FAILED_EVICT, note,
+                                             event=_Event(WARNING, EVICTING, note))
+        if error is None:
+            self._evicted(job, pod, evicting, reason)
+            if policy == SOFT_EVICTION:
+                return job  # the pod stays until another agent acts on the annotation
+        if await self._get_pod(pod.namespace, pod.name, uid=pod.metadata.uid):
+            return job  # still there (terminating): the next pass completes the job
+        return await self._evict_complete(job, pod.key)
+
+    def _evicted(self, job: dict[str, Any], pod: Pod, evicting: str, reason: str) -> None:
+        """After a successful eviction call: count, feed the limiters, announce."""
+        self.evictions += 1
+        if self.gate is not None:
+            self.gate.evicted(pod, job)
+        self._emit(job, _Event(NORMAL, EVICTING, evicting))
+        if self.events is not None:
+            ref = PodRef(str(pod.namespace), str(pod.name), str(pod.metadata.uid),
+                         str(pod.node_name))
+            self.events.emit(ref, NORMAL, "Descheduled",
+                             f'Pod evicted from node "{pod.node_name}" by the reason "{reason}"',
+                             action=MIGRATING_ACTION)
+
+    async def _eviction_api(self, job: dict[str, Any], pod: Pod, reason: str) -> str | None:
+        """The Eviction policy: None when evicted, else the error (or "already gone ...")."""
+        trigger = _annotations(job).get(EVICT_TRIGGER) or "MigrationController"
         executor = EvictionApiExecutor(
             self.client, asyncio.get_running_loop(), ClusterSnapshot(),
             grace_period_seconds=self._grace_period(job), attempts=self.eviction_attempts,
             backoff=self.backoff)
         result = await executor.evict_async(pod, "MigrationController", trigger, reason)
-        if result.ok or result.message.startswith(ALREADY_GONE):
-            if result.ok:
-                self.evictions += 1
-            if await self._get_pod(str(pod.namespace), str(pod.name), uid=pod.metadata.uid):
-                return job  # still there (terminating): the next pass completes the job
-            return await self._set_condition(job, COND_EVICTION, "True", EVICT_COMPLETE,
-                                             f'Pod "{key}" has been evicted')
-        return await self._set_condition(
-            job, COND_EVICTION, "False", FAILED_EVICT,
-            f'Failed evict Pod "{key}" caused by {result.outcome}: {result.message}')
+        if result.ok:
+            return None
+        if result.message.startswith(ALREADY_GONE):
+            return result.message
+        return f"{result.outcome}: {result.message}"
+
+    async def _delete_pod(self, job: dict[str, Any], pod: Pod) -> str | None:
+        """The Delete policy: pods.delete with the job's deleteOptions and the pod's UID as a
+        precondition, so a pod recreated under the same name is never deleted."""
+        options = self._delete_options(job)
+        preconditions = {**(options.get("preconditions") or {}), "uid": str(pod.metadata.uid)}
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", **options,
+                "preconditions": preconditions}
+        what = f"delete pod {pod.key}"
+        try:
+            response = await self.client.request(
+                "DELETE", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}", what=what,
+                body=msgspec.json.encode(body))
+        except (Unreachable, ConnectionLost) as err:
+            return str(err)
+        code = response.status_code
+        if code < 300:
+            return None
+        if code in (404, 409):  # gone, or replaced (the UID precondition failed)
+            return f"{ALREADY_GONE}: {code}"
+        return _error_text(code, response.content)
+
+    async def _soft_evict(self, job: dict[str, Any], raw: dict[str, Any]) -> str | None:
+        """The SoftEviction policy: the scheduling.koordinator.sh/soft-eviction annotation on
+        the pod, by a JSON merge patch; nothing is deleted. The patch carries the pod's UID:
+        the API server refuses it (409) for a pod replaced under the same name."""
+        options = self._delete_options(job)
+        try:
+            typed = msgspec.convert(options, DeleteOptions) if options else None
+        except msgspec.ValidationError:
+            typed = None
+        meta = raw.get("metadata") or {}
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        patch = {"metadata": {"uid": meta.get("uid", ""), "annotations": soft_eviction_patch(
+            _annotations(job), self.clock(), typed)}}
+        what = f"annotate pod {namespace}/{name} for soft eviction"
+        try:
+            response = await self.client.request(
+                "PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}", what=what,
+                body=msgspec.json.encode(patch), content_type=MERGE_PATCH)
+        except (Unreachable, ConnectionLost) as err:
+            return str(err)
+        code = response.status_code
+        if code < 300:
+            return None
+        if code in (404, 409):  # gone, or replaced (the UID no longer matches)
+            return f"{ALREADY_GONE}: {code}"
+        return _error_text(code, response.content)
+
+    def _delete_options(self, job: dict[str, Any]) -> dict[str, Any]:
+        """spec.deleteOptions, or args.defaultDeleteOptions."""
+        options = (job.get("spec") or {}).get("deleteOptions")
+        if isinstance(options, dict):
+            return options
+        default = self.args.default_delete_options
+        return msgspec.to_builtins(default) if default is not None else {}
 
     def _grace_period(self, job: dict[str, Any]) -> int | None:
-        options = (job.get("spec") or {}).get("deleteOptions")
-        if not isinstance(options, dict):
-            default = self.args.default_delete_options
-            options = msgspec.to_builtins(default) if default is not None else {}
-        value = (options or {}).get("gracePeriodSeconds")
+        value = self._delete_options(job).get("gracePeriodSeconds")
         return int(value) if isinstance(value, int) else None
 
     # -- status ----------------------------------------------------------------------------------
     async def _set_condition(self, job: dict[str, Any], kind: str, value: str, reason: str,
-                             message: str) -> dict[str, Any]:
+                             message: str, *, event: _Event | None = None) -> dict[str, Any]:
         """updateCondition, written: the condition, and status.status/reason/message."""
         _put_condition(job, kind, value, reason, message, self.clock())
-        return await self._write(job, status=True)
+        written = await self._write(job, status=True)
+        if event is not None:
+            self._emit(written, event)
+        return written
 
     async def _finish(self, job: dict[str, Any], phase: str, reason: str, message: str, *,
-                      complete: bool = False) -> None:
+                      complete: bool = False,
+                      event: _Event | list[_Event] | None = None) -> None:
         status = job.setdefault("status", {})
         status["phase"] = phase
         status["reason"] = reason
         status["message"] = message
         if complete:
             status["status"] = "Complete"
-        await self._write(job, status=True)
+        written = await self._write(job, status=True)
+        for each in [event] if isinstance(event, _Event) else event or []:
+            self._emit(written, each)
+
+    def _emit(self, job: dict[str, Any], event: _Event) -> None:
+        if self.events is None:
+            return
+        meta = job.get("metadata") or {}
+        ref = ObjectRef(GROUP_VERSION, PMJ_KIND, "", str(meta.get("name") or ""),
+                        str(meta.get("uid") or ""))
+        self.events.emit(ref, event.type, event.reason, event.note)
 
     async def _write(self, job: dict[str, Any], *, status: bool) -> dict[str, Any]:
         """PUT the job (or its status) with its resourceVersion; a conflict ends the pass."""
@@ -429,10 +742,12 @@ class MigrationJobController:
         path = f"{PMJ_PATH}/{name}" + ("/status" if status else "")
         what = f"update podmigrationjob {name}" + (" status" if status else "")
         job.setdefault("apiVersion", GROUP_VERSION)
-        job.setdefault("kind", "PodMigrationJob")
+        job.setdefault("kind", PMJ_KIND)
         code, written = await self._call("PUT", path, job, what, allow=(404, 409))
         if code in (404, 409) or written is None:
             raise _Stop
+        if name in self._seen:  # a reconcile pass is tracking this job
+            self._seen[str(name)] = written
         return written
 
     # -- requests --------------------------------------------------------------------------------
@@ -462,3 +777,8 @@ class MigrationJobController:
         if not isinstance(decoded, dict):
             raise ApiError(code, "InvalidResponse", "not a JSON object", what)
         return code, decoded
+
+
+def _decode_pod(raw: dict[str, Any]) -> Pod:
+    pod: Pod = JSON_DECODERS["Pod"].decode(msgspec.json.encode(raw))
+    return pod

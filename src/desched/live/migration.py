@@ -1,0 +1,348 @@
+"""MigrationController in `desched run` (reference/koordinator.md §6.2, §6.6, §6.10): a profile
+whose evict plugin is MigrationController does not evict; it creates a PodMigrationJob, and a
+controller carries the job out.
+
+- `MigrationJobExecutor` is the cycle's executor for such profiles: where the Eviction API
+  executor would evict, it POSTs a PodMigrationJob (Koordinator's createPodMigrationJob). Other
+  profiles go to the executor it wraps. Everything before it (plugins, filters, arbitration
+  checks, limits) is the same code simulate runs.
+- `MigrationService` runs beside the cycles, one per such profile, on the event loop: every
+  arbitration interval it arbitrates the waiting jobs over a snapshot of the informer caches and
+  writes the verdicts, and it reconciles the jobs in flight (each when the informer shows it
+  changed, or every few seconds, as Koordinator requeues).
+
+Jobs are partitioned by the `koordinator.sh/job-created-by` annotation: a profile's service
+handles the jobs its cycles created (`desched/<profile>`, stable across restarts, so a restarted
+desched resumes them) and, for the first such profile only, jobs created by hand.
+
+Object limiters take their token once per migration: when the cycle creates a job (the plugin
+checks and feeds them, as in simulation), or, for a job someone else created, when the
+controller evicts its pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from desched.errors import InputError
+from desched.framework.evictor import ExecutionResult, Executor
+from desched.live import logging as desched_logging
+from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
+from desched.live.events import EventRecorder
+from desched.live.informer import Informer, build_snapshot
+from desched.migration.arbitration import (
+    ACTIVE_PHASES,
+    PASSED_ARBITRATION_ANNOTATION,
+    Arbitrator,
+    MigrationLedger,
+)
+from desched.migration.controller import (
+    EVICT_REASON,
+    EVICT_TRIGGER,
+    GROUP_VERSION,
+    JOB_CREATED_BY,
+    PMJ_PATH,
+    MigrationJobController,
+)
+from desched.migration.limiter import ObjectLimiters
+from desched.migration.limits import WorkloadResolver
+from desched.migration.objectlimits import PodObjectLimits
+from desched.model.objects import PodMigrationJob
+from desched.model.pod import Pod
+from desched.plugins.migrationcontroller_args import (
+    MigrationControllerArgs,
+    limiter_configs,
+    settings,
+)
+from desched.policy.model import Policy
+from desched.snapshot.cluster import ClusterSnapshot
+from desched.util.duration import format_duration, parse_duration
+
+log = desched_logging.get_logger("desched.migration")
+
+PLUGIN = "MigrationController"
+REQUEUE_SECONDS = 3.0  # Koordinator's requeue while a job waits
+DEFAULT_INTERVAL = 0.5  # arbitrationArgs.interval
+NO_TTL_WAIT = 30 * 60.0  # --once waits this long for a job without TTL (the scavenger's age)
+
+_encoder = msgspec.json.Encoder()
+
+
+def migration_profiles(policy: Policy) -> dict[str, MigrationControllerArgs]:
+    """The profiles whose evict plugin is MigrationController, with its (defaulted) args."""
+    found: dict[str, MigrationControllerArgs] = {}
+    for profile in policy.profiles:
+        evict = profile.enabled.get("evict", [])
+        if evict and evict[0] == PLUGIN:
+            found[profile.name] = profile.args[PLUGIN]
+    return found
+
+
+def creator_identity(profile: str) -> str:
+    """The job-created-by value of a profile's jobs: stable, so a restart resumes them."""
+    return f"desched/{profile}"
+
+
+def job_body(pod: Pod, args: MigrationControllerArgs, creator: str, trigger: str,
+             reason: str) -> dict[str, Any]:
+    """A PodMigrationJob as Koordinator's Evict creates it (§6.2)."""
+    spec: dict[str, Any] = {
+        "podRef": {"kind": "Pod", "namespace": str(pod.namespace), "name": str(pod.name),
+                   "uid": str(pod.metadata.uid)},
+        "mode": args.default_job_mode,
+    }
+    if args.default_job_ttl:
+        # metav1.Duration's JSON form: Go's time.Duration.String() ("5m0s").
+        spec["ttl"] = format_duration(parse_duration(args.default_job_ttl))
+    if args.default_delete_options is not None:
+        spec["deleteOptions"] = msgspec.to_builtins(args.default_delete_options)
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": "PodMigrationJob",
+        "metadata": {"name": str(uuid.uuid4()),
+                     "annotations": {EVICT_REASON: reason, EVICT_TRIGGER: trigger,
+                                     JOB_CREATED_BY: creator}},
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    }
+
+
+@dataclass(frozen=True)
+class JobTemplate:
+    args: MigrationControllerArgs
+    creator: str
+
+
+class MigrationJobExecutor:
+    """The executor of a live cycle: PodMigrationJobs for MigrationController profiles, the
+    wrapped executor for the others. Called from the cycle's worker thread."""
+
+    def __init__(self, inner: Executor, client: ApiClient, loop: asyncio.AbstractEventLoop,
+                 snapshot: ClusterSnapshot, templates: Mapping[str, JobTemplate], *,
+                 attempts: int = 3, timeout: float = 10.0) -> None:
+        self.inner = inner
+        self.client = client
+        self.loop = loop
+        self.snapshot = snapshot
+        self.templates = templates
+        self.attempts = max(1, attempts)
+        self.timeout = timeout
+        self.created: list[tuple[str, str]] = []  # (job name, profile), in order
+
+    def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult:
+        template = self.templates.get(profile)
+        if template is None:
+            return self.inner.evict(pod, profile, plugin, reason)
+        body = job_body(pod, template.args, template.creator, plugin, reason)
+        future = asyncio.run_coroutine_threadsafe(self.create(body), self.loop)
+        result = future.result()
+        if result.ok:
+            self.created.append((str(body["metadata"]["name"]), profile))
+            # Migrating: later plugins of this cycle must not pick the pod again.
+            self.snapshot.remove_pod(pod)
+        return result
+
+    async def create(self, body: dict[str, Any]) -> ExecutionResult:
+        """POST the job. The name is fixed before the first attempt, so a retry after a lost
+        answer finds its own job (409) instead of creating a second one."""
+        name = body["metadata"]["name"]
+        what = f"create podmigrationjob {name}"
+        content = _encoder.encode(body)
+        error = ""
+        for attempt in range(self.attempts):
+            if attempt:
+                await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 5.0))
+            try:
+                response = await self.client.request("POST", PMJ_PATH, what=what, body=content,
+                                                     timeout=self.timeout)
+            except (Unreachable, ConnectionLost) as err:
+                error = str(err)
+                continue
+            except InputError as err:
+                return ExecutionResult(False, "failed", str(err))
+            code = response.status_code
+            if code < 300 or (code == 409 and attempt):
+                return ExecutionResult(True, "evicted", f"PodMigrationJob {name}")
+            refusal = str(self.client.status_error(response, what))
+            if code == 429 or code >= 500:  # throttled or a server fault: worth retrying
+                error = refusal
+                continue
+            return ExecutionResult(False, "failed", refusal)
+        return ExecutionResult(False, "failed",
+                               f"{error} (gave up after {self.attempts} attempts)")
+
+
+def _phase(job: PodMigrationJob) -> str:
+    return job.status.phase or "Pending"
+
+
+class MigrationService:
+    """Arbitrates and reconciles one profile's PodMigrationJobs; also the controller's gate
+    (the object limiters for jobs created outside the cycles)."""
+
+    def __init__(self, profile: str, args: MigrationControllerArgs, client: ApiClient,
+                 informers: Iterable[Informer], *, events: EventRecorder | None = None,
+                 adopt_unowned: bool = True, eviction_attempts: int = 3) -> None:
+        self.profile = profile
+        self.args = args
+        self.creator = creator_identity(profile)
+        self.adopt_unowned = adopt_unowned
+        self.settings = settings(args)
+        self.informers = list(informers)
+        jobs = [i for i in self.informers if i.resource.kind == "PodMigrationJob"]
+        if not jobs:
+            raise InputError("", f"profile {profile}: MigrationController needs the "
+                                 "PodMigrationJob informer")
+        self.jobs = jobs[0]
+        self.limiters = ObjectLimiters(limiter_configs(args))
+        self.object_limits = PodObjectLimits(self.limiters, args.max_migrating_per_workload)
+        interval = (args.arbitration_args.interval if args.arbitration_args else None) or ""
+        self.interval = parse_duration(interval) if interval else DEFAULT_INTERVAL
+        self.interval = max(self.interval, 0.05)
+        self.controller = MigrationJobController(
+            client, args, identity=self.creator, adopt_unowned=adopt_unowned, events=events,
+            gate=self, require_arbitration=self.settings.arbitration_enabled,
+            eviction_attempts=eviction_attempts)
+        self.snapshot: ClusterSnapshot | None = None
+        self._ledger: MigrationLedger | None = None
+        self._seen: dict[str, tuple[PodMigrationJob, float]] = {}  # job -> (as seen, last pass)
+        self._waiting: dict[str, str] = {}  # job -> why arbitration keeps it waiting
+        self._next_arbitration = 0.0
+        self.rounds = 0
+
+    # -- which jobs ------------------------------------------------------------------------
+    def handles(self, job: PodMigrationJob) -> bool:
+        creator = job.metadata.annotations.get(JOB_CREATED_BY)
+        return creator == self.creator if creator else self.adopt_unowned
+
+    def _own(self, job: Mapping[str, Any]) -> bool:
+        annotations = (job.get("metadata") or {}).get("annotations") or {}
+        return bool(annotations.get(JOB_CREATED_BY) == self.creator)
+
+    def _jobs(self) -> list[PodMigrationJob]:
+        return [job for job in self.jobs.store.values()
+                if isinstance(job, PodMigrationJob) and self.handles(job)
+                and job.status.phase in ACTIVE_PHASES and not job.spec.paused]
+
+    def active(self, names: Iterable[str]) -> set[str]:
+        """Those of `names` still in flight, as the informer last saw them."""
+        store = {job.metadata.name: job for job in self.jobs.store.values()
+                 if isinstance(job, PodMigrationJob)}
+        return {name for name in names
+                if (job := store.get(name)) is not None and job.status.phase in ACTIVE_PHASES}
+
+    # -- snapshots ---------------------------------------------------------------------------
+    def observe(self, snapshot: ClusterSnapshot) -> None:
+        """The latest snapshot (a cycle's, or one built here): workloads for the limiters."""
+        self.snapshot = snapshot
+        self._ledger = None
+
+    def ledger(self) -> MigrationLedger:
+        if self._ledger is None:
+            snapshot = self.snapshot if self.snapshot is not None else ClusterSnapshot()
+            self._ledger = MigrationLedger(snapshot, WorkloadResolver(snapshot))
+            self._ledger.new_cycle(datetime.now(UTC))
+        return self._ledger
+
+    # -- the controller's gate ---------------------------------------------------------------
+    def limited(self, pod: Pod, job: dict[str, Any]) -> str | None:
+        if self._own(job):
+            return None  # its token was taken when the cycle created it
+        return self.object_limits.exceeded(pod, self.ledger(), time.time())
+
+    def evicted(self, pod: Pod, job: dict[str, Any]) -> None:
+        if not self._own(job):
+            self.object_limits.track(pod, self.ledger(), time.time())
+
+    # -- the loop ----------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Rounds until cancelled; an API error is logged and the next round tries again."""
+        log.info("migration controller started", profile=self.profile,
+                 creator=self.creator, arbitration=self.settings.arbitration_enabled,
+                 interval=self.interval)
+        while True:
+            try:
+                await self.round()
+            except (ApiError, InputError, OSError) as err:
+                log.warning("migration controller round failed", profile=self.profile,
+                            error=str(err))
+            await asyncio.sleep(self.interval)
+
+    async def round(self) -> None:
+        """Arbitrate the waiting jobs (when due), then reconcile the jobs due for a pass."""
+        self.rounds += 1
+        jobs = self._jobs()
+        if self.settings.arbitration_enabled:
+            waiting = [job for job in jobs if _phase(job) == "Pending" and
+                       job.metadata.annotations.get(PASSED_ARBITRATION_ANNOTATION) != "true"]
+            if waiting and time.monotonic() >= self._next_arbitration:
+                await self.arbitrate({job.metadata.name for job in waiting})
+        now = time.monotonic()
+        for job in jobs:
+            name = job.metadata.name
+            if self.settings.arbitration_enabled and _phase(job) == "Pending" and \
+                    job.metadata.annotations.get(PASSED_ARBITRATION_ANNOTATION) != "true":
+                continue
+            seen = self._seen.get(name)
+            # The informer replaces a changed object, so an unchanged job is the same object.
+            if seen is not None and seen[0] is job and now - seen[1] < REQUEUE_SECONDS:
+                continue
+            self._seen[name] = (job, now)
+            await self.controller.reconcile(name)
+        live = {job.metadata.name for job in jobs}
+        for name in [n for n in self._seen if n not in live]:
+            del self._seen[name]
+
+    async def arbitrate(self, waiting: set[str]) -> None:
+        """doOnceArbitrate over a fresh snapshot of the caches; this profile's verdicts are
+        written. Building a snapshot of a large cluster takes a while, so the next
+        arbitration waits at least ten times as long as this build took."""
+        started = time.monotonic()
+        snapshot = await build_snapshot(self.informers)
+        built = time.monotonic() - started
+        self._next_arbitration = time.monotonic() + max(self.interval, 10 * built)
+        self.observe(snapshot)
+        ledger = self.ledger()
+        arbitrator = Arbitrator(self.settings, snapshot, ledger.resolver, ledger)
+        for verdict in arbitrator.arbitrate():
+            if verdict.job not in waiting:
+                continue
+            if verdict.outcome == "waiting":
+                if self._waiting.get(verdict.job) != verdict.reason:
+                    log.info("migration job waits for arbitration", job=verdict.job,
+                             profile=self.profile, reason=verdict.reason)
+                    self._waiting[verdict.job] = verdict.reason
+                continue
+            self._waiting.pop(verdict.job, None)
+            log.info("migration job arbitrated", job=verdict.job, profile=self.profile,
+                     outcome=verdict.outcome, reason=verdict.reason)
+            await self.controller.apply_verdict(verdict)
+
+    async def drain(self, names: Iterable[str], stop: asyncio.Event) -> set[str]:
+        """Run rounds until the named jobs are finished, their TTL (plus a minute) has passed,
+        or `stop` is set; the names still in flight."""
+        names = set(names)
+        ttl = parse_duration(self.args.default_job_ttl) if self.args.default_job_ttl else 0.0
+        deadline = time.monotonic() + (ttl + 60.0 if ttl > 0 else NO_TTL_WAIT)
+        while not stop.is_set():
+            left = self.active(names)
+            if not left or time.monotonic() >= deadline:
+                return left
+            try:
+                await self.round()
+            except (ApiError, InputError, OSError) as err:
+                log.warning("migration controller round failed", profile=self.profile,
+                            error=str(err))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.interval)
+        return self.active(names)
+
