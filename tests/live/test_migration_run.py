@@ -257,3 +257,45 @@ async def test_restarted_run_resumes_its_job_without_a_second_eviction(
     assert evictions.bodies == []
     assert jobs.objects["resumed"]["status"]["message"] == \
         'Pod "default/young-3" has been evicted'
+
+
+async def test_scavenger_deletes_old_jobs(tmp_path: Path, emulator: Emulator,
+                                          api: FakeApiServer, policy: str) -> None:
+    workload_cluster(api)
+    jobs = Jobs(api)
+    deleted: list[str] = []
+    target = kmock.resource("scheduling.koordinator.sh", "v1alpha1", "podmigrationjobs")
+
+    async def delete(request: kmock.Request) -> kmock.Response:
+        name = request.name or ""
+        body = json.loads(request.body) if request.body else {}
+        if (body.get("preconditions") or {}).get("uid") not in (None, f"uid-{name}"):
+            return kmock.Response(status=409, payload=status(409, "uid", "Conflict"))
+        deleted.append(name)
+        await api.delete("PodMigrationJob", name)
+        return kmock.Response(status=200, payload={"kind": "Status", "status": "Success"})
+
+    api.server[kmock.method.DELETE, target] << delete
+    old = hand_made("old", "young-1")
+    old["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    old["status"] = {"phase": "Succeeded"}
+    kept = hand_made("kept", "young-2")  # created now, TTL 5m: not due
+    kept["status"] = {"phase": "Failed"}
+    others = hand_made("others", "young-3", **{"koordinator.sh/job-created-by": "someone"})
+    others["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    others["status"] = {"phase": "Failed"}
+    for job in (old, kept, others):
+        api.add_now("PodMigrationJob", job)
+        # kmock's emulator answers a DELETE only for objects it knows.
+        api.server.objects[target, None, job["metadata"]["name"]] = job
+    text = POLICY.replace("maxPodLifeTimeSeconds: 3600", "maxPodLifeTimeSeconds: 86400")
+    (tmp_path / "quiet.yaml").write_text(text)
+    runner = runner_for(config(tmp_path, emulator, interval="1h",
+                               policy_path=str(tmp_path / "quiet.yaml"), kinds=KINDS))
+    async with background(runner) as task:
+        await until(lambda: "old" not in jobs.objects)
+        await asyncio.sleep(0.1)
+        runner.request_stop("test")
+        assert await asyncio.wait_for(task, 10) == 0
+    assert deleted == ["old"]
+    assert sorted(jobs.objects) == ["kept", "others"]

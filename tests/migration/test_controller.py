@@ -1200,3 +1200,60 @@ async def test_adopt_unowned_false_skips_hand_made_jobs(
     assert c.job("by-hand").get("status") is None
     assert c.job("mine")["status"]["phase"] == "Succeeded"
     assert [e["metadata"]["name"] for e in c.evictions] == ["web-2"]
+
+
+# -- a Pending pod's own Reservation (step i) ------------------------------------------------------
+
+async def test_pending_pod_waits_for_its_reservation_and_is_never_evicted(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    pending = c.add_pod("web-1", node="")
+    pending["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "message": "0/3 nodes are available: 3 Insufficient cpu."}]}
+    c.add_job("j", mode="ReservationFirst", ttl="5m")
+    clock = Clock(T0 + timedelta(seconds=1))
+    recorder = _recorder(client)
+    ctl = _controller(client, clock, events=recorder)
+    await ctl.reconcile("j")
+    reservation = c.reservations["uid-j"]
+    assert reservation["spec"]["owners"] == [{"object": {
+        "uid": "uid-web-1", "kind": "Pod", "name": "web-1", "namespace": "default"}}]
+    c.schedule("uid-j", "n2")
+    assert await ctl.reconcile("j")
+    job = c.job("j")
+    scheduled = _cond(job, "PodScheduled")
+    assert scheduled is not None
+    assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == \
+        ("False", "Unschedulable", "0/3 nodes are available: 3 Insufficient cpu.")
+    writes = len(c.writes)
+    await ctl.reconcile("j")
+    assert len(c.writes) == writes  # waiting again writes nothing
+    pending["spec"]["nodeName"] = "n2"
+    pending["status"] = {"phase": "Running",
+                         "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    assert not await ctl.reconcile("j")
+    status = c.job("j")["status"]
+    assert (status["phase"], status["status"]) == ("Succeeded", "Complete")
+    assert status["message"] == 'Assign Pod "default/web-1" to node "n2"'
+    assert not c.evictions and not c.pod_deletes
+    await recorder.flush()
+    assert [(t, r) for t, r, _ in c.pmj_events()][-1] == ("Normal", "Complete")
+
+
+async def test_pending_pod_whose_reservation_went_to_another_pod_fails(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    pending = c.add_pod("web-1", node="")
+    pending["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    c.add_job("j", mode="ReservationFirst", ttl="5m")
+    ctl = _controller(client, Clock(T0 + timedelta(seconds=1)))
+    await ctl.reconcile("j")
+    c.schedule("uid-j", "n2")
+    c.reservations["uid-j"]["status"]["phase"] = "Succeeded"
+    await ctl.reconcile("j")
+    status = c.job("j")["status"]
+    assert (status["phase"], status["reason"], status["message"]) == \
+        ("Failed", "ForbiddenMigratePod", "Reservation is already bound by another Pod")
+    assert not c.evictions

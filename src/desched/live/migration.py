@@ -44,6 +44,7 @@ from desched.migration.arbitration import (
     PASSED_ARBITRATION_ANNOTATION,
     Arbitrator,
     MigrationLedger,
+    scavenge_deadline,
 )
 from desched.migration.controller import (
     EVICT_REASON,
@@ -73,6 +74,7 @@ PLUGIN = "MigrationController"
 REQUEUE_SECONDS = 3.0  # Koordinator's requeue while a job waits
 DEFAULT_INTERVAL = 0.5  # arbitrationArgs.interval
 NO_TTL_WAIT = 30 * 60.0  # --once waits this long for a job without TTL (the scavenger's age)
+SCAVENGE_EVERY = 60.0  # Koordinator's scavenger period
 
 _encoder = msgspec.json.Encoder()
 
@@ -217,6 +219,7 @@ class MigrationService:
         self._seen: dict[str, tuple[PodMigrationJob, float]] = {}  # job -> (as seen, last pass)
         self._waiting: dict[str, str] = {}  # job -> why arbitration keeps it waiting
         self._next_arbitration = 0.0
+        self._next_scavenge = 0.0
         self.rounds = 0
 
     # -- which jobs ------------------------------------------------------------------------
@@ -301,6 +304,27 @@ class MigrationService:
         live = {job.metadata.name for job in jobs}
         for name in [n for n in self._seen if n not in live]:
             del self._seen[name]
+        if time.monotonic() >= self._next_scavenge:
+            self._next_scavenge = time.monotonic() + SCAVENGE_EVERY
+            await self.scavenge(datetime.now(UTC))
+
+    async def scavenge(self, now: datetime) -> list[str]:
+        """Koordinator's scavenger: delete this service's jobs, in any phase, TTL + 5 minutes
+        after their creation (30 minutes without a TTL), their Reservations first. The
+        names deleted."""
+        deleted = []
+        for job in list(self.jobs.store.values()):
+            if not isinstance(job, PodMigrationJob) or not self.handles(job):
+                continue
+            deadline = scavenge_deadline(job)
+            if deadline is None or deadline > now:
+                continue
+            name = job.metadata.name
+            if await self.controller.scavenge(name):
+                deleted.append(name)
+                log.info("migration job scavenged", job=name, profile=self.profile,
+                         phase=_phase(job))
+        return deleted
 
     async def arbitrate(self, waiting: set[str]) -> None:
         """doOnceArbitrate over a fresh snapshot of the caches; this profile's verdicts are

@@ -107,6 +107,14 @@ class Migration:
 
 # The scavenger deletes a job without TTL this long after its creation (TTL + 5m with one).
 SCAVENGE_AFTER = 30 * 60.0
+SCAVENGE_GRACE = 5 * 60.0
+
+
+def _ttl(job: PodMigrationJob) -> float:
+    try:
+        return parse_duration(job.spec.ttl) if job.spec.ttl else 0.0
+    except DurationError:
+        return 0.0
 
 
 def job_deadline(job: PodMigrationJob) -> datetime | None:
@@ -115,11 +123,18 @@ def job_deadline(job: PodMigrationJob) -> datetime | None:
     created = job.metadata.creation_timestamp
     if created is None:
         return None
-    try:
-        ttl = parse_duration(job.spec.ttl) if job.spec.ttl else 0.0
-    except DurationError:
-        ttl = 0.0
+    ttl = _ttl(job)
     return created + timedelta(seconds=ttl if ttl > 0 else SCAVENGE_AFTER)
+
+
+def scavenge_deadline(job: PodMigrationJob) -> datetime | None:
+    """When the scavenger deletes the job, whatever its phase: TTL + 5 minutes after its
+    creation, or 30 minutes without a TTL."""
+    created = job.metadata.creation_timestamp
+    if created is None:
+        return None
+    ttl = _ttl(job)
+    return created + timedelta(seconds=ttl + SCAVENGE_GRACE if ttl > 0 else SCAVENGE_AFTER)
 
 
 def _job_migration(job: PodMigrationJob, snapshot: ClusterSnapshot,

@@ -166,10 +166,15 @@ def _pod_key(job: dict[str, Any]) -> str:
     return "/".join(_pod_ns_name(job))
 
 
+def _pod_condition(pod: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == kind:
+            return cond
+    return None
+
+
 def _pod_ready(pod: dict[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
-               for c in conditions)
+    return (_pod_condition(pod, "Ready") or {}).get("status") == "True"
 
 
 def _put_condition(job: dict[str, Any], kind: str, value: str, reason: str, message: str,
@@ -438,6 +443,9 @@ class MigrationJobController:
             return
         if not _is_true(job, "ReservationScheduled"):
             job = await self._reservation_scheduled(job, name, rsv.node_name(reservation))
+        if rsv.owned_by_pod_object(reservation):
+            await self._wait_pending_pod_scheduled(job, reservation)
+            return
         evicted = await self._evict_pod(job, reservation)
         if evicted is None:
             return
@@ -449,6 +457,37 @@ class MigrationJobController:
                                           note, event=_Event(NORMAL, WAIT_FOR_BIND, note))
             return
         await self._bound(evicted, name, bound)
+
+    async def _wait_pending_pod_scheduled(self, job: dict[str, Any],
+                                          reservation: dict[str, Any]) -> None:
+        """Step i: the job's pod was Pending (unschedulable), so its Reservation names the pod
+        itself as owner and nothing is evicted: the job waits until the scheduler places the
+        pod (in the reserved room), then succeeds."""
+        namespace, name = _pod_ns_name(job)
+        key = f"{namespace}/{name}"
+        pod = await self._get_pod(namespace, name)
+        if pod is None:
+            note = f'Abort job caused by missing Pod "{key}"'
+            await self._finish(job, FAILED, "MissingPod", note,
+                               event=_Event(WARNING, "MissingPod", note))
+            return
+        scheduled = _pod_condition(pod, "PodScheduled")
+        if (scheduled or {}).get("status") != "True":
+            if rsv.is_succeeded(reservation):
+                note = "Reservation is already bound by another Pod"
+                await self._finish(job, FAILED, FORBIDDEN, note,
+                                   event=_Event(WARNING, FORBIDDEN, note))
+                return
+            message = str((scheduled or {}).get("message") or "")
+            current = _condition(job, "PodScheduled") or {}
+            if current.get("reason") != "Unschedulable" or current.get("message") != message:
+                await self._set_condition(job, "PodScheduled", "False", "Unschedulable", message)
+            return
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        message = f'Assign Pod "{key}" to node "{node}"'
+        _put_condition(job, "PodScheduled", "True", "", "", self.clock())
+        await self._finish(job, SUCCEEDED, "", message, complete=True,
+                           event=_Event(NORMAL, "Complete", message))
 
     async def _sync_unschedulable(self, job: dict[str, Any],
                                   reservation: dict[str, Any]) -> dict[str, Any]:
@@ -551,6 +590,21 @@ class MigrationJobController:
         code, found = await self._call("GET", f"{rsv.RESERVATION_PATH}/{name}", None,
                                        f"get reservation {name}", allow=(404,))
         return None if code == 404 else found
+
+    async def scavenge(self, name: str) -> bool:
+        """The scavenger's delete: the job's own Reservation, then the job (with a UID
+        precondition, so a job recreated under the name is kept). Whether the job went."""
+        code, job = await self._call("GET", f"{PMJ_PATH}/{name}", None,
+                                     f"get podmigrationjob {name}", allow=(404,))
+        if code == 404 or job is None:
+            return True
+        await self._delete_own_reservation(job)
+        uid = (job.get("metadata") or {}).get("uid")
+        body = {"kind": "DeleteOptions", "apiVersion": "v1",
+                "preconditions": {"uid": uid}} if uid else None
+        code, _ = await self._call("DELETE", f"{PMJ_PATH}/{name}", body,
+                                   f"delete podmigrationjob {name}", allow=(404, 409))
+        return code != 409
 
     async def _delete_own_reservation(self, job: dict[str, Any]) -> None:
         """Deletes the job's Reservation if this controller created it (never another's)."""

@@ -69,6 +69,13 @@ def bound_pod(reservation: dict[str, Any]) -> dict[str, Any] | None:
     return first if isinstance(first, dict) else None
 
 
+def owned_by_pod_object(reservation: dict[str, Any]) -> bool:
+    """The Reservation's owner is one bare object (a Pending pod's own Reservation), not a
+    controller: nothing is evicted, the pod itself takes the reserved room."""
+    owners = (reservation.get("spec") or {}).get("owners") or []
+    return any(isinstance(o, dict) and isinstance(o.get("object"), dict) for o in owners)
+
+
 def owned_by(reservation: dict[str, Any], job_uid: str) -> bool:
     refs = (reservation.get("metadata") or {}).get("ownerReferences") or []
     return bool(job_uid) and any(isinstance(r, dict) and r.get("uid") == job_uid for r in refs)
