@@ -54,6 +54,7 @@ class Jobs:
     def __init__(self, api: FakeApiServer) -> None:
         self.api = api
         self.created: list[dict[str, Any]] = []
+        self.broken: set[str] = set()  # GETs of these jobs answer 500
         target = kmock.resource("scheduling.koordinator.sh", "v1alpha1", "podmigrationjobs")
         api.server[kmock.method.POST, target] << self.create
         api.server[kmock.method.PUT, target] << self.put
@@ -76,6 +77,8 @@ class Jobs:
         return kmock.Response(status=201, payload=self.objects[name])
 
     async def get(self, request: kmock.Request) -> kmock.Response:
+        if request.name in self.broken:
+            return kmock.Response(status=500, payload=status(500, "etcd hiccup", "InternalError"))
         obj = self.objects.get(request.name or "")
         if obj is None:
             return kmock.Response(status=404, payload=status(404, "not found", "NotFound"))
@@ -299,3 +302,27 @@ async def test_scavenger_deletes_old_jobs(tmp_path: Path, emulator: Emulator,
         assert await asyncio.wait_for(task, 10) == 0
     assert deleted == ["old"]
     assert sorted(jobs.objects) == ["kept", "others"]
+
+
+async def test_a_failing_job_does_not_hold_up_the_others(tmp_path: Path, emulator: Emulator,
+                                                         api: FakeApiServer) -> None:
+    evictions = workload_cluster(api)
+    jobs = Jobs(api)
+    jobs.broken.add("broken")
+    text = POLICY.replace("maxPodLifeTimeSeconds: 3600", "maxPodLifeTimeSeconds: 86400").replace(
+        "defaultJobMode: EvictDirectly", "defaultJobMode: EvictDirectly\n      "
+        "maxConcurrentReconciles: 2")
+    (tmp_path / "quiet.yaml").write_text(text)
+    evict = {"descheduler.alpha.kubernetes.io/evict": "true"}
+    for name, pod_name in (("broken", "young-1"), ("fine", "young-2")):
+        job = hand_made(name, pod_name, **evict)
+        job["spec"]["mode"] = "EvictDirectly"
+        api.add_now("PodMigrationJob", job)
+    runner = runner_for(config(tmp_path, emulator, interval="1h",
+                               policy_path=str(tmp_path / "quiet.yaml"), kinds=KINDS))
+    async with background(runner) as task:
+        await until(lambda: jobs.phases().get("fine") == "Succeeded")
+        runner.request_stop("test")
+        assert await asyncio.wait_for(task, 10) == 0
+    assert evictions.evicted() == ["default/young-2"]
+    assert runner.migrations["koord"].controller.args.max_concurrent_reconciles == 2

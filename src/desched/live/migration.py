@@ -220,6 +220,7 @@ class MigrationService:
         self._waiting: dict[str, str] = {}  # job -> why arbitration keeps it waiting
         self._next_arbitration = 0.0
         self._next_scavenge = 0.0
+        self._workers = asyncio.Semaphore(max(1, args.max_concurrent_reconciles or 1))
         self.rounds = 0
 
     # -- which jobs ------------------------------------------------------------------------
@@ -290,6 +291,7 @@ class MigrationService:
             if waiting and time.monotonic() >= self._next_arbitration:
                 await self.arbitrate({job.metadata.name for job in waiting})
         now = time.monotonic()
+        due: list[str] = []
         for job in jobs:
             name = job.metadata.name
             if self.settings.arbitration_enabled and _phase(job) == "Pending" and \
@@ -300,13 +302,25 @@ class MigrationService:
             if seen is not None and seen[0] is job and now - seen[1] < REQUEUE_SECONDS:
                 continue
             self._seen[name] = (job, now)
-            await self.controller.reconcile(name)
+            due.append(name)
+        if due:
+            await asyncio.gather(*(self._reconcile(name) for name in due))
         live = {job.metadata.name for job in jobs}
         for name in [n for n in self._seen if n not in live]:
             del self._seen[name]
         if time.monotonic() >= self._next_scavenge:
             self._next_scavenge = time.monotonic() + SCAVENGE_EVERY
             await self.scavenge(datetime.now(UTC))
+
+    async def _reconcile(self, name: str) -> None:
+        """One pass over one job, at most maxConcurrentReconciles at a time; an error is the
+        job's alone (logged, retried on a later round)."""
+        async with self._workers:
+            try:
+                await self.controller.reconcile(name)
+            except (ApiError, InputError, OSError) as err:
+                log.warning("migration job reconcile failed", job=name, profile=self.profile,
+                            error=str(err))
 
     async def scavenge(self, now: datetime) -> list[str]:
         """Koordinator's scavenger: delete this service's jobs, in any phase, TTL + 5 minutes
@@ -349,7 +363,11 @@ class MigrationService:
             self._waiting.pop(verdict.job, None)
             log.info("migration job arbitrated", job=verdict.job, profile=self.profile,
                      outcome=verdict.outcome, reason=verdict.reason)
-            await self.controller.apply_verdict(verdict)
+            try:
+                await self.controller.apply_verdict(verdict)
+            except (ApiError, InputError, OSError) as err:  # this job's alone: next round
+                log.warning("cannot record the arbitration verdict", job=verdict.job,
+                            profile=self.profile, error=str(err))
 
     async def drain(self, names: Iterable[str], stop: asyncio.Event) -> set[str]:
         """Run rounds until the named jobs are finished, their TTL (plus a minute) has passed,
