@@ -173,6 +173,9 @@ async def test_once_creates_a_job_and_carries_it_out(tmp_path: Path, emulator: E
     posted = await events(emulator)
     assert any(e["regarding"]["name"] == migrated and e["reason"] == "Descheduled"
                and e["action"] == "Migrating" for e in posted)
+    scraped = runner.metrics.render().decode()
+    assert 'desched_migration_jobs{phase="Succeeded",profile="koord"} 1.0' in scraped
+    assert 'desched_migration_evictions_total{profile="koord"} 1.0' in scraped
 
 
 async def test_dry_run_creates_no_job(tmp_path: Path, emulator: Emulator,

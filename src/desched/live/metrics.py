@@ -9,7 +9,7 @@ Each Metrics instance has its own registry (several runs in one test process mus
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING
 
@@ -65,6 +65,33 @@ class InformerCollector(Collector):
         return []
 
 
+# (profile, jobs by phase, evictions carried out) for each migration service.
+MigrationFigures = tuple[str, Mapping[str, int], int]
+
+
+class MigrationCollector(Collector):
+    """PodMigrationJob figures read at scrape time from the migration services."""
+
+    def __init__(self, source: Callable[[], Iterable[MigrationFigures]]) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[Metric]:
+        jobs = GaugeMetricFamily("desched_migration_jobs",
+                                 "PodMigrationJobs a migration service handles, by phase (from "
+                                 "the informer cache).", labels=["profile", "phase"])
+        evictions = CounterMetricFamily("desched_migration_evictions",
+                                        "Pods the migration controller evicted (any eviction "
+                                        "policy).", labels=["profile"])
+        for profile, phases, evicted in self.source():
+            for phase, count in sorted(phases.items()):
+                jobs.add_metric([profile, phase], count)
+            evictions.add_metric([profile], evicted)
+        yield from (jobs, evictions)
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
@@ -107,9 +134,14 @@ class Metrics:
             "(0 without leader election, or standing by).", registry=r)
         self._informers: Sequence[Informer] = ()
         r.register(InformerCollector(lambda: self._informers))
+        self._migrations: Callable[[], Iterable[MigrationFigures]] = tuple
+        r.register(MigrationCollector(lambda: self._migrations()))
 
     def watch_informers(self, informers: Sequence[Informer]) -> None:
         self._informers = informers
+
+    def watch_migrations(self, source: Callable[[], Iterable[MigrationFigures]]) -> None:
+        self._migrations = source
 
     def evicted(self, result: str, strategy: str, profile: str, namespace: str,
                 node: str) -> None:

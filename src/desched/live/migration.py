@@ -244,6 +244,14 @@ class MigrationService:
         return {name for name in names
                 if (job := store.get(name)) is not None and job.status.phase in ACTIVE_PHASES}
 
+    def phase_counts(self) -> dict[str, int]:
+        """This service's jobs in the informer cache, by phase ("" reads as Pending)."""
+        counts: dict[str, int] = {}
+        for job in self.jobs.store.values():
+            if isinstance(job, PodMigrationJob) and self.handles(job):
+                counts[_phase(job)] = counts.get(_phase(job), 0) + 1
+        return counts
+
     # -- snapshots ---------------------------------------------------------------------------
     def observe(self, snapshot: ClusterSnapshot) -> None:
         """The latest snapshot (a cycle's, or one built here): workloads for the limiters."""

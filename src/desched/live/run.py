@@ -574,6 +574,9 @@ class Runner:
             if self.schedule.looping:
                 self._tasks.append(asyncio.create_task(service.run(),
                                                        name=f"migrations {profile}"))
+        self.metrics.watch_migrations(lambda: [
+            (profile, service.phase_counts(), service.controller.evictions)
+            for profile, service in self.migrations.items()])
 
     async def _finish_migrations(self, executor: MigrationJobExecutor | None) -> None:
         """--once: reconcile the jobs this run created until they finish (or time out)."""
