@@ -14,11 +14,13 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import kmock
 import pytest
 import pytest_asyncio
+import yaml
 
 from desched.live.client import ApiClient
 from desched.live.events import EventRecorder
@@ -333,6 +335,26 @@ async def test_job_created_by_hand_is_executed(cluster: tuple[Cluster, ApiClient
     writes = len(c.writes)
     await ctl.reconcile("by-hand")
     assert len(c.writes) == writes and len(c.evictions) == 1
+
+
+async def test_the_example_job_by_hand_is_executed(cluster: tuple[Cluster, ApiClient]) -> None:
+    """examples/migration/pmj-by-hand.yaml, as `kubectl create` would store it."""
+    c, client = cluster
+    path = Path(__file__).resolve().parents[2] / "examples" / "migration" / "pmj-by-hand.yaml"
+    example = yaml.safe_load(path.read_text())
+    web = c.add_pod("web-0")
+    web["metadata"]["namespace"] = "shop"
+    c.pods["shop/web-0"] = c.pods.pop("default/web-0")
+    job = c.add_job(example["metadata"]["name"], None, **example["spec"])
+    job["metadata"]["annotations"] = example["metadata"]["annotations"]
+    ctl = _controller(client, Clock(T0 + timedelta(seconds=10)))
+    await ctl.reconcile("migrate-web-0")
+    status = c.job("migrate-web-0")["status"]
+    assert (status["phase"], status["message"]) == \
+        ("Succeeded", 'Pod "shop/web-0" has been evicted')
+    [eviction] = c.evictions
+    assert eviction["deleteOptions"]["gracePeriodSeconds"] == 30
+    assert "moved by hand" in eviction["metadata"]["annotations"]["reason"]
 
 
 async def test_default_mode_evict_directly_and_grace_period(
