@@ -18,8 +18,7 @@ def is_healthy(pod: Pod) -> bool:
     """Counted as healthy by the disruption controller: Ready and not terminating."""
     if pod.terminating or pod.terminal:
         return False
-    ready = pod.condition("Ready")
-    return ready is not None and ready.status == "True"
+    return pod.ready
 
 
 def can_ignore_pdb(pod: Pod) -> bool:

@@ -125,8 +125,7 @@ def is_available(pod: Pod) -> bool:
     podutil.IsPodReady."""
     if pod.terminal or pod.metadata.deletion_timestamp is not None:
         return False
-    ready = pod.condition("Ready")
-    return ready is not None and ready.status == "True"
+    return pod.ready
 
 
 class WorkloadResolver:

@@ -182,6 +182,15 @@ class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
 
 _conditions_decoder = msgspec.json.Decoder(tuple[PodCondition, ...], dec_hook=shared_hook)
 
+
+class _TypeAndStatus(msgspec.Struct):
+    type: str = ""
+    status: str = ""
+
+
+# Readiness needs only two fields of each condition: no timestamps, no shared strings.
+_readiness_decoder = msgspec.json.Decoder(tuple[_TypeAndStatus, ...])
+
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SOURCE_ANNOTATION = "kubernetes.io/config.source"
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
@@ -255,6 +264,7 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
     cached_conditions: tuple[PodCondition, ...] | None = msgspec.field(
         default=None, name="~conditions")
     cached_signature: bytes | None = msgspec.field(default=None, name="~signature")
+    cached_ready: bool | None = msgspec.field(default=None, name="~ready")
     cached_taint_free_signature: tuple[bytes, bytes] | None = msgspec.field(
         default=None, name="~tfsignature")
 
@@ -308,6 +318,27 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
             except msgspec.DecodeError as err:
                 raise InputError("snapshot", f"pod {self.key}: status.conditions: {err}") from None
         return self.cached_conditions
+
+    @property
+    def ready(self) -> bool:
+        """Condition Ready is True (podutil.IsPodReady). Reads the conditions' type and status
+        only, unless they are decoded already: PDB and workload counts ask this of every pod."""
+        ready = self.cached_ready
+        if ready is None:
+            if self.cached_conditions is not None:
+                found = self.condition("Ready")
+                ready = found is not None and found.status == "True"
+            elif not self.status.conditions:
+                ready = False
+            else:
+                try:
+                    conditions = _readiness_decoder.decode(self.status.conditions)
+                except msgspec.DecodeError as err:
+                    raise InputError("snapshot",
+                                     f"pod {self.key}: status.conditions: {err}") from None
+                ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+            self.cached_ready = ready
+        return ready
 
     def condition(self, type_: str) -> PodCondition | None:
         for cond in self.conditions:

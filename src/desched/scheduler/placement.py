@@ -60,6 +60,7 @@ def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int,
                 pod.spec, node_name=target.name), status=type(pod.status)(phase="Running"))
             # The replacement is assumed to become Ready, as its controller expects.
             pod.cached_conditions = (PodCondition(type=Shared("Ready"), status="True"),)
+            pod.cached_ready = True
         snapshot.add_pod(pod)
         placed.append((old, pod, target.name if target is not None else None))
     return placed
