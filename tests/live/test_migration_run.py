@@ -55,6 +55,7 @@ class Jobs:
         self.api = api
         self.created: list[dict[str, Any]] = []
         self.broken: set[str] = set()  # GETs of these jobs answer 500
+        self.lose_answers = 0  # answer this many creates with a 500 after carrying them out
         target = kmock.resource("scheduling.koordinator.sh", "v1alpha1", "podmigrationjobs")
         api.server[kmock.method.POST, target] << self.create
         api.server[kmock.method.PUT, target] << self.put
@@ -70,10 +71,16 @@ class Jobs:
         self.created.append(copy.deepcopy(body))
         name = body["metadata"]["name"]
         if name in self.objects:
+            if self.lose_answers:
+                self.lose_answers -= 1
+                return kmock.Response(status=500, payload=status(500, "lost", "InternalError"))
             return kmock.Response(status=409, payload=status(409, "exists", "AlreadyExists"))
         body["metadata"].update(uid=f"uid-{name}", creationTimestamp=datetime.now(UTC).strftime(
             "%Y-%m-%dT%H:%M:%SZ"))
         await self.api.add("PodMigrationJob", body)
+        if self.lose_answers:
+            self.lose_answers -= 1
+            return kmock.Response(status=500, payload=status(500, "lost", "InternalError"))
         return kmock.Response(status=201, payload=self.objects[name])
 
     async def get(self, request: kmock.Request) -> kmock.Response:
@@ -329,3 +336,61 @@ async def test_a_failing_job_does_not_hold_up_the_others(tmp_path: Path, emulato
         assert await asyncio.wait_for(task, 10) == 0
     assert evictions.evicted() == ["default/young-2"]
     assert runner.migrations["koord"].controller.args.max_concurrent_reconciles == 2
+
+
+async def test_object_limiters_hold_across_cycles(tmp_path: Path, emulator: Emulator,
+                                                  api: FakeApiServer, policy: str) -> None:
+    """The workload limiter (2 per 5m, burst 1) took its token for old-1's job in the first
+    cycle: later cycles, each with a fresh plugin, still refuse old-2."""
+    workload_cluster(api)
+    jobs = Jobs(api)
+    runner = runner_for(config(tmp_path, emulator, interval="50ms", policy_path=policy,
+                               kinds=KINDS))
+    async with background(runner) as task:
+        await until(lambda: len(runner.reports) >= 4)
+        runner.request_stop("test")
+        assert await asyncio.wait_for(task, 10) == 0
+    assert len(jobs.created) == 1
+    later = [d for report in runner.reports[1:] for d in report.log.decisions
+             if d.pod in ("old-1", "old-2")]
+    assert later and all(d.outcome in ("limited", "filtered") for d in later), later
+    assert any("objectLimiters.workload" in d.reason for d in later)
+
+
+async def test_a_lost_create_answer_still_counts_the_job(tmp_path: Path, emulator: Emulator,
+                                                         api: FakeApiServer, policy: str) -> None:
+    """The server created the job but every answer was a 500: the executor finds its job by
+    name instead of reporting a failure (which would let a second job be made)."""
+    workload_cluster(api)
+    jobs = Jobs(api)
+    jobs.lose_answers = 10
+    runner, code = await run(config(tmp_path, emulator, once=True, policy_path=policy,
+                                    kinds=KINDS, eviction_attempts=2))
+    assert code == 0
+    [report] = runner.reports
+    assert sorted(d.outcome for d in report.log.decisions) == ["evicted", "limited"]
+    assert len(jobs.objects) == 1
+    assert set(jobs.phases().values()) == {"Succeeded"}
+
+
+async def test_arbitration_disabled_still_fails_jobs_the_pod_checks_refuse(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
+    workload_cluster(api)
+    api.add_now("Pod", pod("agent", node="n1", metadata={"ownerReferences": [{
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "uid-ds",
+        "controller": True}]}))
+    jobs = Jobs(api)
+    text = POLICY.replace("maxPodLifeTimeSeconds: 3600", "maxPodLifeTimeSeconds: 86400") \
+        .replace("arbitrationArgs: {interval: 20ms}",
+                 "arbitrationArgs: {interval: 20ms, enabled: false}")
+    (tmp_path / "off.yaml").write_text(text)
+    api.add_now("PodMigrationJob", hand_made("ds", "agent"))
+    runner = runner_for(config(tmp_path, emulator, interval="1h",
+                               policy_path=str(tmp_path / "off.yaml"), kinds=KINDS))
+    async with background(runner) as task:
+        await until(lambda: jobs.phases().get("ds") == "Failed")
+        runner.request_stop("test")
+        assert await asyncio.wait_for(task, 10) == 0
+    failed = jobs.objects["ds"]["status"]
+    assert failed["reason"] == "ForbiddenMigratePod"
+    assert "DaemonSet" in failed["message"]

@@ -22,7 +22,7 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from desched.live.client import ApiClient
+from desched.live.client import ApiClient, ConnectionLost
 from desched.live.events import EventRecorder
 from desched.live.informer import Backoff
 from desched.migration.arbitration import Verdict
@@ -41,9 +41,11 @@ def _status(code: int, message: str, reason: str = "") -> dict[str, Any]:
             "code": code, "reason": reason, "message": message}
 
 
-def _pdb_refusal() -> dict[str, Any]:
-    body = _status(429, "Cannot evict pod as it would violate the pod's disruption budget.",
-                   "TooManyRequests")
+PDB_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
+
+
+def _pdb_refusal(message: str = PDB_MESSAGE) -> dict[str, Any]:
+    body = _status(429, message, "TooManyRequests")
     body["details"] = {"causes": [{"type": "DisruptionBudget",
                                    "message": "The disruption budget web needs 1 healthy pods"}]}
     return body
@@ -65,6 +67,7 @@ class Cluster:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.evictions: list[dict[str, Any]] = []
         self.refuse = 0  # answer this many evictions with a PDB refusal
+        self.pdb_message = PDB_MESSAGE  # ... that says this
         self.writes: list[str] = []  # "spec"/"status" per accepted PUT
         self.conflicts = 0  # answer this many job writes with 409 (another writer won)
         pods = kmock.resource("", "v1", "pods")
@@ -219,7 +222,7 @@ class Cluster:
             return _not_found()
         if self.refuse:
             self.refuse -= 1
-            return kmock.Response(status=429, payload=_pdb_refusal())
+            return kmock.Response(status=429, payload=_pdb_refusal(self.pdb_message))
         del self.pods[key]
         return kmock.Response(status=201, payload={"kind": "Status", "status": "Success"})
 
@@ -291,19 +294,51 @@ def _recorder(client: ApiClient) -> EventRecorder:
 
 
 class Gate:
-    """A MigrationGate that refuses while `why` is set and records each eviction."""
+    """A MigrationGate that refuses while `why` is set and records each call."""
 
     def __init__(self, why: str | None = None) -> None:
         self.why = why
         self.asked: list[str] = []
         self.fed: list[tuple[str, str]] = []
+        self.returned: list[tuple[str, str]] = []  # not_evicted: tokens given back
+        self.went = 0  # limited() said go
 
     def limited(self, pod: Pod, job: dict[str, Any]) -> str | None:
         self.asked.append(pod.key)
+        self.went += self.why is None
         return self.why
 
     def evicted(self, pod: Pod, job: dict[str, Any]) -> None:
         self.fed.append((pod.key, job["metadata"]["name"]))
+
+    def not_evicted(self, pod: Pod, job: dict[str, Any]) -> None:
+        self.returned.append((pod.key, job["metadata"]["name"]))
+
+    def settled(self) -> bool:
+        """Every go from limited() was answered by exactly one evicted or not_evicted."""
+        return len(self.fed) + len(self.returned) == self.went
+
+
+def _drop(client: ApiClient, monkeypatch: pytest.MonkeyPatch, method: str, suffix: str, *,
+          sent: bool, skip: int = 0) -> list[str]:
+    """The first request `method ...suffix` after `skip` such requests raises ConnectionLost:
+    carried out with its answer lost (`sent`), or never sent. Returns the dropped paths."""
+    original = client.request
+    seen: list[str] = []
+    dropped: list[str] = []
+
+    async def request(verb: str, path: str, **kwargs: Any) -> Any:
+        if verb == method and path.endswith(suffix) and not dropped:
+            seen.append(path)
+            if len(seen) > skip:
+                dropped.append(path)
+                if sent:
+                    await original(verb, path, **kwargs)
+                raise ConnectionLost(f"{kwargs.get('what')}: connection dropped")
+        return await original(verb, path, **kwargs)
+
+    monkeypatch.setattr(client, "request", request)
+    return dropped
 
 
 def _cond(job: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -426,6 +461,7 @@ async def test_pdb_refusal_is_retried_then_times_out(cluster: tuple[Cluster, Api
     assert "disruption budget" in status["message"]
     assert len(c.evictions) == 2
     assert "default/web-1" in c.pods
+    assert ctl.failures == {} and ctl.retry_after("j") == 0  # finished: forgotten
 
 
 async def test_pdb_refusal_then_allowed_succeeds(cluster: tuple[Cluster, ApiClient]) -> None:
@@ -809,12 +845,12 @@ async def test_evict_directly_events(cluster: tuple[Cluster, ApiClient]) -> None
                                       "name": "web-1", "uid": "uid-web-1"}
 
 
-async def test_failed_eviction_is_a_warning_each_attempt(
+async def test_failed_eviction_is_a_warning_once_per_error(
         cluster: tuple[Cluster, ApiClient]) -> None:
     c, client = cluster
     c.add_pod("web-1")
     c.add_job("j")
-    c.refuse = 2
+    c.refuse = 3
     recorder = _recorder(client)
     clock = Clock(T0)
     ctl = _controller(client, clock, events=recorder)
@@ -827,7 +863,13 @@ async def test_failed_eviction_is_a_warning_each_attempt(
     clock.now += timedelta(seconds=3)
     await ctl.reconcile("j")
     await recorder.flush()
+    assert len(c.pmj_events()) == 1  # the same refusal again: no second warning
+    c.pdb_message = "Cannot evict pod as it would violate the pod's disruption budget: 0 left"
+    clock.now += timedelta(seconds=3)
+    await ctl.reconcile("j")
+    await recorder.flush()
     assert [r for _, r, _ in c.pmj_events()] == ["Evicting", "Evicting"]
+    assert c.pmj_events()[1][2].endswith("0 left")
 
 
 async def test_waiting_passes_repeat_no_event(cluster: tuple[Cluster, ApiClient]) -> None:
@@ -1115,9 +1157,11 @@ async def test_gate_is_not_fed_by_a_failed_eviction(cluster: tuple[Cluster, ApiC
     ctl = _controller(client, clock, gate=gate)
     await ctl.reconcile("j")
     assert gate.fed == [] and gate.asked == ["default/web-1"]
+    assert gate.returned == [("default/web-1", "j")]  # the refused eviction's token
     clock.now += timedelta(seconds=1)
     await ctl.reconcile("j")
     assert gate.fed == [("default/web-1", "j")]
+    assert len(gate.returned) == 1 and gate.settled()
 
 
 # -- arbitration -----------------------------------------------------------------------------------
@@ -1279,3 +1323,378 @@ async def test_pending_pod_whose_reservation_went_to_another_pod_fails(
     assert (status["phase"], status["reason"], status["message"]) == \
         ("Failed", "ForbiddenMigratePod", "Reservation is already bound by another Pod")
     assert not c.evictions
+
+
+# -- review fixes: a pod replaced while its job waited ---------------------------------------------
+
+async def test_pending_job_for_a_replaced_pod_fails_as_missing(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    """A StatefulSet recreated the pod under the same name while the job was Pending: the job
+    carries the old UID, and the new pod is never evicted."""
+    c, client = cluster
+    c.add_pod("web-1", uid="new-uid")
+    c.add_job("j", podRef={"namespace": "default", "name": "web-1", "uid": "uid-web-1"})
+    recorder = _recorder(client)
+    gate = Gate()
+    await _controller(client, Clock(T0), events=recorder, gate=gate).reconcile("j")
+    job = c.job("j")
+    assert (job["status"]["phase"], job["status"]["reason"], job["status"]["message"]) == \
+        ("Failed", "MissingPod", 'Abort job caused by missing Pod "default/web-1"')
+    assert job["spec"]["podRef"]["uid"] == "uid-web-1"  # not overwritten
+    assert c.writes == ["status"]
+    assert not c.evictions and not gate.asked and "default/web-1" in c.pods
+    await recorder.flush()
+    assert c.pmj_events() == [
+        ("Warning", "MissingPod", 'Abort job caused by missing Pod "default/web-1"')]
+
+
+async def test_pending_job_with_the_pods_uid_writes_no_spec(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j", podRef={"namespace": "default", "name": "web-1", "uid": "uid-web-1"})
+    await _controller(client, Clock(T0)).reconcile("j")
+    assert c.job("j")["status"]["phase"] == "Succeeded"
+    assert "spec" not in c.writes and len(c.evictions) == 1
+
+
+async def test_reservation_for_a_replaced_pod_is_not_created(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1", uid="new-uid")
+    c.add_job("j", mode="ReservationFirst", status={"phase": "Running"},
+              podRef={"namespace": "default", "name": "web-1", "uid": "uid-web-1"})
+    await _controller(client, Clock(T0)).reconcile("j")
+    status = c.job("j")["status"]
+    assert (status["phase"], status["reason"]) == ("Failed", "MissingPod")
+    assert not c.reservations and not c.evictions
+
+
+# -- review fixes: never evict without room held ---------------------------------------------------
+
+def _scheduled_status(phase: str, node: str = "n2") -> dict[str, Any]:
+    return {"phase": phase, "nodeName": node,
+            "conditions": [{"type": "Scheduled", "status": "True", "reason": "Scheduled"}]}
+
+
+@pytest.mark.parametrize("phase", ["", "Pending", "Waiting"])
+async def test_scheduled_reservation_not_yet_available_waits(
+        cluster: tuple[Cluster, ApiClient], phase: str) -> None:
+    c, client = cluster
+    c.add_pod("web-1", node="n1")
+    c.add_job("j", mode="ReservationFirst", ttl="5m")
+    clock = Clock(T0)
+    ctl = _controller(client, clock)
+    await ctl.reconcile("j")
+    c.reservations["uid-j"]["status"] = _scheduled_status(phase)
+    for _ in range(2):
+        clock.now += timedelta(seconds=3)
+        assert await ctl.reconcile("j")
+    assert not c.evictions and c.job("j")["status"]["phase"] == "Running"
+    c.schedule("uid-j", "n2")  # Available
+    clock.now += timedelta(seconds=3)
+    await ctl.reconcile("j")
+    assert len(c.evictions) == 1
+
+
+async def test_succeeded_reservation_after_the_eviction_binds(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1", node="n1")
+    c.add_job("j", mode="ReservationFirst")
+    ctl = _controller(client, Clock(T0))
+    await ctl.reconcile("j")
+    c.schedule("uid-j", "n2")
+    await ctl.reconcile("j")
+    assert len(c.evictions) == 1
+    c.reservations["uid-j"]["status"].update(phase="Succeeded", currentOwners=[
+        {"kind": "Pod", "namespace": "default", "name": "web-2", "uid": "uid-web-2"}])
+    c.add_pod("web-2", node="n2")["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert not await ctl.reconcile("j")
+    status = c.job("j")["status"]
+    assert (status["phase"], status["message"]) == \
+        ("Succeeded", 'Bind Pod "default/web-2" in Reservation "uid-j"')
+    assert len(c.evictions) == 1
+
+
+@pytest.mark.parametrize(("reservation", "message"), [
+    (_scheduled_status("Failed"), "Reservation is not available (phase Failed)"),
+    ({"phase": "Failed", "nodeName": "n2", "conditions": [
+        {"type": "Scheduled", "status": "True", "reason": "Scheduled"},
+        {"type": "Scheduled", "status": "False", "reason": "Unschedulable",
+         "message": "0/3 nodes are available"}]}, "0/3 nodes are available"),
+    ({"phase": "Available", "nodeName": "n2"}, "Reservation is not available (phase Available)"),
+])
+async def test_reservation_not_holding_room_fails_unschedulable(
+        cluster: tuple[Cluster, ApiClient], reservation: dict[str, Any], message: str) -> None:
+    """A Failed Reservation with a stale Scheduled=True (not expired) never lets the pod go."""
+    c, client = cluster
+    c.add_pod("web-1", node="n1")
+    c.add_job("j", mode="ReservationFirst")
+    ctl = _controller(client, Clock(T0))
+    await ctl.reconcile("j")
+    c.reservations["uid-j"]["status"] = copy.deepcopy(reservation)
+    await ctl.reconcile("j")
+    status = c.job("j")["status"]
+    assert (status["phase"], status["reason"], status["message"]) == \
+        ("Failed", "Unschedulable", message)
+    assert not c.evictions and "default/web-1" in c.pods
+
+
+# -- review fixes: the gate protocol ---------------------------------------------------------------
+
+async def test_qps_refusal_does_not_ask_the_gate(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_pod("web-2")
+    _running_job(c, "a", "web-1")
+    _running_job(c, "b", "web-2")
+    gate = Gate()
+    clock = Clock(T0)
+    ctl = _controller(client, clock, gate=gate, evict_qps=0.5, evict_burst=1)
+    assert await ctl.reconcile_all() == ["b"]
+    assert gate.asked == ["default/web-1"] and gate.fed == [("default/web-1", "a")]
+    assert not gate.returned
+    clock.now += timedelta(seconds=2)
+    assert await ctl.reconcile_all() == []
+    assert gate.asked == ["default/web-1", "default/web-2"]
+    assert not gate.returned and gate.settled()
+
+
+async def test_gate_refusal_keeps_the_qps_token(cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    _running_job(c, "a", "web-1")
+    gate = Gate("objectLimiters.workload: migrated recently")
+    ctl = _controller(client, Clock(T0), gate=gate, evict_qps=0.001, evict_burst=1)
+    await ctl.reconcile("a")
+    assert ctl.bucket.tokens(T0.timestamp()) == 1
+    gate.why = None
+    await ctl.reconcile("a")
+    assert len(c.evictions) == 1 and gate.settled()
+
+
+async def test_pass_ended_before_the_eviction_gives_the_tokens_back(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    """The Evicting write conflicts (another writer won): no eviction was sent, so the gate's
+    and the evictQPS tokens are given back and the next pass evicts at once."""
+    c, client = cluster
+    c.add_pod("web-1")
+    _running_job(c, "a", "web-1")
+    c.conflicts = 1
+    gate = Gate()
+    ctl = _controller(client, Clock(T0), gate=gate, evict_qps=0.001, evict_burst=1)
+    assert await ctl.reconcile("a")
+    assert not c.evictions and gate.returned == [("default/web-1", "a")]
+    assert ctl.bucket.tokens(T0.timestamp()) == 1
+    assert not await ctl.reconcile("a")
+    assert len(c.evictions) == 1 and gate.fed == [("default/web-1", "a")] and gate.settled()
+
+
+async def test_failed_delete_gives_the_gate_token_back(
+        cluster: tuple[Cluster, ApiClient], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DELETE never reached the server; reading the pod back shows it is still there."""
+    c, client = cluster
+    c.add_pod("web-1")
+    _running_job(c, "a", "web-1")
+    gate = Gate()
+    ctl = _controller(client, Clock(T0), gate=gate, eviction_policy="Delete")
+    dropped = _drop(client, monkeypatch, "DELETE", "/pods/web-1", sent=False)
+    assert await ctl.reconcile("a")
+    assert dropped and "default/web-1" in c.pods
+    assert gate.returned == [("default/web-1", "a")] and not gate.fed
+    assert ctl.failures == {"a": 1} and ctl.evictions == 0
+    cond = _cond(c.job("a"), "Eviction")
+    assert cond is not None and cond["reason"] == "FailedEvict"
+    assert "connection dropped" in cond["message"]
+
+
+# -- review fixes: PDB refusal storm ---------------------------------------------------------------
+
+async def test_repeated_pdb_refusals_write_the_job_once(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j")
+    c.refuse = 100
+    clock = Clock(T0)
+    ctl = _controller(client, clock)
+    await ctl.reconcile("j")
+    writes, version = list(c.writes), c.job("j")["metadata"]["resourceVersion"]
+    probe = _cond(c.job("j"), "Eviction")["lastProbeTime"]  # type: ignore[index]
+    for _ in range(3):
+        clock.now += timedelta(seconds=5)
+        await ctl.reconcile("j")
+    assert len(c.evictions) == 4  # each pass tried
+    assert c.writes == writes and c.job("j")["metadata"]["resourceVersion"] == version
+    assert _cond(c.job("j"), "Eviction")["lastProbeTime"] == probe  # type: ignore[index]
+    c.pdb_message = "The disruption budget web needs 2 healthy pods"
+    clock.now += timedelta(seconds=5)
+    await ctl.reconcile("j")
+    assert c.writes == [*writes, "status"]
+    assert "2 healthy pods" in _cond(c.job("j"), "Eviction")["message"]  # type: ignore[index]
+
+
+async def test_retry_after_backs_off_and_resets_on_success(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1", node="n1")
+    c.add_job("j", mode="ReservationFirst", ttl="1h")
+    clock = Clock(T0)
+    ctl = _controller(client, clock)
+    assert ctl.retry_after("j") == 0 and ctl.retry_after("unknown") == 0
+    await ctl.reconcile("j")
+    c.schedule("uid-j", "n2")
+    c.refuse = 8
+    waits = []
+    for _ in range(8):
+        clock.now += timedelta(seconds=1)
+        await ctl.reconcile("j")
+        waits.append(ctl.retry_after("j"))
+    assert waits == [3, 6, 12, 24, 48, 60, 60, 60]
+    clock.now += timedelta(seconds=1)
+    assert await ctl.reconcile("j")  # evicted; waits for the new pod to bind
+    assert len(c.evictions) == 9 and "default/web-1" not in c.pods
+    assert ctl.retry_after("j") == 0 and ctl.failures == {}
+    cond = _cond(c.job("j"), "Eviction")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "EvictComplete")
+
+
+async def test_eviction_after_a_failed_attempt_records_evicting(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j")
+    c.refuse = 1
+    recorder = _recorder(client)
+    clock = Clock(T0)
+    ctl = _controller(client, clock, events=recorder)
+    await ctl.reconcile("j")
+    clock.now += timedelta(seconds=3)
+    assert not await ctl.reconcile("j")
+    assert c.job("j")["status"]["phase"] == "Succeeded"
+    await recorder.flush()
+    assert [(t, r) for t, r, _ in c.pmj_events()] == [
+        ("Warning", "Evicting"), ("Normal", "Evicting"), ("Normal", "EvictComplete")]
+
+
+async def test_soft_eviction_after_a_failed_attempt_annotates_once(
+        cluster: tuple[Cluster, ApiClient], monkeypatch: pytest.MonkeyPatch) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j")
+    clock = Clock(T0)
+    ctl = _controller(client, clock, eviction_policy="SoftEviction")
+    _drop(client, monkeypatch, "PATCH", "/pods/web-1", sent=False)
+    await ctl.reconcile("j")
+    assert _cond(c.job("j"), "Eviction")["reason"] == "FailedEvict"  # type: ignore[index]
+    assert ctl.failures == {"j": 1}
+    for _ in range(3):
+        clock.now += timedelta(seconds=3)
+        assert await ctl.reconcile("j")
+    assert len(c.pod_patches) == 1 and ctl.evictions == 1 and ctl.failures == {}
+    assert _cond(c.job("j"), "Eviction")["reason"] == "Evicting"  # type: ignore[index]
+
+
+# -- review fixes: arbitration verdicts ------------------------------------------------------------
+
+async def test_stale_failed_verdict_spares_a_passed_job(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_job("j", status={"phase": "Pending"})
+    c.job("j")["metadata"]["annotations"] = {
+        "descheduler.koordinator.sh/passed-arbitration": "true"}
+    recorder = _recorder(client)
+    ctl = _controller(client, Clock(T0), events=recorder, require_arbitration=True)
+    await ctl.apply_verdict(Verdict("j", "failed", "forbidden"))
+    await ctl.apply_verdict(Verdict("j", "passed", ""))
+    assert c.job("j")["status"] == {"phase": "Pending"} and not c.writes
+    await recorder.flush()
+    assert not c.events
+    assert not await ctl.reconcile("j")
+    assert c.job("j")["status"]["phase"] == "Succeeded"
+
+
+# -- review fixes: a dropped connection ------------------------------------------------------------
+
+async def test_lost_answer_to_an_eviction_that_took_effect(
+        cluster: tuple[Cluster, ApiClient], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The eviction POST is carried out but its answer is lost: the executor reads the pod
+    back, finds it gone, and the job completes without a second eviction."""
+    c, client = cluster
+    c.add_pod("web-1")
+    _running_job(c, "a", "web-1")
+    gate = Gate()
+    ctl = _controller(client, Clock(T0), gate=gate)
+    dropped = _drop(client, monkeypatch, "POST", "/pods/web-1/eviction", sent=True)
+    assert not await ctl.reconcile("a")
+    assert dropped and len(c.evictions) == 1
+    assert c.job("a")["status"]["phase"] == "Succeeded"
+    assert gate.fed == [("default/web-1", "a")] and not gate.returned
+    assert ctl.evictions == 1 and ctl.failures == {}
+
+
+async def test_connection_lost_after_the_eviction_resumes_without_a_second(
+        cluster: tuple[Cluster, ApiClient], monkeypatch: pytest.MonkeyPatch) -> None:
+    """ConnectionLost escapes the pass after the eviction went through (reading the pod back):
+    the counters are settled, and the next pass completes the job from the Evicting
+    condition without evicting again."""
+    c, client = cluster
+    c.add_pod("web-1")
+    _running_job(c, "a", "web-1")
+    gate = Gate()
+    ctl = _controller(client, Clock(T0), gate=gate)
+    dropped = _drop(client, monkeypatch, "GET", "/pods/web-1", sent=True, skip=1)
+    with pytest.raises(ConnectionLost):
+        await ctl.reconcile("a")
+    assert dropped and len(c.evictions) == 1
+    assert gate.fed == [("default/web-1", "a")] and not gate.returned
+    assert ctl.evictions == 1 and ctl.failures == {} and not ctl._seen
+    assert c.job("a")["status"]["reason"] == "Evicting"
+    assert not await ctl.reconcile("a")
+    assert c.job("a")["status"]["phase"] == "Succeeded"
+    assert len(c.evictions) == 1 and ctl.evictions == 1 and len(gate.fed) == 1
+
+
+async def test_connection_lost_before_the_eviction_gives_the_tokens_back(
+        cluster: tuple[Cluster, ApiClient], monkeypatch: pytest.MonkeyPatch) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    _running_job(c, "a", "web-1")
+    gate = Gate()
+    ctl = _controller(client, Clock(T0), gate=gate, evict_qps=0.001, evict_burst=1)
+    _drop(client, monkeypatch, "PUT", "/podmigrationjobs/a/status", sent=False)
+    with pytest.raises(ConnectionLost):
+        await ctl.reconcile("a")
+    assert not c.evictions and gate.returned == [("default/web-1", "a")]
+    assert ctl.bucket.tokens(T0.timestamp()) == 1 and ctl.failures == {}
+    assert not await ctl.reconcile("a")
+    assert len(c.evictions) == 1 and gate.settled()
+
+
+async def test_lost_answer_to_a_delete_that_took_effect(
+        cluster: tuple[Cluster, ApiClient], monkeypatch: pytest.MonkeyPatch) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    _running_job(c, "a", "web-1")
+    gate = Gate()
+    ctl = _controller(client, Clock(T0), gate=gate, eviction_policy="Delete")
+    _drop(client, monkeypatch, "DELETE", "/pods/web-1", sent=True)
+    assert not await ctl.reconcile("a")
+    assert c.job("a")["status"]["phase"] == "Succeeded"
+    assert len(c.pod_deletes) == 1 and gate.fed == [("default/web-1", "a")]
+    assert not gate.returned and ctl.evictions == 1
+
+
+async def test_reconcile_all_goes_on_after_a_connection_lost(
+        cluster: tuple[Cluster, ApiClient], monkeypatch: pytest.MonkeyPatch) -> None:
+    c, client = cluster
+    c.add_pod("web-1")
+    c.add_pod("web-2")
+    _running_job(c, "a", "web-1")
+    _running_job(c, "b", "web-2")
+    ctl = _controller(client, Clock(T0), evict_burst=5)
+    _drop(client, monkeypatch, "PUT", "/podmigrationjobs/a/status", sent=False)
+    assert await ctl.reconcile_all() == ["a"]
+    assert c.job("b")["status"]["phase"] == "Succeeded"

@@ -407,12 +407,30 @@ def test_non_retryable_failures_and_missing_pods_fail() -> None:
     assert verdicts["c"].outcome == "passed"
 
 
-def test_arbitration_disabled_passes_every_waiting_job() -> None:
+def test_arbitration_disabled_keeps_the_pod_checks_and_drops_the_limits() -> None:
+    # Three jobs of one workload on one node: maxMigratingPerNode (2) would hold one back.
     objs = [*web(6), *deployment("solo", 1), replica("solo-0", "solo"),
-            pmj("a", "solo-0"), pmj("b", "web-1"), pmj("c", "web-2"), pmj("d", "web-3")]
+            pmj("a", "solo-0"), pmj("b", "web-1"), pmj("c", "web-2"), pmj("d", "web-3"),
+            pmj("e", "ghost")]
     verdicts = arbitrator(*objs, arbitration_enabled=False).arbitrate()
     assert [(v.job, v.outcome) for v in verdicts] == [
-        ("a", "passed"), ("b", "passed"), ("c", "passed"), ("d", "passed")]
+        ("a", "failed"), ("b", "passed"), ("c", "passed"), ("d", "passed"), ("e", "failed")]
+    assert "single-replica" in verdicts[0].reason
+    enabled = arbitrator(*objs).arbitrate()
+    assert sorted(v.outcome for v in enabled if v.job in "bcd") == \
+        ["passed", "passed", "waiting"]
+
+
+def test_jobs_decided_but_not_yet_in_the_snapshot() -> None:
+    """A live cache lags behind the verdicts written: decided jobs are not arbitrated again,
+    and those that passed count against the limits."""
+    objs = [*web(6), pmj("a", "web-1", created=stamp(1)), pmj("b", "web-2", created=stamp(2)),
+            pmj("c", "web-3", created=stamp(3))]
+    verdicts = arbitrator(*objs).arbitrate({"a": "passed", "b": "passed"})
+    assert [(v.job, v.outcome) for v in verdicts] == [("c", "waiting")]
+    assert verdicts[0].reason.startswith("maxMigratingPerNode: 2 pods on node n1")
+    verdicts = arbitrator(*objs).arbitrate({"a": "failed"})
+    assert sorted((v.job, v.outcome) for v in verdicts) == [("b", "passed"), ("c", "passed")]
 
 
 def test_finished_and_passed_jobs_are_not_waiting() -> None:

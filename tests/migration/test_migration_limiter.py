@@ -117,3 +117,15 @@ def test_a_changed_maximum_updates_the_bucket() -> None:
 def test_int_value(value: int | str | None, expected: int) -> None:
     """IntOrString.IntValue(): the namespace limiter's maximum, a percentage reading as 0."""
     assert int_value(value) == expected
+
+
+def test_give_back_returns_a_reserved_token_up_to_the_burst() -> None:
+    limiters = workload_limiter()
+    limiters.track(WORKLOAD, KEYS[WORKLOAD], 2, now=0.0)
+    assert limiters.exceeded(KEYS, 0.0) is not None
+    limiters.give_back(WORKLOAD, KEYS[WORKLOAD], 0.0)
+    assert limiters.exceeded(KEYS, 0.0) is None
+    limiters.give_back(WORKLOAD, KEYS[WORKLOAD], 0.0)  # never above the burst
+    limiters.track(WORKLOAD, KEYS[WORKLOAD], 2, now=0.0)
+    assert limiters.exceeded(KEYS, 0.0) is not None
+    limiters.give_back(NAMESPACE, "default", 0.0)  # an untracked key: nothing to return

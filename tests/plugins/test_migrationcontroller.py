@@ -434,12 +434,16 @@ def test_the_limiter_is_fed_only_by_evictions_that_happened() -> None:
     h = Harness({"maxMigratingPerNode": 5}, *web())
     h.refuse_proceed = True  # e.g. a PodDisruptionBudget said no
     assert h.evict("web-0") is False
-    assert h.mc.limiters._buckets == {}
+    # The token reserved for it went back: the bucket is full again.
+    for bucket, _ in h.mc.limiters._buckets.values():
+        assert bucket.tokens(h.mc._now()) == bucket.burst
     assert h.mc.ledger.started == []
     assert h.mc.reservations == {}  # nor does its Reservation hold room
     h.refuse_proceed = False
     assert h.evict("web-0") is True
     assert list(h.mc.limiters._buckets) == [(WORKLOAD, "Deployment/default/web")]
+    [(bucket, _)] = h.mc.limiters._buckets.values()
+    assert bucket.tokens(h.mc._now()) == 0
 
 
 def test_the_evict_annotation_does_not_bypass_the_object_limiter() -> None:

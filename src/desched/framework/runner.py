@@ -26,6 +26,9 @@ class Profile:
     node_selector: Matcher | None = None
     deschedule: list[tuple[str, Any]] = field(default_factory=list)
     balance: list[tuple[str, Any]] = field(default_factory=list)
+    # Every plugin instance by name, whatever its extension points (evict and filter plugins
+    # included): where state carried across cycles is found.
+    plugins: dict[str, Any] = field(default_factory=dict)
 
 
 def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evictor, clock: Clock,
@@ -55,6 +58,7 @@ def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evicto
         name=cfg.name, evictor=pe, node_selector=cfg.node_selector,
         deschedule=[(n, instance(n)) for n in cfg.enabled.get("deschedule", [])],
         balance=[(n, instance(n)) for n in cfg.enabled.get("balance", [])],
+        plugins=instances,
     )
 
 

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -44,6 +44,7 @@ from desched.migration.arbitration import (
     PASSED_ARBITRATION_ANNOTATION,
     Arbitrator,
     MigrationLedger,
+    Outcome,
     scavenge_deadline,
 )
 from desched.migration.controller import (
@@ -179,21 +180,68 @@ class MigrationJobExecutor:
                 error = refusal
                 continue
             return ExecutionResult(False, "failed", refusal)
+        if await self._exists(name, what):
+            # A request whose answer was lost did create it.
+            return ExecutionResult(True, "evicted", f"PodMigrationJob {name}")
         return ExecutionResult(False, "failed",
                                f"{error} (gave up after {self.attempts} attempts)")
+
+    async def _exists(self, name: str, what: str) -> bool:
+        """Whether the job is on the server (False when that cannot be told either)."""
+        try:
+            response = await self.client.request("GET", f"{PMJ_PATH}/{name}", what=what,
+                                                 timeout=self.timeout)
+        except (Unreachable, ConnectionLost, InputError):
+            return False
+        return response.status_code == 200
 
 
 def _phase(job: PodMigrationJob) -> str:
     return job.status.phase or "Pending"
 
 
+def _passed(job: PodMigrationJob) -> bool:
+    return job.metadata.annotations.get(PASSED_ARBITRATION_ANNOTATION) == "true"
+
+
+Guard = Callable[[], str | None]  # why this instance must not act now (a lost lease), or None
+# API trouble that concerns one request: logged, and the next round tries again.
+API_TROUBLE = (ApiError, InputError, ConnectionLost, OSError)
+
+
+class Verdicts:
+    """Arbitration verdicts written but not yet seen in the informer cache (it lags behind the
+    writes). Shared by every profile's service: a job one passed counts for all at once.
+    An entry lapses when the cache shows the verdict, or after `ttl` seconds (a write that
+    was lost to a conflict is then arbitrated again)."""
+
+    def __init__(self, ttl: float = 10.0) -> None:
+        self.ttl = ttl
+        self._entries: dict[str, tuple[Outcome, float]] = {}
+
+    def record(self, name: str, outcome: Outcome) -> None:
+        self._entries[name] = (outcome, time.monotonic())
+
+    def pending(self, store: Mapping[str, PodMigrationJob]) -> dict[str, Outcome]:
+        """The verdicts the cache does not show yet (by job name)."""
+        now = time.monotonic()
+        for name, (outcome, when) in list(self._entries.items()):
+            job = store.get(name)
+            shown = job is None or job.status.phase not in ACTIVE_PHASES or \
+                (outcome == "passed" and _passed(job))
+            if shown or now - when > self.ttl:
+                del self._entries[name]
+        return {name: outcome for name, (outcome, _) in self._entries.items()}
+
+
 class MigrationService:
     """Arbitrates and reconciles one profile's PodMigrationJobs; also the controller's gate
-    (the object limiters for jobs created outside the cycles)."""
+    (the object limiters for jobs created outside the cycles, and the leader guard)."""
 
     def __init__(self, profile: str, args: MigrationControllerArgs, client: ApiClient,
                  informers: Iterable[Informer], *, events: EventRecorder | None = None,
-                 adopt_unowned: bool = True, eviction_attempts: int = 3) -> None:
+                 adopt_unowned: bool = True, eviction_attempts: int = 3,
+                 guard: Guard | None = None, verdicts: Verdicts | None = None) -> None:
         self.profile = profile
         self.args = args
         self.creator = creator_identity(profile)
@@ -205,18 +253,22 @@ class MigrationService:
             raise InputError("", f"profile {profile}: MigrationController needs the "
                                  "PodMigrationJob informer")
         self.jobs = jobs[0]
+        self.guard = guard
+        self.verdicts = verdicts if verdicts is not None else Verdicts()
         self.limiters = ObjectLimiters(limiter_configs(args))
         self.object_limits = PodObjectLimits(self.limiters, args.max_migrating_per_workload)
         interval = (args.arbitration_args.interval if args.arbitration_args else None) or ""
         self.interval = parse_duration(interval) if interval else DEFAULT_INTERVAL
         self.interval = max(self.interval, 0.05)
+        # Every job is arbitrated before it runs: with arbitrationArgs.enabled false the
+        # pod checks still apply (only the migration limits are off).
         self.controller = MigrationJobController(
             client, args, identity=self.creator, adopt_unowned=adopt_unowned, events=events,
-            gate=self, require_arbitration=self.settings.arbitration_enabled,
-            eviction_attempts=eviction_attempts)
+            gate=self, require_arbitration=True, eviction_attempts=eviction_attempts)
         self.snapshot: ClusterSnapshot | None = None
         self._ledger: MigrationLedger | None = None
-        self._seen: dict[str, tuple[PodMigrationJob, float]] = {}  # job -> (as seen, last pass)
+        # job -> (as last seen, when its next pass is due regardless of changes)
+        self._seen: dict[str, tuple[PodMigrationJob, float]] = {}
         self._waiting: dict[str, str] = {}  # job -> why arbitration keeps it waiting
         self._next_arbitration = 0.0
         self._next_scavenge = 0.0
@@ -232,23 +284,37 @@ class MigrationService:
         annotations = (job.get("metadata") or {}).get("annotations") or {}
         return bool(annotations.get(JOB_CREATED_BY) == self.creator)
 
+    def _store(self) -> dict[str, PodMigrationJob]:
+        return {job.metadata.name: job for job in self.jobs.store.values()
+                if isinstance(job, PodMigrationJob)}
+
     def _jobs(self) -> list[PodMigrationJob]:
-        return [job for job in self.jobs.store.values()
-                if isinstance(job, PodMigrationJob) and self.handles(job)
+        return [job for job in self._store().values() if self.handles(job)
                 and job.status.phase in ACTIVE_PHASES and not job.spec.paused]
 
-    def active(self, names: Iterable[str]) -> set[str]:
-        """Those of `names` still in flight, as the informer last saw them."""
-        store = {job.metadata.name: job for job in self.jobs.store.values()
-                 if isinstance(job, PodMigrationJob)}
-        return {name for name in names
-                if (job := store.get(name)) is not None and job.status.phase in ACTIVE_PHASES}
+    def active(self, names: Iterable[str], seen: set[str] | None = None) -> set[str]:
+        """Those of `names` still in flight as the informer shows them. A name the informer
+        has not shown yet (just created: its watch event is on the way) counts as in flight,
+        unless `seen` says it was shown before (then it is gone: deleted)."""
+        store = self._store()
+        left = set()
+        for name in names:
+            job = store.get(name)
+            if job is None:
+                if seen is None or name not in seen:
+                    left.add(name)
+                continue
+            if seen is not None:
+                seen.add(name)
+            if job.status.phase in ACTIVE_PHASES:
+                left.add(name)
+        return left
 
     def phase_counts(self) -> dict[str, int]:
         """This service's jobs in the informer cache, by phase ("" reads as Pending)."""
         counts: dict[str, int] = {}
-        for job in self.jobs.store.values():
-            if isinstance(job, PodMigrationJob) and self.handles(job):
+        for job in self._store().values():
+            if self.handles(job):
                 counts[_phase(job)] = counts.get(_phase(job), 0) + 1
         return counts
 
@@ -267,52 +333,77 @@ class MigrationService:
 
     # -- the controller's gate ---------------------------------------------------------------
     def limited(self, pod: Pod, job: dict[str, Any]) -> str | None:
+        """Checked just before each eviction: the lease, then (for a job created outside this
+        profile's cycles) the object limiters, whose token is taken now."""
+        refusal = self.guard() if self.guard is not None else None
+        if refusal:
+            return refusal
         if self._own(job):
             return None  # its token was taken when the cycle created it
-        return self.object_limits.exceeded(pod, self.ledger(), time.time())
+        return self.object_limits.reserve(pod, self.ledger(), time.time())
 
     def evicted(self, pod: Pod, job: dict[str, Any]) -> None:
+        """The token was taken by limited()."""
+
+    def not_evicted(self, pod: Pod, job: dict[str, Any]) -> None:
         if not self._own(job):
-            self.object_limits.track(pod, self.ledger(), time.time())
+            self.object_limits.give_back(pod, self.ledger(), time.time())
 
     # -- the loop ----------------------------------------------------------------------------
     async def run(self) -> None:
-        """Rounds until cancelled; an API error is logged and the next round tries again."""
+        """Rounds until cancelled. An API problem is logged and the next round tries again;
+        so is anything unexpected (with its traceback): the service must outlive one bad
+        object."""
         log.info("migration controller started", profile=self.profile,
                  creator=self.creator, arbitration=self.settings.arbitration_enabled,
                  interval=self.interval)
         while True:
-            try:
-                await self.round()
-            except (ApiError, InputError, OSError) as err:
-                log.warning("migration controller round failed", profile=self.profile,
-                            error=str(err))
+            await self._safe_round()
             await asyncio.sleep(self.interval)
 
+    async def _safe_round(self) -> None:
+        try:
+            await self.round()
+        except API_TROUBLE as err:
+            log.warning("migration controller round failed", profile=self.profile,
+                        error=str(err))
+        except Exception:
+            log.exception("migration controller round failed unexpectedly",
+                          profile=self.profile)
+
     async def round(self) -> None:
-        """Arbitrate the waiting jobs (when due), then reconcile the jobs due for a pass."""
+        """Arbitrate the waiting jobs (when due), reconcile the jobs due for a pass, and
+        scavenge old jobs once a minute. Nothing while the guard refuses (a lost lease)."""
+        if self.guard is not None and self.guard():
+            return
         self.rounds += 1
         jobs = self._jobs()
-        if self.settings.arbitration_enabled:
-            waiting = [job for job in jobs if _phase(job) == "Pending" and
-                       job.metadata.annotations.get(PASSED_ARBITRATION_ANNOTATION) != "true"]
-            if waiting and time.monotonic() >= self._next_arbitration:
-                await self.arbitrate({job.metadata.name for job in waiting})
+        decided = self.verdicts.pending(self._store())
+        waiting = [job for job in jobs if _phase(job) == "Pending" and not _passed(job)
+                   and job.metadata.name not in decided]
+        if waiting and time.monotonic() >= self._next_arbitration:
+            await self.arbitrate({job.metadata.name for job in waiting})
+            decided = self.verdicts.pending(self._store())
         now = time.monotonic()
         due: list[str] = []
         for job in jobs:
             name = job.metadata.name
-            if self.settings.arbitration_enabled and _phase(job) == "Pending" and \
-                    job.metadata.annotations.get(PASSED_ARBITRATION_ANNOTATION) != "true":
+            if _phase(job) == "Pending" and not _passed(job) and decided.get(name) != "passed":
                 continue
             seen = self._seen.get(name)
-            # The informer replaces a changed object, so an unchanged job is the same object.
-            if seen is not None and seen[0] is job and now - seen[1] < REQUEUE_SECONDS:
+            # The informer replaces a changed object, so an unchanged job is the same object;
+            # a job backing off after failed evictions waits whatever changed.
+            if seen is not None and now < seen[1] and \
+                    (seen[0] is job or self.controller.retry_after(name) > 0):
                 continue
-            self._seen[name] = (job, now)
             due.append(name)
         if due:
             await asyncio.gather(*(self._reconcile(name) for name in due))
+            store = self._store()
+            for name in due:
+                if name in store:
+                    wait = max(REQUEUE_SECONDS, self.controller.retry_after(name))
+                    self._seen[name] = (store[name], time.monotonic() + wait)
         live = {job.metadata.name for job in jobs}
         for name in [n for n in self._seen if n not in live]:
             del self._seen[name]
@@ -321,28 +412,37 @@ class MigrationService:
             await self.scavenge(datetime.now(UTC))
 
     async def _reconcile(self, name: str) -> None:
-        """One pass over one job, at most maxConcurrentReconciles at a time; an error is the
+        """One pass over one job, at most maxConcurrentReconciles at a time; a problem is the
         job's alone (logged, retried on a later round)."""
         async with self._workers:
             try:
                 await self.controller.reconcile(name)
-            except (ApiError, InputError, OSError) as err:
+            except API_TROUBLE as err:
                 log.warning("migration job reconcile failed", job=name, profile=self.profile,
                             error=str(err))
+            except Exception:
+                log.exception("migration job reconcile failed unexpectedly", job=name,
+                              profile=self.profile)
 
     async def scavenge(self, now: datetime) -> list[str]:
         """Koordinator's scavenger: delete this service's jobs, in any phase, TTL + 5 minutes
         after their creation (30 minutes without a TTL), their Reservations first. The
-        names deleted."""
+        names deleted; a job that cannot be deleted is logged and does not stop the sweep."""
         deleted = []
-        for job in list(self.jobs.store.values()):
-            if not isinstance(job, PodMigrationJob) or not self.handles(job):
+        for job in list(self._store().values()):
+            if not self.handles(job):
                 continue
             deadline = scavenge_deadline(job)
             if deadline is None or deadline > now:
                 continue
             name = job.metadata.name
-            if await self.controller.scavenge(name):
+            try:
+                gone = await self.controller.scavenge(name)
+            except API_TROUBLE as err:
+                log.warning("cannot scavenge migration job", job=name, profile=self.profile,
+                            error=str(err))
+                continue
+            if gone:
                 deleted.append(name)
                 log.info("migration job scavenged", job=name, profile=self.profile,
                          phase=_phase(job))
@@ -359,7 +459,7 @@ class MigrationService:
         self.observe(snapshot)
         ledger = self.ledger()
         arbitrator = Arbitrator(self.settings, snapshot, ledger.resolver, ledger)
-        for verdict in arbitrator.arbitrate():
+        for verdict in arbitrator.arbitrate(self.verdicts.pending(self._store())):
             if verdict.job not in waiting:
                 continue
             if verdict.outcome == "waiting":
@@ -368,31 +468,31 @@ class MigrationService:
                              profile=self.profile, reason=verdict.reason)
                     self._waiting[verdict.job] = verdict.reason
                 continue
+            if self.guard is not None and self.guard():
+                return
+            try:
+                await self.controller.apply_verdict(verdict)
+            except API_TROUBLE as err:  # this job's alone: arbitrated again next round
+                log.warning("cannot record the arbitration verdict", job=verdict.job,
+                            profile=self.profile, error=str(err))
+                continue
+            self.verdicts.record(verdict.job, verdict.outcome)
             self._waiting.pop(verdict.job, None)
             log.info("migration job arbitrated", job=verdict.job, profile=self.profile,
                      outcome=verdict.outcome, reason=verdict.reason)
-            try:
-                await self.controller.apply_verdict(verdict)
-            except (ApiError, InputError, OSError) as err:  # this job's alone: next round
-                log.warning("cannot record the arbitration verdict", job=verdict.job,
-                            profile=self.profile, error=str(err))
 
     async def drain(self, names: Iterable[str], stop: asyncio.Event) -> set[str]:
         """Run rounds until the named jobs are finished, their TTL (plus a minute) has passed,
         or `stop` is set; the names still in flight."""
         names = set(names)
+        seen: set[str] = set()
         ttl = parse_duration(self.args.default_job_ttl) if self.args.default_job_ttl else 0.0
         deadline = time.monotonic() + (ttl + 60.0 if ttl > 0 else NO_TTL_WAIT)
         while not stop.is_set():
-            left = self.active(names)
+            left = self.active(names, seen)
             if not left or time.monotonic() >= deadline:
                 return left
-            try:
-                await self.round()
-            except (ApiError, InputError, OSError) as err:
-                log.warning("migration controller round failed", profile=self.profile,
-                            error=str(err))
+            await self._safe_round()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.interval)
-        return self.active(names)
-
+        return self.active(names, seen)

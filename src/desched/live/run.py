@@ -69,6 +69,7 @@ from desched.live.migration import (
     JobTemplate,
     MigrationJobExecutor,
     MigrationService,
+    Verdicts,
     migration_profiles,
 )
 from desched.live.resources import RESOURCES
@@ -415,6 +416,7 @@ class Runner:
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        self._services: list[asyncio.Task[Any]] = []  # the migration services' loops
         self._signals = 0
         self._connected = False
         self.addresses: list[tuple[Address, str]] = []
@@ -564,16 +566,19 @@ class Runner:
         created by hand. A looping run runs them beside the cycles; --once drives them after
         its cycle until the jobs it created finish."""
         assert self.client is not None
+        verdicts = Verdicts()  # shared: each profile's arbitration sees the others' passes
+        guard = self._guard if self.elector is not None else None
         for index, (profile, args) in enumerate(self.migration_args.items()):
             service = MigrationService(
                 profile, args, self.client, self.informers, events=self.events,
-                adopt_unowned=index == 0, eviction_attempts=self.config.eviction_attempts)
+                adopt_unowned=index == 0, eviction_attempts=self.config.eviction_attempts,
+                guard=guard, verdicts=verdicts)
             self.migrations[profile] = service
             # Each cycle's plugin checks and feeds the limiters the service checks and feeds.
             self._carried[(profile, MIGRATION_PLUGIN)] = {"limiters": service.limiters}
             if self.schedule.looping:
-                self._tasks.append(asyncio.create_task(service.run(),
-                                                       name=f"migrations {profile}"))
+                self._services.append(asyncio.create_task(service.run(),
+                                                          name=f"migrations {profile}"))
         self.metrics.watch_migrations(lambda: [
             (profile, service.phase_counts(), service.controller.evictions)
             for profile, service in self.migrations.items()])
@@ -583,18 +588,22 @@ class Runner:
         if executor is None or not executor.created or self.schedule.looping:
             return
         assert self._wake is not None
-        for profile, service in self.migrations.items():
-            mine = [name for name, owner in executor.created if owner == profile]
-            if not mine:
-                continue
+        wake = self._wake
+
+        async def drain(profile: str, service: MigrationService, mine: list[str]) -> None:
             log.info("waiting for the migration jobs of this run", profile=profile,
                      jobs=len(mine))
-            left = await service.drain(mine, self._wake)
+            left = await service.drain(mine, wake)
             if left:
                 log.warning("migration jobs still in flight at exit", profile=profile,
                             jobs=sorted(left))
             else:
                 log.info("migration jobs finished", profile=profile, jobs=len(mine))
+
+        # All profiles at once: one profile's slow jobs must not starve another's.
+        await asyncio.gather(*(
+            drain(profile, service, mine) for profile, service in self.migrations.items()
+            if (mine := [name for name, owner in executor.created if owner == profile])))
 
     async def _disconnect(self) -> None:
         await stop_informers(self.informers)
@@ -626,6 +635,8 @@ class Runner:
     async def _watch_lease(self, elector: Elector) -> None:
         await elector.lost.wait()
         self.lease_lost = True
+        for task in self._services:  # another instance leads now: stop migrating at once
+            task.cancel()
         self.metrics.leader.set(0)
         log.error(LEASE_LOST)
         if self._wake is not None:
@@ -659,11 +670,16 @@ class Runner:
         return 0
 
     async def _shutdown(self) -> None:
-        for task in self._tasks:
+        tasks = [*self._services, *self._tasks]
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
+        for task in tasks:
+            try:
                 await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # logged; the rest of the shutdown must still happen
+                log.exception("background task failed", task=task.get_name())
         if self.events is not None:
             await self.events.flush()
         if self.elector is not None:
@@ -747,9 +763,8 @@ class Runner:
         return report
 
     def _plugins(self, descheduler: Descheduler) -> list[tuple[str, str, Any]]:
-        return [(profile.name, name, getattr(plugin, "plugin", plugin))
-                for profile in descheduler.profiles
-                for name, plugin in (*profile.deschedule, *profile.balance)]
+        return [(profile.name, name, plugin) for profile in descheduler.profiles
+                for name, plugin in profile.plugins.items()]
 
     def _restore_state(self, descheduler: Descheduler) -> None:
         for profile, name, plugin in self._plugins(descheduler):

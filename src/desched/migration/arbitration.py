@@ -558,14 +558,17 @@ class Arbitrator:
                 and job.metadata.annotations.get(PASSED_ARBITRATION_ANNOTATION) != "true"
                 and (now is None or (deadline := job_deadline(job)) is None or deadline > now)]
 
-    def arbitrate(self) -> list[Verdict]:
+    def arbitrate(self, decided: Mapping[str, Outcome] | None = None) -> list[Verdict]:
         """One doOnceArbitrate over the waiting jobs, in arbitration order. A job whose pod is
-        missing fails (Koordinator passes it: issue #3039). With arbitration disabled every job
-        passes as it comes."""
-        jobs = self.waiting_jobs()
-        if not self.settings.arbitration_enabled:
-            return [Verdict(job.metadata.name, "passed", "arbitration is disabled "
-                            "(arbitrationArgs.enabled: false)") for job in jobs]
+        missing fails (Koordinator passes it: issue #3039). With arbitration disabled the jobs
+        come unsorted and only the pod checks apply.
+
+        `decided`: jobs already given a verdict that the snapshot does not show yet (a live
+        cache lags behind its writes). They are not arbitrated again, and those that passed
+        count as passed."""
+        decided = decided or {}
+        jobs = [job for job in self.waiting_jobs() if job.metadata.name not in decided]
+        enabled = self.settings.arbitration_enabled
         pod_of_job: dict[str, Pod] = {}
         for job in jobs:
             ref = job.spec.pod_ref
@@ -573,8 +576,9 @@ class Arbitrator:
             if pod is not None:
                 pod_of_job[job.metadata.name] = pod
         verdicts: list[Verdict] = []
-        passed: set[str] = set()
-        for job in sort_jobs(jobs, pod_of_job, self.ledger.migrating_of_owner):
+        passed = {name for name, outcome in decided.items() if outcome == "passed"}
+        order = sort_jobs(jobs, pod_of_job, self.ledger.migrating_of_owner) if enabled else jobs
+        for job in order:
             name = job.metadata.name
             pod = pod_of_job.get(name)
             ref = job.spec.pod_ref
@@ -589,12 +593,15 @@ class Arbitrator:
                         name, "failed", f'Pod "{where}" is forbidden to migrate because it does '
                                         f"not meet the requirements: {reason}"))
                     continue
-                reason = self.retryable(pod, self._counted_while_arbitrating(passed))
+                reason = self.retryable(pod, self._counted_while_arbitrating(passed)) \
+                    if enabled else None
                 if reason is not None:
                     verdicts.append(Verdict(name, "waiting", reason))
                     continue
             passed.add(name)
-            verdicts.append(Verdict(name, "passed", "passed arbitration"))
+            verdicts.append(Verdict(name, "passed", "passed arbitration" if enabled else
+                                    "passed the pod checks (arbitrationArgs.enabled: false: "
+                                    "no migration limits)"))
         return verdicts
 
     @staticmethod

@@ -13,10 +13,14 @@ before the eviction request, so a pod that disappears afterwards completes the j
 controller restarted in between. A SoftEviction leaves its annotation on the pod; with the
 Evicting condition that is what tells a later pass not to annotate again.
 
-A PodDisruptionBudget refusal (429) is recorded as `Eviction=False/FailedEvict` and retried on the
-next reconcile; when the TTL expires the job fails with reason Timeout and the last error in its
-message. Status is written through the status subresource with the job's resourceVersion; a
-conflict (409) ends the pass, and the next one starts from the fresh object.
+A PodDisruptionBudget refusal (429) is recorded as `Eviction=False/FailedEvict` (written, with its
+Warning event, only when the error changes, so a budget that keeps refusing does not rewrite the
+job every pass) and retried on a later pass; `retry_after` tells the caller how long to wait (3 s
+doubling per consecutive failure, up to 60 s). When the TTL expires the job fails with reason
+Timeout and the last error in its message. Status is written through the status subresource with
+the job's resourceVersion; a conflict (409) ends the pass, and the next one starts from the fresh
+object. A `ConnectionLost` ends the pass too (the caller logs it); the controller's own counters
+(evictQPS, the gate's tokens, failures) are settled before it can escape.
 
 Events are emitted only after the write that records the state they announce succeeded, and only
 when that state changes, so a job that waits does not repeat its Normal events every pass.
@@ -92,14 +96,22 @@ Clock = Callable[[], datetime]
 
 
 class MigrationGate(Protocol):
-    """The object limiters (reference/koordinator.md §6.5), as seen by the controller."""
+    """The object limiters (reference/koordinator.md §6.5), as seen by the controller.
+
+    For every `limited()` that returns None the controller calls exactly one of `evicted()` or
+    `not_evicted()`, so a gate may reserve a token in `limited()` and settle it afterwards."""
 
     def limited(self, pod: Pod, job: dict[str, Any]) -> str | None:
-        """Why the object limiter says wait, or None."""
+        """Why the object limiter says wait, or None: go ahead (a token may be taken for it)."""
         ...
 
     def evicted(self, pod: Pod, job: dict[str, Any]) -> None:
-        """An eviction went through (feed the limiters)."""
+        """The eviction went through (feed the limiters)."""
+        ...
+
+    def not_evicted(self, pod: Pod, job: dict[str, Any]) -> None:
+        """After `limited()` said go, the eviction did not happen (refused, failed, or the pass
+        ended before the request): give the token back."""
         ...
 
 
@@ -157,6 +169,14 @@ def _reason_of(job: dict[str, Any], kind: str) -> str:
     return str((_condition(job, kind) or {}).get("reason") or "")
 
 
+def _evicting(job: dict[str, Any]) -> bool:
+    """An eviction was attempted and is the job's latest state (Evicting or FailedEvict): a pod
+    that goes from now on completes the job, and a soft eviction is not annotated again."""
+    return (job.get("status") or {}).get("status") == COND_EVICTION and \
+        _reason_of(job, COND_EVICTION) in (EVICTING, FAILED_EVICT) and \
+        not _is_true(job, COND_EVICTION)
+
+
 def _pod_ns_name(job: dict[str, Any]) -> tuple[str, str]:
     ref = (job.get("spec") or {}).get("podRef") or {}
     return str(ref.get("namespace") or ""), str(ref.get("name") or "")
@@ -203,6 +223,16 @@ def _error_text(response_code: int, body: bytes) -> str:
     return f"{response_code} {' '.join(body.decode('utf-8', 'replace').split())[:200]}"
 
 
+class _Bucket(TokenBucket):
+    """The evictQPS bucket, with a refund for a token taken for a request never sent."""
+
+    __slots__ = ()
+
+    def refund(self, now: float) -> None:
+        self._tokens, self._last = min(float(self.burst), self.tokens(now) + 1), \
+            max(now, self._last)
+
+
 class _Stop(Exception):
     """Ends the pass: the job was written (or conflicted) and the next pass goes on from there."""
 
@@ -236,8 +266,18 @@ class MigrationJobController:
         qps = evict_qps(args.evict_qps) or DEFAULT_EVICT_QPS
         burst = args.evict_burst if args.evict_burst else DEFAULT_EVICT_BURST
         # On the injected clock, so that tests (and a simulated run) drive the refill.
-        self.bucket = TokenBucket(qps, burst, self.clock().timestamp())
+        self.bucket = _Bucket(qps, burst, self.clock().timestamp())
+        # Consecutive failed eviction attempts per job, for retry_after (reset on success or
+        # when the job is no longer active).
+        self.failures: dict[str, int] = {}
         self._seen: dict[str, dict[str, Any]] = {}  # each job's latest version in this pass
+
+    def retry_after(self, name: str) -> float:
+        """Seconds the caller should wait before the next pass of the job: 0, or after failed
+        evictions (a PDB refusal) 3 s doubling per failure up to 60 s, so a blocked job does
+        not hammer the API server."""
+        failures = self.failures.get(name, 0)
+        return 0.0 if failures <= 0 else float(min(3 * 2 ** (failures - 1), 60))
 
     # -- passes ------------------------------------------------------------------------------------
     async def reconcile_all(self) -> list[str]:
@@ -252,7 +292,7 @@ class MigrationJobController:
                 continue
             try:
                 still = await self.reconcile(str(name))
-            except (ApiError, OSError) as err:
+            except (ApiError, OSError, ConnectionLost) as err:
                 log.warning("podmigrationjob %s: %s", name, err)
                 still = self._active(item)  # unknown: as it was before the pass
             if still:
@@ -264,6 +304,7 @@ class MigrationJobController:
         code, job = await self._call("GET", f"{PMJ_PATH}/{name}", None,
                                      f"get podmigrationjob {name}", allow=(404,))
         if code == 404 or job is None:
+            self.failures.pop(name, None)
             return False
         self._seen[name] = job
         try:
@@ -272,7 +313,10 @@ class MigrationJobController:
             pass
         finally:
             latest = self._seen.pop(name, job)
-        return self._active(latest)
+        active = self._active(latest)
+        if not active:
+            self.failures.pop(name, None)
+        return active
 
     def _handles(self, job: dict[str, Any]) -> bool:
         creator = _annotations(job).get(JOB_CREATED_BY)
@@ -336,11 +380,15 @@ class MigrationJobController:
             return
         if ((job.get("status") or {}).get("phase") or "") not in ("", PENDING):
             return
+        if _annotations(job).get(PASSED_ARBITRATION_ANNOTATION) == "true":
+            # Passed already: a "failed" verdict is stale (computed from a lagging cache) and
+            # must not fail a job the reconcile may be running; "passed" has nothing to add.
+            return
         try:
             if verdict.outcome == "failed":
                 await self._finish(job, FAILED, FORBIDDEN, verdict.reason,
                                    event=_Event(WARNING, FORBIDDEN, verdict.reason))
-            elif _annotations(job).get(PASSED_ARBITRATION_ANNOTATION) != "true":
+            else:
                 meta = job.setdefault("metadata", {})
                 meta["annotations"] = {**(meta.get("annotations") or {}),
                                        PASSED_ARBITRATION_ANNOTATION: "true"}
@@ -362,7 +410,12 @@ class MigrationJobController:
             await self._fail_missing_pod(job)
             raise _Stop
         uid = (pod.get("metadata") or {}).get("uid") or ""
-        if uid and ref.get("uid") != uid:
+        if ref.get("uid") and uid != ref["uid"]:
+            # The job was made for another pod of that name (a StatefulSet recreated it while
+            # the job waited): never evict the new one.
+            await self._fail_missing_pod(job)
+            raise _Stop
+        if uid and not ref.get("uid"):
             job["spec"]["podRef"] = {**ref, "uid": uid}
             job = await self._write(job, status=False)
         job.setdefault("status", {})["phase"] = RUNNING
@@ -400,8 +453,8 @@ class MigrationJobController:
         if pod_meta.get("deletionTimestamp"):
             return None  # terminating: an eviction took effect; wait for the pod to go
         pod = _decode_pod(raw)
-        if self._policy(pod, job) == SOFT_EVICTION and _reason_of(job, COND_EVICTION) == \
-                EVICTING and SOFT_EVICTION_ANNOTATION in pod.metadata.annotations:
+        if self._policy(pod, job) == SOFT_EVICTION and _evicting(job) and \
+                SOFT_EVICTION_ANNOTATION in pod.metadata.annotations:
             return None  # soft-evicted: another agent removes the pod, or the TTL ends the job
         if reservation is not None and rsv.is_succeeded(reservation):
             note = "Reservation is already bound by another Pod"
@@ -437,9 +490,14 @@ class MigrationJobController:
         if rsv.is_expired(reservation):
             await self._finish(job, FAILED, "ReservationExpired", "Reservation expired")
             return
-        if not rsv.is_scheduled(reservation) and not rsv.is_succeeded(reservation):
-            await self._finish(job, FAILED, "Unschedulable",
-                               rsv.unschedulable_message(reservation) or "")
+        # Stricter than Koordinator, which only checks nodeName + Scheduled=True: a pod is
+        # never evicted unless its Reservation holds the room (Available). Succeeded goes on:
+        # bound to the evicted pod's successor, or (not evicted yet) taken by another pod.
+        if not rsv.is_available(reservation) and not rsv.is_succeeded(reservation):
+            message = rsv.unschedulable_message(reservation)
+            if not message:
+                message = f"Reservation is not available (phase {rsv.phase(reservation)})"
+            await self._finish(job, FAILED, "Unschedulable", message)
             return
         if not _is_true(job, "ReservationScheduled"):
             job = await self._reservation_scheduled(job, name, rsv.node_name(reservation))
@@ -548,7 +606,8 @@ class MigrationJobController:
     async def _create_reservation(self, job: dict[str, Any]) -> None:
         meta = job.get("metadata") or {}
         namespace, name = _pod_ns_name(job)
-        pod = await self._get_pod(namespace, name)
+        uid = ((job.get("spec") or {}).get("podRef") or {}).get("uid")
+        pod = await self._get_pod(namespace, name, uid=uid)  # never for a replacement
         if pod is None:
             await self._fail_missing_pod(job)
             return
@@ -628,56 +687,93 @@ class MigrationJobController:
         labels = (job.get("metadata") or {}).get("labels") or {}
         return eviction_policy_for(pod, self.args.eviction_policy or EVICTION, labels)
 
-    def _refusal(self, pod: Pod, job: dict[str, Any]) -> str | None:
-        """Why no eviction may be sent now (object limiters, then evictQPS), or None. A refused
-        pass writes nothing: the job is simply retried on the next pass."""
+    def _admit(self, pod: Pod, job: dict[str, Any]) -> tuple[str | None, bool]:
+        """(why no eviction may be sent now, or None; whether the gate said go). evictQPS is
+        checked first, so its refusal leaves the gate untouched; the QPS token is taken only
+        once the gate said go. All synchronous: no other pass runs in between."""
+        now = self.clock().timestamp()
+        if self.bucket.tokens(now) < 1:
+            return f"too many evictions: evictQPS {self.bucket.limit:g}, evictBurst " \
+                   f"{self.bucket.burst}", False
+        gated = False
         if self.gate is not None and EVICT_ANNOTATION not in _annotations(job):
             limited = self.gate.limited(pod, job)
             if limited is not None:
-                return limited
-        if not self.bucket.allow(self.clock().timestamp()):
-            return f"too many evictions: evictQPS {self.bucket.limit:g}, evictBurst " \
-                   f"{self.bucket.burst}"
-        return None
+                return limited, False
+            gated = True
+        taken = self.bucket.allow(now)
+        assert taken, "a whole token was there a moment ago"
+        return None, gated
 
     async def _evict(self, job: dict[str, Any], pod: Pod, raw: dict[str, Any]) -> dict[str, Any]:
         """Evicts the pod (known to exist, unchanged and not terminating) by the job's policy.
         Returns the job as written: Eviction=True when the pod is gone at once, else
-        Eviction=False (Evicting, or FailedEvict with the error)."""
-        name = (job.get("metadata") or {}).get("name")
-        refusal = self._refusal(pod, job)
+        Eviction=False (Evicting, or FailedEvict with the error).
+
+        A refused pass writes nothing: the job is simply retried on the next pass. Whatever
+        ends the pass (a conflict, a ConnectionLost), the gate hears `evicted` or `not_evicted`
+        exactly once, and a QPS token taken for a request never sent is given back."""
+        name = str((job.get("metadata") or {}).get("name") or "")
+        refusal, gated = self._admit(pod, job)
         if refusal is not None:
             log.debug("podmigrationjob %s: not evicting %s yet: %s", name, pod.key, refusal)
             raise _Stop
         _, reason = trigger_and_reason(_annotations(job))
-        node = pod.node_name
-        evicting = f'Pod "{pod.key}" evicted from node "{node}" by the reason "{reason}"'
-        job = await self._set_condition(job, COND_EVICTION, "False", EVICTING, evicting)
+        evicting = f'Pod "{pod.key}" evicted from node "{pod.node_name}" by the reason ' \
+                   f'"{reason}"'
         policy = self._policy(pod, job)
-        if policy == DELETE:
-            error = await self._delete_pod(job, pod)
-        elif policy == SOFT_EVICTION:
-            error = await self._soft_evict(job, raw)
-        else:
-            error = await self._eviction_api(job, pod, reason)
+        sent = done = False
+        try:
+            # Recorded before the request, so a pod that goes afterwards completes the job even
+            # across a restart. An earlier attempt (FailedEvict) recorded that already: not
+            # rewriting it keeps a refused retry from changing the job.
+            if not _evicting(job):
+                job = await self._set_condition(job, COND_EVICTION, "False", EVICTING, evicting)
+            sent = True
+            if policy == DELETE:
+                error = await self._delete_pod(job, pod)
+            elif policy == SOFT_EVICTION:
+                error = await self._soft_evict(job, pod, raw)
+            else:
+                error = await self._eviction_api(job, pod, reason)
+            done = error is None
+        finally:
+            if not sent:
+                self.bucket.refund(self.clock().timestamp())
+            if gated and not done and self.gate is not None:
+                self.gate.not_evicted(pod, job)
         if error is not None and not error.startswith(ALREADY_GONE):
-            note = f'Failed evict Pod "{pod.key}" caused by {error}'
-            return await self._set_condition(job, COND_EVICTION, "False", FAILED_EVICT, note,
-                                             event=_Event(WARNING, EVICTING, note))
+            self.failures[name] = self.failures.get(name, 0) + 1
+            return await self._failed_evict(job, f'Failed evict Pod "{pod.key}" caused by {error}')
+        self.failures.pop(name, None)
         if error is None:
-            self._evicted(job, pod, evicting, reason)
+            self._evicted(job, pod, reason)
+            if _reason_of(job, COND_EVICTION) != EVICTING:  # after a FailedEvict
+                job = await self._set_condition(job, COND_EVICTION, "False", EVICTING, evicting)
+            self._emit(job, _Event(NORMAL, EVICTING, evicting))
             if policy == SOFT_EVICTION:
                 return job  # the pod stays until another agent acts on the annotation
         if await self._get_pod(pod.namespace, pod.name, uid=pod.metadata.uid):
             return job  # still there (terminating): the next pass completes the job
         return await self._evict_complete(job, pod.key)
 
-    def _evicted(self, job: dict[str, Any], pod: Pod, evicting: str, reason: str) -> None:
-        """After a successful eviction call: count, feed the limiters, announce."""
+    async def _failed_evict(self, job: dict[str, Any], note: str) -> dict[str, Any]:
+        """Eviction=False/FailedEvict with a Warning event, unless the job records that very
+        failure already: a PDB that keeps refusing then changes nothing (no new lastProbeTime
+        that would wake the caller again at once, no event storm)."""
+        last = _condition(job, COND_EVICTION) or {}
+        if (job.get("status") or {}).get("status") == COND_EVICTION and \
+                last.get("reason") == FAILED_EVICT and last.get("message") == note:
+            return job
+        return await self._set_condition(job, COND_EVICTION, "False", FAILED_EVICT, note,
+                                         event=_Event(WARNING, EVICTING, note))
+
+    def _evicted(self, job: dict[str, Any], pod: Pod, reason: str) -> None:
+        """After a successful eviction call, before anything else can fail: count, feed the
+        limiters, announce on the pod."""
         self.evictions += 1
         if self.gate is not None:
             self.gate.evicted(pod, job)
-        self._emit(job, _Event(NORMAL, EVICTING, evicting))
         if self.events is not None:
             ref = PodRef(str(pod.namespace), str(pod.name), str(pod.metadata.uid),
                          str(pod.node_name))
@@ -711,7 +807,12 @@ class MigrationJobController:
             response = await self.client.request(
                 "DELETE", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}", what=what,
                 body=msgspec.json.encode(body))
-        except (Unreachable, ConnectionLost) as err:
+        except Unreachable as err:
+            return str(err)
+        except ConnectionLost as err:  # the delete may have been carried out: look
+            known, after = await self._read_back(pod)
+            if known and (after is None or (after.get("metadata") or {}).get("deletionTimestamp")):
+                return None
             return str(err)
         code = response.status_code
         if code < 300:
@@ -720,7 +821,8 @@ class MigrationJobController:
             return f"{ALREADY_GONE}: {code}"
         return _error_text(code, response.content)
 
-    async def _soft_evict(self, job: dict[str, Any], raw: dict[str, Any]) -> str | None:
+    async def _soft_evict(self, job: dict[str, Any], pod: Pod,
+                          raw: dict[str, Any]) -> str | None:
         """The SoftEviction policy: the scheduling.koordinator.sh/soft-eviction annotation on
         the pod, by a JSON merge patch; nothing is deleted. The patch carries the pod's UID:
         the API server refuses it (409) for a pod replaced under the same name."""
@@ -738,7 +840,14 @@ class MigrationJobController:
             response = await self.client.request(
                 "PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}", what=what,
                 body=msgspec.json.encode(patch), content_type=MERGE_PATCH)
-        except (Unreachable, ConnectionLost) as err:
+        except Unreachable as err:
+            return str(err)
+        except ConnectionLost as err:  # the patch may have been applied: look
+            known, after = await self._read_back(pod)
+            if known and after is None:
+                return f"{ALREADY_GONE}: {err}"
+            if known and SOFT_EVICTION_ANNOTATION in _annotations(after or {}):
+                return None
             return str(err)
         code = response.status_code
         if code < 300:
@@ -779,6 +888,7 @@ class MigrationJobController:
         if complete:
             status["status"] = "Complete"
         written = await self._write(job, status=True)
+        self.failures.pop(str((job.get("metadata") or {}).get("name") or ""), None)
         for each in [event] if isinstance(event, _Event) else event or []:
             self._emit(written, each)
 
@@ -805,6 +915,14 @@ class MigrationJobController:
         return written
 
     # -- requests --------------------------------------------------------------------------------
+    async def _read_back(self, pod: Pod) -> tuple[bool, dict[str, Any] | None]:
+        """(whether it could be read, the pod or None when gone or replaced) after a request
+        whose answer was lost. Unreadable, the outcome stays unknown: the caller reports a
+        failure, and the next pass reads the pod again before anything is sent."""
+        try:
+            return True, await self._get_pod(pod.namespace, pod.name, uid=pod.metadata.uid)
+        except (ApiError, Unreachable, ConnectionLost):
+            return False, None
     async def _get_pod(self, namespace: str, name: str,
                        uid: str | None = None) -> dict[str, Any] | None:
         code, pod = await self._call("GET", f"/api/v1/namespaces/{namespace}/pods/{name}", None,

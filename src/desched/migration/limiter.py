@@ -8,6 +8,7 @@ Koordinator keeps one golang.org/x/time/rate.Limiter per key in a cache whose en
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 
 from desched.migration.limits import IntOrPercent
@@ -44,6 +45,11 @@ class TokenBucket:
         self._tokens, self._last = left, max(now, self._last)
         return True
 
+    def give_back(self, now: float) -> None:
+        """Return a token taken for something that did not happen (up to the burst)."""
+        self._tokens, self._last = min(float(self.burst), self.tokens(now) + 1), max(now,
+                                                                                      self._last)
+
     def update(self, now: float, limit: float, burst: int) -> None:
         """SetLimitAt / SetBurstAt: the tokens accrued so far are kept."""
         self._tokens, self._last = self.tokens(now), max(now, self._last)
@@ -75,6 +81,9 @@ class ObjectLimiters:
         # A limiter type with a zero window is off (initObjectLimiters skips it).
         self.configs = {c.kind: c for c in configs if c.duration > 0}
         self._buckets: dict[tuple[str, str], tuple[TokenBucket, float]] = {}
+        # A live run checks and feeds the limiters from the cycle's thread and from the event
+        # loop: a check and the token it takes must be one step (see PodObjectLimits.reserve).
+        self.lock = threading.Lock()
 
     def _live(self, config: LimiterConfig, key: str, now: float) -> TokenBucket | None:
         entry = self._buckets.get((config.kind, key))
@@ -82,9 +91,17 @@ class ObjectLimiters:
             return None
         bucket, used = entry
         if now - used >= 1.5 * config.duration:
-            del self._buckets[(config.kind, key)]  # the cache entry expired with its limiter
+            # The cache entry expired with its limiter.
+            self._buckets.pop((config.kind, key), None)
             return None
         return bucket
+
+    def give_back(self, kind: str, key: str, now: float) -> None:
+        """Undo one track() whose eviction did not happen."""
+        config = self.configs.get(kind)
+        bucket = self._live(config, key, now) if config is not None and key else None
+        if bucket is not None:
+            bucket.give_back(now)
 
     def exceeded(self, keys: dict[str, str], now: float) -> str | None:
         """checkPodExceedObjectLimiter: why the first limiter of the pod's keys that has no

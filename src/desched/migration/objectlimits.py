@@ -39,6 +39,25 @@ class PodObjectLimits:
         """checkPodExceedObjectLimiter: why the pod must wait, or None."""
         return self.limiters.exceeded(self.keys(pod, ledger), now)
 
+    def reserve(self, pod: Pod, ledger: MigrationLedger, now: float) -> str | None:
+        """Check and, when the pod may go, take its tokens at once (give_back undoes it if the
+        migration does not happen). Koordinator checks, then feeds after the eviction; between
+        the two, another migration of the workload could pass the same check."""
+        with self.limiters.lock:
+            why = self.exceeded(pod, ledger, now)
+            if why is None:
+                self.track(pod, ledger, now)
+            return why
+
+    def give_back(self, pod: Pod, ledger: MigrationLedger, now: float) -> None:
+        """The reserved migration did not happen: return its tokens."""
+        keys = self.keys(pod, ledger)
+        with self.limiters.lock:
+            for kind in self.limiters.configs:
+                key = keys.get(kind)
+                if key is not None:
+                    self.limiters.give_back(kind, key, now)
+
     def track(self, pod: Pod, ledger: MigrationLedger, now: float) -> None:
         """trackEvictedPod: feed each limiter for the pod. Each type is fed on its own
         (Koordinator stops at the first type whose maximum is 0)."""

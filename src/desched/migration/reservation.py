@@ -31,8 +31,18 @@ def phase(reservation: dict[str, Any]) -> str:
     return str((reservation.get("status") or {}).get("phase") or "")
 
 
+PENDING, WAITING, AVAILABLE, SUCCEEDED, FAILED = \
+    "Pending", "Waiting", "Available", "Succeeded", "Failed"
+
+
 def is_pending(reservation: dict[str, Any]) -> bool:
-    return phase(reservation) in ("", "Pending")
+    """Not placed (or not ready) yet: the job waits; its TTL ends a wait that never ends."""
+    return phase(reservation) in ("", PENDING, WAITING)
+
+
+def is_available(reservation: dict[str, Any]) -> bool:
+    """Holding room on a node for the pod to migrate: the only state that allows an eviction."""
+    return phase(reservation) == AVAILABLE and is_scheduled(reservation)
 
 
 def is_scheduled(reservation: dict[str, Any]) -> bool:
@@ -50,11 +60,11 @@ def unschedulable_message(reservation: dict[str, Any]) -> str | None:
 
 
 def is_succeeded(reservation: dict[str, Any]) -> bool:
-    return phase(reservation) == "Succeeded"
+    return phase(reservation) == SUCCEEDED
 
 
 def is_expired(reservation: dict[str, Any]) -> bool:
-    return phase(reservation) == "Failed" and any(
+    return phase(reservation) == FAILED and any(
         c.get("type") == "Ready" and c.get("reason") == "Expired"
         for c in _conditions(reservation))
 

@@ -127,20 +127,26 @@ class MigrationController:
                 self.handle.log.filtered(pod.namespace, pod.name, pod.node_name,
                                          self.handle.profile, trigger, why)
             return False
-        why_not = self.object_limits().exceeded(pod, self.ledger, self._now())
+        limits = self.object_limits()
+        why_not = limits.reserve(pod, self.ledger, self._now())
         if why_not is not None:
             self._refuse(pod, trigger, "limited", why_not)
             return False
-        target: str | None = None
-        if self.settings.job_mode == RESERVATION_FIRST:
-            target, why_not = self._reserve(pod)
-            if target is None:
-                self._refuse(pod, trigger, "failed", why_not)
-                return False
-        if not proceed():
+        started = False
+        try:
+            target: str | None = None
+            if self.settings.job_mode == RESERVATION_FIRST:
+                target, why_not = self._reserve(pod)
+                if target is None:
+                    self._refuse(pod, trigger, "failed", why_not)
+                    return False
+            started = proceed()
+        finally:
+            if not started:  # the tokens taken for it go back
+                limits.give_back(pod, self.ledger, self._now())
+        if not started:
             return False
         self.ledger.start(pod)
-        self.object_limits().track(pod, self.ledger, self._now())
         if target is not None:
             self._hold(pod, target)
         self._amend(pod, target)

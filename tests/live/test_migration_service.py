@@ -1,0 +1,133 @@
+"""MigrationService in isolation: which jobs are due, what survives an API problem, the leader
+guard, and how --once tells a finished job from one the cache has not shown yet. The informer is
+a plain store and the controller a recording stand-in; the HTTP paths are in
+test_migration_run.py."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import pytest
+
+from desched.live.client import ApiClient, ConnectionLost
+from desched.live.informer import Informer
+from desched.live.migration import MigrationService, Verdicts
+from desched.live.resources import BY_KIND
+from desched.migration.arbitration import PASSED_ARBITRATION_ANNOTATION
+from desched.model.kinds import JSON_DECODERS
+from desched.plugins.migrationcontroller_args import MigrationControllerArgs, default
+
+pytestmark = pytest.mark.asyncio
+
+
+def job(name: str, phase: str = "Running", passed: bool = True, **annotations: str) -> Any:
+    if passed:
+        annotations[PASSED_ARBITRATION_ANNOTATION] = "true"
+    return JSON_DECODERS["PodMigrationJob"].decode(msgspec.json.encode({
+        "metadata": {"name": name, "annotations": annotations,
+                     "creationTimestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")},
+        "spec": {"podRef": {"namespace": "default", "name": f"p-{name}"}, "ttl": "5m"},
+        "status": {"phase": phase}}))
+
+
+class Controller:
+    """Records passes; raises what `fail` maps a job to."""
+
+    def __init__(self) -> None:
+        self.passes: list[str] = []
+        self.fail: dict[str, BaseException] = {}
+        self.waits: dict[str, float] = {}
+
+    async def reconcile(self, name: str) -> bool:
+        self.passes.append(name)
+        if name in self.fail:
+            raise self.fail[name]
+        return True
+
+    def retry_after(self, name: str) -> float:
+        return self.waits.get(name, 0.0)
+
+    async def scavenge(self, name: str) -> bool:
+        raise ConnectionLost(f"delete podmigrationjob {name}: read timeout")
+
+
+def service(*jobs: Any, guard: Any = None) -> tuple[MigrationService, Controller]:
+    informer = Informer(ApiClient.for_server("http://127.0.0.1:9", trust_env=False),
+                        BY_KIND["PodMigrationJob"])
+    informer.store = {j.metadata.name: j for j in jobs}
+    args = MigrationControllerArgs()
+    default(args)
+    svc = MigrationService("p", args, informer.client, [informer], guard=guard,
+                           verdicts=Verdicts())
+    fake = Controller()
+    svc.controller = fake  # type: ignore[assignment]
+    svc._next_scavenge = float("inf")
+    return svc, fake
+
+
+async def test_one_job_failing_does_not_stop_the_others() -> None:
+    svc, fake = service(job("a"), job("b"), job("c"))
+    fake.fail = {"a": ConnectionLost("get podmigrationjob a: read timeout"),
+                 "b": KeyError("a bug")}
+    await svc.round()
+    assert sorted(fake.passes) == ["a", "b", "c"]
+    await svc._safe_round()  # nothing escapes, even a bug
+    assert svc.rounds == 2
+
+
+async def test_unchanged_jobs_wait_for_the_requeue_and_backoff_wins_over_changes() -> None:
+    a, b = job("a"), job("b")
+    svc, fake = service(a, b)
+    await svc.round()
+    await svc.round()
+    assert sorted(fake.passes) == ["a", "b"]  # unchanged: not again before 3 s
+    fake.waits["b"] = 30.0  # b's evictions keep failing: it backs off
+    svc.jobs.store["a"] = job("a")  # changed objects
+    svc.jobs.store["b"] = job("b")
+    await svc.round()
+    assert sorted(fake.passes) == ["a", "a", "b"]
+
+
+async def test_pending_jobs_wait_for_arbitration() -> None:
+    svc, fake = service(job("w", phase="Pending", passed=False))
+    svc._next_arbitration = float("inf")  # no arbitration round now
+    await svc.round()
+    assert fake.passes == []
+    svc.verdicts.record("w", "passed")  # written, the cache does not show it yet
+    await svc.round()
+    assert fake.passes == ["w"]
+
+
+async def test_a_lost_lease_stops_rounds_and_evictions() -> None:
+    refusal = "leader election lost"
+    lost = False
+    svc, fake = service(job("a"), guard=lambda: refusal if lost else None)
+    lost = True
+    await svc.round()
+    assert fake.passes == [] and svc.rounds == 0
+    pod = JSON_DECODERS["Pod"].decode(b'{"metadata": {"name": "p-a", "namespace": "default"}}')
+    assert svc.limited(pod, {"metadata": {"name": "a"}}) == refusal
+
+
+async def test_scavenger_survives_a_failing_delete() -> None:
+    old = job("old", phase="Succeeded")
+    svc, _ = service(old)
+    assert await svc.scavenge(datetime(2030, 1, 1, tzinfo=UTC)) == []
+
+
+async def test_drain_waits_for_jobs_the_cache_has_not_shown() -> None:
+    svc, _ = service()
+    seen: set[str] = set()
+    assert svc.active(["new"], seen) == {"new"}  # created, its watch event still on the way
+    svc.jobs.store["new"] = job("new")
+    assert svc.active(["new"], seen) == {"new"}
+    svc.jobs.store["new"] = job("new", phase="Succeeded")
+    assert svc.active(["new"], seen) == set()
+    del svc.jobs.store["new"]  # deleted after it was shown: gone
+    assert svc.active(["new"], seen) == set()
+    stop = asyncio.Event()
+    stop.set()
+    assert await svc.drain(["never-shown"], stop) == {"never-shown"}
