@@ -371,3 +371,52 @@ def test_help_and_version_exit_zero() -> None:
     assert desched("simulate", "--help").returncode == 0
     proc = desched("--version")
     assert proc.returncode == 0 and "0." in proc.stdout
+
+
+LOWNODELOAD_INVERTED = """\
+    apiVersion: descheduler/v1alpha2
+    kind: DeschedulerConfiguration
+    profiles:
+    - name: koord
+      plugins:
+        balance:
+          enabled: [{name: LowNodeLoad}]
+      pluginConfig:
+      - name: LowNodeLoad
+        args:
+          lowThresholds: {cpu: 70}
+          highThresholds: {cpu: 50}
+    """
+
+
+@pytest.mark.parametrize("command", ["validate", "simulate"])
+def test_errors_raised_when_plugins_are_built_name_the_policy(tmp_path: Path,
+                                                              command: str) -> None:
+    """LowNodeLoad checks its pools when it is built (as Koordinator does): validate and
+    simulate build every plugin before anything else, and name the file."""
+    path = write(tmp_path / "lnl.yaml", LOWNODELOAD_INVERTED)
+    extra = ["--snapshot", str(tmp_path / "missing.yaml")] if command == "simulate" else []
+    proc = desched(command, "--policy", path, *extra)
+    assert_input_error(proc, f"{path}: initializing plugin \"LowNodeLoad\"")
+    assert "low percentage must be less than or equal to highThresholds" in proc.stderr
+
+
+def test_a_priority_class_threshold_is_looked_up_in_the_snapshot_not_at_validation(
+        tmp_path: Path) -> None:
+    policy = write(tmp_path / "p.yaml", """\
+        apiVersion: descheduler/v1alpha2
+        kind: DeschedulerPolicy
+        profiles:
+        - name: p
+          pluginConfig:
+          - name: DefaultEvictor
+            args:
+              priorityThreshold: {name: high-priority}
+          - name: PodLifeTime
+            args: {maxPodLifeTimeSeconds: 60}
+          plugins:
+            deschedule: {enabled: [PodLifeTime]}
+        """)
+    assert desched("validate", "--policy", policy).stdout == "ok\n"
+    proc = desched("simulate", "--policy", policy, "--snapshot", CLUSTER, "--now", NOW)
+    assert_input_error(proc, 'priorityclasses.scheduling.k8s.io "high-priority" not found')

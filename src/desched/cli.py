@@ -81,9 +81,10 @@ _policy_option = click.option(
 @_policy_option
 def validate(policy_path: str) -> None:
     """Check a policy file: prints `ok`, or the errors and exits 2."""
+    from desched.framework.runner import check_policy
     from desched.policy.loader import load_policy
 
-    load_policy(policy_path)
+    check_policy(load_policy(policy_path))
     click.echo("ok")
 
 

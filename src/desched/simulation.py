@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
-from desched.framework.runner import Descheduler
+from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock
 from desched.policy.loader import load_policy
 from desched.policy.model import Policy
@@ -40,6 +40,7 @@ class SimulationResult:
 def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime, cycles: int,
                    do_reschedule: bool, log: DecisionLog | None = None) -> SimulationResult:
     policy = load_policy(policy_path)
+    check_policy(policy)  # before the snapshot, which can take seconds to load
     snapshot = load_snapshot(snapshot_paths)
     nodes, pods = len(snapshot.nodes), len(snapshot.pods)
     executor = SimulationExecutor(snapshot)

@@ -511,3 +511,15 @@ async def test_command_bad_kubeconfig_is_one_line_exit_2(tmp_path: Path) -> None
     lines = err.decode().splitlines()
     assert len(lines) == 1 and "invalid kubeconfig YAML" in lines[0], err.decode()
     assert out == b""
+
+
+async def test_a_priority_class_threshold_does_not_stop_the_start(tmp_path: Path) -> None:
+    """The class is looked up in each cycle's snapshot: checking the policy before connecting
+    has no cluster to look in."""
+    path = tmp_path / "pc.yaml"
+    path.write_text(POLICY.format(notify="false").replace(
+        "  - name: DefaultEvictor\n",
+        "  - name: DefaultEvictor\n    args:\n      priorityThreshold: {name: high-priority}\n"))
+    policy, schedule = prepare(RunConfig(policy_path=str(path), once=True))
+    assert policy.profiles[0].args["DefaultEvictor"].priority_threshold.name == "high-priority"
+    assert str(schedule) == "once"

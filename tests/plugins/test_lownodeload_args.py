@@ -295,6 +295,6 @@ def test_invalid_args_fail_the_simulation(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         run_simulation(str(policy), [str(cluster)], NOW, 1, False)
     assert str(info.value) == (
-        'initializing plugin "LowNodeLoad": nodePools[0].anomalyDetectionThresholds.'
+        f'{policy}: initializing plugin "LowNodeLoad": nodePools[0].anomalyDetectionThresholds.'
         "consecutiveNormalities: Invalid value: 0: consecutiveNormalities must be greater "
         "than 0")

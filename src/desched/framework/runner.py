@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from desched.errors import InputError
 from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import Evictor, Executor, ProfileEvictor
 from desched.framework.registry import registry
@@ -119,3 +121,18 @@ class Descheduler:
             for _, plugin in profile.balance:
                 plugin.balance(profile_nodes)
         return None
+
+
+def check_policy(policy: Policy) -> None:
+    """Build every profile's plugins without a cluster, so the errors a plugin raises when it
+    is built (argument combinations its validator does not see) surface before any cycle.
+    Raises InputError."""
+    from desched.executors.simulation import SimulationExecutor
+
+    snapshot = ClusterSnapshot(placeholder=True)
+    try:
+        Descheduler(policy, snapshot, SimulationExecutor(snapshot), Clock(datetime.now(UTC)))
+    except InputError as err:
+        if err.source or not policy.path:
+            raise
+        raise InputError(policy.path, err.message) from None

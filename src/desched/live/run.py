@@ -39,7 +39,7 @@ from desched.executors.eviction_api import EvictionApiExecutor
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
 from desched.framework.evictor import LIMIT_MESSAGES, ExecutionResult, Executor
-from desched.framework.runner import Descheduler
+from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock
 from desched.live import logging as desched_logging
 from desched.live.client import ApiClient, ApiError
@@ -794,8 +794,7 @@ def prepare(config: RunConfig) -> tuple[Policy, Schedule]:
     empty snapshot, so their argument errors surface now), the schedule and the flags."""
     policy = load_policy(config.policy_path)
     schedule = resolve_schedule(config, policy)
-    Descheduler(policy, ClusterSnapshot(), SimulationExecutor(ClusterSnapshot()),
-                Clock(datetime.now(UTC)))
+    check_policy(policy)
     if config.leader_elect:
         if config.dry_run or policy.dry_run:
             log.warning("leader election is disabled in dry-run mode")

@@ -167,6 +167,8 @@ class DefaultEvictor:
             value = pt.value
         else:
             pc = self.handle.snapshot.priority_classes.get(pt.name)
+            if pc is None and self.handle.snapshot.placeholder:
+                return SYSTEM_CRITICAL_PRIORITY  # looked up in the cluster's snapshot later
             if pc is None:
                 raise InputError((self.handle.profile and f"profile {self.handle.profile}") or "",
                                  f"unable to get priority value from the priority class: "

@@ -54,7 +54,10 @@ class ClusterSnapshot:
     index, so later plugins in the same cycle no longer see it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, placeholder: bool = False) -> None:
+        # A placeholder stands in for a cluster not read yet: plugins are built on it only to
+        # check a policy, and must not refuse what the cluster may hold (a priority class).
+        self.placeholder = placeholder
         self.nodes: dict[str, Node] = {}
         self.pods: dict[str, Pod] = {}
         self.pods_by_node: dict[str, dict[str, Pod]] = {}
