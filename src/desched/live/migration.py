@@ -15,9 +15,11 @@ Jobs are partitioned by the `koordinator.sh/job-created-by` annotation: a profil
 handles the jobs its cycles created (`desched/<profile>`, stable across restarts, so a restarted
 desched resumes them) and, for the first such profile only, jobs created by hand.
 
-Object limiters take their token once per migration: when the cycle creates a job (the plugin
-checks and feeds them, as in simulation), or, for a job someone else created, when the
-controller evicts its pod.
+Object limiters take their token once per migration, when it is decided: the cycle's plugin
+reserves it before the job is created (as in simulation), the controller's gate reserves it just
+before it evicts the pod of a job someone else created; either gives it back if the migration
+does not happen. Arbitration verdicts are remembered (`Verdicts`) until the informer shows them,
+and a service does nothing while the leader guard refuses (a lost lease).
 """
 
 from __future__ import annotations
