@@ -49,13 +49,13 @@ from desched.migration.arbitration import (
     Outcome,
     scavenge_deadline,
 )
-from desched.migration.controller import (
+from desched.migration.controller import MigrationJobController
+from desched.migration.jobdoc import (
     EVICT_REASON,
     EVICT_TRIGGER,
     GROUP_VERSION,
     JOB_CREATED_BY,
     PMJ_PATH,
-    MigrationJobController,
 )
 from desched.migration.limiter import ObjectLimiters
 from desched.migration.limits import WorkloadResolver

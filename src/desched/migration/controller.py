@@ -2,9 +2,11 @@
 over one job at a time, all state in the job itself, so a restarted controller resumes every job.
 
 Implemented: the common prelude (paused, final phases, TTL timeout, invalid podRef, missing pod),
-the EvictDirectly flow and the ReservationFirst flow up to the bound pod being Ready, the three
-eviction policies (§6.7), the evictQPS/evictBurst token bucket, hooks for the object limiters and
-the arbitrator (`MigrationGate`, `require_arbitration`, `apply_verdict`), and the events of §6.11.
+the EvictDirectly flow and the ReservationFirst flow up to the bound pod being Ready, the
+evictQPS/evictBurst token bucket, hooks for the object limiters and the arbitrator
+(`MigrationGate`, `require_arbitration`, `apply_verdict`), the scavenger's delete, and the events
+of §6.11. The job is handled as the API's JSON (`jobdoc`); the pod is removed by the job's
+eviction policy (`podremoval`, §6.7).
 
 Restart safety: before every eviction the pod is read back; it is evicted only when it still
 exists with the job's pod UID and is not terminating. An eviction that took effect (pod gone,
@@ -28,7 +30,6 @@ when that state changes, so a job that waits does not repeat its Normal events e
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,10 +38,11 @@ from typing import Any, Protocol
 
 import msgspec
 
-from desched.executors.eviction_api import ALREADY_GONE, EvictionApiExecutor
-from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
+from desched.executors.eviction_api import ALREADY_GONE
+from desched.live.client import ApiClient, ApiError, ConnectionLost
 from desched.live.events import EventRecorder, ObjectRef, PodRef
 from desched.live.informer import Backoff
+from desched.migration import jobdoc as doc
 from desched.migration import reservation as rsv
 from desched.migration.arbitration import (
     EVICT_ANNOTATION,
@@ -49,15 +51,32 @@ from desched.migration.arbitration import (
     RESERVATION_FIRST,
     Verdict,
 )
+from desched.migration.jobdoc import (
+    ACTIVE_PHASES,
+    COND_EVICTION,
+    EVICT_COMPLETE,
+    EVICTING,
+    FAILED,
+    FAILED_EVICT,
+    FORBIDDEN,
+    GROUP_VERSION,
+    JOB_CREATED_BY,
+    MIGRATING_ACTION,
+    NORMAL,
+    PENDING,
+    PMJ_KIND,
+    PMJ_PATH,
+    RUNNING,
+    SUCCEEDED,
+    WAIT_FOR_BIND,
+    WAIT_FOR_READY,
+    WARNING,
+)
 from desched.migration.limiter import TokenBucket
+from desched.migration.podremoval import PodRemoval
 from desched.migration.policies import (
-    DELETE,
-    EVICTION,
     SOFT_EVICTION,
     SOFT_EVICTION_ANNOTATION,
-    DeleteOptions,
-    eviction_policy_for,
-    soft_eviction_patch,
     trigger_and_reason,
 )
 from desched.model.kinds import JSON_DECODERS
@@ -68,29 +87,8 @@ from desched.plugins.migrationcontroller_args import (
     MigrationControllerArgs,
     evict_qps,
 )
-from desched.snapshot.cluster import ClusterSnapshot
-from desched.util.duration import parse_duration
 
 log = logging.getLogger(__name__)
-
-MERGE_PATCH = "application/merge-patch+json"
-
-GROUP_VERSION = "scheduling.koordinator.sh/v1alpha1"
-PMJ_KIND = "PodMigrationJob"
-PMJ_PATH = f"/apis/{GROUP_VERSION}/podmigrationjobs"
-JOB_CREATED_BY = "koordinator.sh/job-created-by"
-EVICT_REASON = "koordinator.sh/evict-reason"
-EVICT_TRIGGER = "koordinator.sh/evict-trigger"
-
-PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
-ACTIVE_PHASES = ("", PENDING, RUNNING)
-COND_EVICTION = "Eviction"
-EVICTING, EVICT_COMPLETE, FAILED_EVICT = "Evicting", "EvictComplete", "FailedEvict"
-FORBIDDEN = "ForbiddenMigratePod"
-WAIT_FOR_BIND = "WaitForPodBindReservation"
-WAIT_FOR_READY = "WaitForBoundPodReady"
-NORMAL, WARNING = "Normal", "Warning"
-MIGRATING_ACTION = "Migrating"  # the action of the Pod event on a MigrationController eviction
 
 Clock = Callable[[], datetime]
 
@@ -126,113 +124,6 @@ def _now_utc() -> datetime:
     return datetime.now(UTC)
 
 
-def _stamp(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_time(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _ttl_seconds(job: dict[str, Any]) -> float:
-    ttl = (job.get("spec") or {}).get("ttl")
-    if not isinstance(ttl, str) or not ttl:
-        return 0.0
-    try:
-        return parse_duration(ttl)
-    except ValueError:
-        return 0.0
-
-
-def _annotations(obj: dict[str, Any]) -> dict[str, str]:
-    return (obj.get("metadata") or {}).get("annotations") or {}
-
-
-def _condition(job: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for cond in (job.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == kind:
-            return cond
-    return None
-
-
-def _is_true(job: dict[str, Any], kind: str) -> bool:
-    return (_condition(job, kind) or {}).get("status") == "True"
-
-
-def _reason_of(job: dict[str, Any], kind: str) -> str:
-    return str((_condition(job, kind) or {}).get("reason") or "")
-
-
-def _evicting(job: dict[str, Any]) -> bool:
-    """An eviction was attempted and is the job's latest state (Evicting or FailedEvict): a pod
-    that goes from now on completes the job, and a soft eviction is not annotated again."""
-    return (job.get("status") or {}).get("status") == COND_EVICTION and \
-        _reason_of(job, COND_EVICTION) in (EVICTING, FAILED_EVICT) and \
-        not _is_true(job, COND_EVICTION)
-
-
-def _pod_ns_name(job: dict[str, Any]) -> tuple[str, str]:
-    ref = (job.get("spec") or {}).get("podRef") or {}
-    return str(ref.get("namespace") or ""), str(ref.get("name") or "")
-
-
-def _pod_key(job: dict[str, Any]) -> str:
-    return "/".join(_pod_ns_name(job))
-
-
-def _pod_condition(pod: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == kind:
-            return cond
-    return None
-
-
-def _pod_ready(pod: dict[str, Any]) -> bool:
-    return (_pod_condition(pod, "Ready") or {}).get("status") == "True"
-
-
-def _put_condition(job: dict[str, Any], kind: str, value: str, reason: str, message: str,
-                   now: datetime) -> None:
-    """updateCondition in memory: sets the condition, and status.status/reason/message."""
-    status = job.setdefault("status", {})
-    stamp = _stamp(now)
-    old = _condition(job, kind) or {}
-    conditions = [c for c in status.get("conditions") or []
-                  if not (isinstance(c, dict) and c.get("type") == kind)]
-    changed = old.get("status") != value
-    conditions.append({
-        "type": kind, "status": value, "reason": reason, "message": message,
-        "lastProbeTime": stamp,
-        "lastTransitionTime": stamp if changed else old.get("lastTransitionTime", stamp)})
-    status.update(conditions=conditions, status=kind, reason=reason, message=message)
-
-
-def _error_text(response_code: int, body: bytes) -> str:
-    try:
-        status = msgspec.json.decode(body)
-    except msgspec.DecodeError:
-        status = None
-    if isinstance(status, dict) and status.get("message"):
-        return f"{response_code} {status.get('reason') or ''}: {status['message']}"
-    return f"{response_code} {' '.join(body.decode('utf-8', 'replace').split())[:200]}"
-
-
-class _Bucket(TokenBucket):
-    """The evictQPS bucket, with a refund for a token taken for a request never sent."""
-
-    __slots__ = ()
-
-    def refund(self, now: float) -> None:
-        self._tokens, self._last = min(float(self.burst), self.tokens(now) + 1), \
-            max(now, self._last)
-
-
 class _Stop(Exception):
     """Ends the pass: the job was written (or conflicted) and the next pass goes on from there."""
 
@@ -260,13 +151,14 @@ class MigrationJobController:
         self.gate = gate
         self.require_arbitration = require_arbitration
         self.adopt_unowned = adopt_unowned
-        self.eviction_attempts = eviction_attempts
-        self.backoff = backoff or Backoff(initial=0.5, maximum=5.0)
+        self.removal = PodRemoval(client, args, self.clock, self._get_pod,
+                                  attempts=eviction_attempts,
+                                  backoff=backoff or Backoff(initial=0.5, maximum=5.0))
         self.evictions = 0  # eviction requests this controller got through (2xx)
         qps = evict_qps(args.evict_qps) or DEFAULT_EVICT_QPS
         burst = args.evict_burst if args.evict_burst else DEFAULT_EVICT_BURST
         # On the injected clock, so that tests (and a simulated run) drive the refill.
-        self.bucket = _Bucket(qps, burst, self.clock().timestamp())
+        self.bucket = TokenBucket(qps, burst, self.clock().timestamp())
         # Consecutive failed eviction attempts per job, for retry_after (reset on success or
         # when the job is no longer active).
         self.failures: dict[str, int] = {}
@@ -319,7 +211,7 @@ class MigrationJobController:
         return active
 
     def _handles(self, job: dict[str, Any]) -> bool:
-        creator = _annotations(job).get(JOB_CREATED_BY)
+        creator = doc.annotations_of(job).get(JOB_CREATED_BY)
         if not creator:
             return self.adopt_unowned
         return self.identity is None or creator == self.identity
@@ -331,7 +223,7 @@ class MigrationJobController:
     def _awaits_arbitration(self, job: dict[str, Any]) -> bool:
         phase = (job.get("status") or {}).get("phase") or ""
         return self.require_arbitration and phase in ("", PENDING) and \
-            _annotations(job).get(PASSED_ARBITRATION_ANNOTATION) != "true"
+            doc.annotations_of(job).get(PASSED_ARBITRATION_ANNOTATION) != "true"
 
     async def _reconcile(self, job: dict[str, Any]) -> None:
         meta = job.get("metadata") or {}
@@ -342,8 +234,8 @@ class MigrationJobController:
             return  # apply_verdict passes it; a job never passed is the scavenger's
         phase = (job.get("status") or {}).get("phase") or ""
         mode = spec.get("mode") or self.args.default_job_mode or RESERVATION_FIRST
-        ttl = _ttl_seconds(job)
-        created = _parse_time(meta.get("creationTimestamp"))
+        ttl = doc.ttl_seconds(job)
+        created = doc.parse_time(meta.get("creationTimestamp"))
         if ttl > 0 and created is not None and \
                 (self.clock() - created).total_seconds() >= ttl:
             await self._time_out(job, mode)
@@ -358,7 +250,7 @@ class MigrationJobController:
     async def _time_out(self, job: dict[str, Any], mode: str) -> None:
         note = "Abort job caused by timeout"
         message = note
-        last = _condition(job, COND_EVICTION)
+        last = doc.condition(job, COND_EVICTION)
         if last is not None and last.get("reason") == FAILED_EVICT and last.get("message"):
             message += f"; last eviction attempt: {last['message']}"
         if mode != EVICT_DIRECTLY:
@@ -380,7 +272,7 @@ class MigrationJobController:
             return
         if ((job.get("status") or {}).get("phase") or "") not in ("", PENDING):
             return
-        if _annotations(job).get(PASSED_ARBITRATION_ANNOTATION) == "true":
+        if doc.annotations_of(job).get(PASSED_ARBITRATION_ANNOTATION) == "true":
             # Passed already: a "failed" verdict is stale (computed from a lagging cache) and
             # must not fail a job the reconcile may be running; "passed" has nothing to add.
             return
@@ -422,7 +314,7 @@ class MigrationJobController:
         return await self._write(job, status=True)
 
     async def _fail_missing_pod(self, job: dict[str, Any]) -> None:
-        note = f'Abort job caused by missing Pod "{_pod_key(job)}"'
+        note = f'Abort job caused by missing Pod "{doc.pod_key(job)}"'
         await self._finish(job, FAILED, "MissingPod", note,
                            event=_Event(WARNING, "MissingPod", note))
 
@@ -431,18 +323,18 @@ class MigrationJobController:
         evicted = await self._evict_pod(job, None)
         if evicted is not None:
             # No event on EvictDirectly success (reference §6.11).
-            await self._finish(evicted, SUCCEEDED, "", f'Pod "{_pod_key(job)}" has been evicted',
+            await self._finish(evicted, SUCCEEDED, "", f'Pod "{doc.pod_key(job)}" has been evicted',
                                complete=True)
 
     async def _evict_pod(self, job: dict[str, Any],
                          reservation: dict[str, Any] | None) -> dict[str, Any] | None:
         """evictPod: the job once its pod is evicted (condition Eviction=True), or None when the
         pass ends here (waiting, refused, or the job failed)."""
-        if _is_true(job, COND_EVICTION):
+        if doc.is_true(job, COND_EVICTION):
             return job
         ref = (job.get("spec") or {}).get("podRef") or {}
-        key = _pod_key(job)
-        raw = await self._get_pod(*_pod_ns_name(job))
+        key = doc.pod_key(job)
+        raw = await self._get_pod(*doc.pod_ns_name(job))
         pod_meta = (raw or {}).get("metadata") or {}
         replaced = bool(ref.get("uid")) and pod_meta.get("uid") != ref.get("uid")
         if raw is None or replaced:
@@ -453,7 +345,7 @@ class MigrationJobController:
         if pod_meta.get("deletionTimestamp"):
             return None  # terminating: an eviction took effect; wait for the pod to go
         pod = _decode_pod(raw)
-        if self._policy(pod, job) == SOFT_EVICTION and _evicting(job) and \
+        if self.removal.policy(pod, job) == SOFT_EVICTION and doc.evicting(job) and \
                 SOFT_EVICTION_ANNOTATION in pod.metadata.annotations:
             return None  # soft-evicted: another agent removes the pod, or the TTL ends the job
         if reservation is not None and rsv.is_succeeded(reservation):
@@ -461,7 +353,7 @@ class MigrationJobController:
             await self._finish(job, FAILED, FORBIDDEN, note, event=_Event(WARNING, FORBIDDEN, note))
             return None
         job = await self._evict(job, pod, raw)
-        return job if _is_true(job, COND_EVICTION) else None
+        return job if doc.is_true(job, COND_EVICTION) else None
 
     async def _evict_complete(self, job: dict[str, Any], key: str) -> dict[str, Any]:
         note = f'Pod "{key}" has been evicted'
@@ -476,7 +368,7 @@ class MigrationJobController:
             await self._create_reservation(job)
             return
         name = str(ref["name"])
-        if not _is_true(job, "ReservationCreated"):
+        if not doc.is_true(job, "ReservationCreated"):
             job = await self._set_condition(job, "ReservationCreated", "True", "", "")
         reservation = await self._get_reservation(name)
         if reservation is None:
@@ -499,7 +391,7 @@ class MigrationJobController:
                 message = f"Reservation is not available (phase {rsv.phase(reservation)})"
             await self._finish(job, FAILED, "Unschedulable", message)
             return
-        if not _is_true(job, "ReservationScheduled"):
+        if not doc.is_true(job, "ReservationScheduled"):
             job = await self._reservation_scheduled(job, name, rsv.node_name(reservation))
         if rsv.owned_by_pod_object(reservation):
             await self._wait_pending_pod_scheduled(job, reservation)
@@ -509,7 +401,7 @@ class MigrationJobController:
             return
         bound = rsv.bound_pod(reservation)
         if bound is None:
-            if _reason_of(evicted, "PodBoundReservation") != WAIT_FOR_BIND:
+            if doc.reason_of(evicted, "PodBoundReservation") != WAIT_FOR_BIND:
                 note = "Waiting for Pod bind Reservation"
                 await self._set_condition(evicted, "PodBoundReservation", "False", WAIT_FOR_BIND,
                                           note, event=_Event(NORMAL, WAIT_FOR_BIND, note))
@@ -521,7 +413,7 @@ class MigrationJobController:
         """Step i: the job's pod was Pending (unschedulable), so its Reservation names the pod
         itself as owner and nothing is evicted: the job waits until the scheduler places the
         pod (in the reserved room), then succeeds."""
-        namespace, name = _pod_ns_name(job)
+        namespace, name = doc.pod_ns_name(job)
         key = f"{namespace}/{name}"
         pod = await self._get_pod(namespace, name)
         if pod is None:
@@ -529,7 +421,7 @@ class MigrationJobController:
             await self._finish(job, FAILED, "MissingPod", note,
                                event=_Event(WARNING, "MissingPod", note))
             return
-        scheduled = _pod_condition(pod, "PodScheduled")
+        scheduled = doc.pod_condition(pod, "PodScheduled")
         if (scheduled or {}).get("status") != "True":
             if rsv.is_succeeded(reservation):
                 note = "Reservation is already bound by another Pod"
@@ -537,20 +429,20 @@ class MigrationJobController:
                                    event=_Event(WARNING, FORBIDDEN, note))
                 return
             message = str((scheduled or {}).get("message") or "")
-            current = _condition(job, "PodScheduled") or {}
+            current = doc.condition(job, "PodScheduled") or {}
             if current.get("reason") != "Unschedulable" or current.get("message") != message:
                 await self._set_condition(job, "PodScheduled", "False", "Unschedulable", message)
             return
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         message = f'Assign Pod "{key}" to node "{node}"'
-        _put_condition(job, "PodScheduled", "True", "", "", self.clock())
+        doc.put_condition(job, "PodScheduled", "True", "", "", self.clock())
         await self._finish(job, SUCCEEDED, "", message, complete=True,
                            event=_Event(NORMAL, "Complete", message))
 
     async def _sync_unschedulable(self, job: dict[str, Any],
                                   reservation: dict[str, Any]) -> dict[str, Any]:
         """syncReservationScheduleFailed, written (and announced) once per unschedulable spell."""
-        scheduled = _condition(job, "ReservationScheduled") or {}
+        scheduled = doc.condition(job, "ReservationScheduled") or {}
         message = rsv.unschedulable_message(reservation)
         if scheduled.get("status") == "True" or message is None or \
                 scheduled.get("reason") == "Unschedulable":
@@ -562,7 +454,7 @@ class MigrationJobController:
                                      node: str) -> dict[str, Any]:
         """prepareJobWithReservationScheduleSuccess: refuses a Reservation on the pod's own
         node, else records the node."""
-        pod = await self._get_pod(*_pod_ns_name(job))
+        pod = await self._get_pod(*doc.pod_ns_name(job))
         if pod is not None and ((pod.get("spec") or {}).get("nodeName") or "") == node:
             note = f'Scheduler assignes the Reservation "{name}" on the same node as the Pod'
             await self._finish(job, FAILED, FORBIDDEN, note, event=_Event(WARNING, FORBIDDEN, note))
@@ -576,36 +468,36 @@ class MigrationJobController:
         """Steps l-o: record the bound pod, wait for it to be Ready, then succeed."""
         key = f"{bound.get('namespace', '')}/{bound.get('name', '')}"
         pod_ref = {k: bound[k] for k in ("kind", "namespace", "name", "uid") if bound.get(k)}
-        if not _is_true(job, "ReservationBound"):
+        if not doc.is_true(job, "ReservationBound"):
             job.setdefault("status", {})["podRef"] = pod_ref
             note = f'Reservation bound by pod "{key}"'
-            _put_condition(job, "ReservationBound", "True", "", "", self.clock())
+            doc.put_condition(job, "ReservationBound", "True", "", "", self.clock())
             job = await self._write(job, status=True)
             self._emit(job, _Event(NORMAL, "PodBoundReservation", note))
         events: list[_Event] = []
-        if not _is_true(job, "BoundPodReady"):
+        if not doc.is_true(job, "BoundPodReady"):
             pod = await self._get_pod(str(bound.get("namespace") or ""),
                                       str(bound.get("name") or ""), uid=bound.get("uid"))
             # A bound pod that is gone counts as ready, as Koordinator's waitForPodReady does:
             # the migration itself is done, and nothing is left to wait for.
-            if pod is not None and not _pod_ready(pod):
-                if _reason_of(job, "BoundPodReady") != WAIT_FOR_READY:
+            if pod is not None and not doc.pod_ready(pod):
+                if doc.reason_of(job, "BoundPodReady") != WAIT_FOR_READY:
                     note = f"Waiting for Bound Pod {key} Ready"
                     await self._set_condition(job, "BoundPodReady", "False", WAIT_FOR_READY, note,
                                               event=_Event(NORMAL, WAIT_FOR_READY, note))
                 return
             note = f'Bind pod "{key}" is ready'
-            _put_condition(job, "BoundPodReady", "True", "", note, self.clock())
+            doc.put_condition(job, "BoundPodReady", "True", "", note, self.clock())
             events.append(_Event(NORMAL, "BoundPodReady", note))
         message = f'Bind Pod "{key}" in Reservation "{name}"'
         job.setdefault("status", {})["podRef"] = pod_ref
-        _put_condition(job, "PodBoundReservation", "True", "", "", self.clock())
+        doc.put_condition(job, "PodBoundReservation", "True", "", "", self.clock())
         events.append(_Event(NORMAL, "Complete", message))
         await self._finish(job, SUCCEEDED, "", message, complete=True, event=events)
 
     async def _create_reservation(self, job: dict[str, Any]) -> None:
         meta = job.get("metadata") or {}
-        namespace, name = _pod_ns_name(job)
+        namespace, name = doc.pod_ns_name(job)
         uid = ((job.get("spec") or {}).get("podRef") or {}).get("uid")
         pod = await self._get_pod(namespace, name, uid=uid)  # never for a replacement
         if pod is None:
@@ -640,7 +532,7 @@ class MigrationJobController:
 
     async def _fail_creation(self, job: dict[str, Any], why: str) -> None:
         message = f"Failed to create Reservation caused by {why}"
-        _put_condition(job, "ReservationCreated", "False", "FailedCreateReservation", message,
+        doc.put_condition(job, "ReservationCreated", "False", "FailedCreateReservation", message,
                        self.clock())
         await self._finish(job, FAILED, "FailedCreateReservation", message,
                            event=_Event(WARNING, "FailedCreateReservation", message))
@@ -683,10 +575,6 @@ class MigrationJobController:
                          f"delete reservation {name}", allow=(404, 409))
 
     # -- eviction --------------------------------------------------------------------------------
-    def _policy(self, pod: Pod, job: dict[str, Any]) -> str:
-        labels = (job.get("metadata") or {}).get("labels") or {}
-        return eviction_policy_for(pod, self.args.eviction_policy or EVICTION, labels)
-
     def _admit(self, pod: Pod, job: dict[str, Any]) -> tuple[str | None, bool]:
         """(why no eviction may be sent now, or None; whether the gate said go). evictQPS is
         checked first, so its refusal leaves the gate untouched; the QPS token is taken only
@@ -696,7 +584,7 @@ class MigrationJobController:
             return f"too many evictions: evictQPS {self.bucket.limit:g}, evictBurst " \
                    f"{self.bucket.burst}", False
         gated = False
-        if self.gate is not None and EVICT_ANNOTATION not in _annotations(job):
+        if self.gate is not None and EVICT_ANNOTATION not in doc.annotations_of(job):
             limited = self.gate.limited(pod, job)
             if limited is not None:
                 return limited, False
@@ -718,28 +606,23 @@ class MigrationJobController:
         if refusal is not None:
             log.debug("podmigrationjob %s: not evicting %s yet: %s", name, pod.key, refusal)
             raise _Stop
-        _, reason = trigger_and_reason(_annotations(job))
+        _, reason = trigger_and_reason(doc.annotations_of(job))
         evicting = f'Pod "{pod.key}" evicted from node "{pod.node_name}" by the reason ' \
                    f'"{reason}"'
-        policy = self._policy(pod, job)
+        policy = self.removal.policy(pod, job)
         sent = done = False
         try:
             # Recorded before the request, so a pod that goes afterwards completes the job even
             # across a restart. An earlier attempt (FailedEvict) recorded that already: not
             # rewriting it keeps a refused retry from changing the job.
-            if not _evicting(job):
+            if not doc.evicting(job):
                 job = await self._set_condition(job, COND_EVICTION, "False", EVICTING, evicting)
             sent = True
-            if policy == DELETE:
-                error = await self._delete_pod(job, pod)
-            elif policy == SOFT_EVICTION:
-                error = await self._soft_evict(job, pod, raw)
-            else:
-                error = await self._eviction_api(job, pod, reason)
+            error = await self.removal.remove(policy, job, pod, raw, reason)
             done = error is None
         finally:
             if not sent:
-                self.bucket.refund(self.clock().timestamp())
+                self.bucket.give_back(self.clock().timestamp())
             if gated and not done and self.gate is not None:
                 self.gate.not_evicted(pod, job)
         if error is not None and not error.startswith(ALREADY_GONE):
@@ -748,7 +631,7 @@ class MigrationJobController:
         self.failures.pop(name, None)
         if error is None:
             self._evicted(job, pod, reason)
-            if _reason_of(job, COND_EVICTION) != EVICTING:  # after a FailedEvict
+            if doc.reason_of(job, COND_EVICTION) != EVICTING:  # after a FailedEvict
                 job = await self._set_condition(job, COND_EVICTION, "False", EVICTING, evicting)
             self._emit(job, _Event(NORMAL, EVICTING, evicting))
             if policy == SOFT_EVICTION:
@@ -761,7 +644,7 @@ class MigrationJobController:
         """Eviction=False/FailedEvict with a Warning event, unless the job records that very
         failure already: a PDB that keeps refusing then changes nothing (no new lastProbeTime
         that would wake the caller again at once, no event storm)."""
-        last = _condition(job, COND_EVICTION) or {}
+        last = doc.condition(job, COND_EVICTION) or {}
         if (job.get("status") or {}).get("status") == COND_EVICTION and \
                 last.get("reason") == FAILED_EVICT and last.get("message") == note:
             return job
@@ -781,98 +664,11 @@ class MigrationJobController:
                              f'Pod evicted from node "{pod.node_name}" by the reason "{reason}"',
                              action=MIGRATING_ACTION)
 
-    async def _eviction_api(self, job: dict[str, Any], pod: Pod, reason: str) -> str | None:
-        """The Eviction policy: None when evicted, else the error (or "already gone ...")."""
-        trigger = _annotations(job).get(EVICT_TRIGGER) or "MigrationController"
-        executor = EvictionApiExecutor(
-            self.client, asyncio.get_running_loop(), ClusterSnapshot(),
-            grace_period_seconds=self._grace_period(job), attempts=self.eviction_attempts,
-            backoff=self.backoff)
-        result = await executor.evict_async(pod, "MigrationController", trigger, reason)
-        if result.ok:
-            return None
-        if result.message.startswith(ALREADY_GONE):
-            return result.message
-        return f"{result.outcome}: {result.message}"
-
-    async def _delete_pod(self, job: dict[str, Any], pod: Pod) -> str | None:
-        """The Delete policy: pods.delete with the job's deleteOptions and the pod's UID as a
-        precondition, so a pod recreated under the same name is never deleted."""
-        options = self._delete_options(job)
-        preconditions = {**(options.get("preconditions") or {}), "uid": str(pod.metadata.uid)}
-        body = {"kind": "DeleteOptions", "apiVersion": "v1", **options,
-                "preconditions": preconditions}
-        what = f"delete pod {pod.key}"
-        try:
-            response = await self.client.request(
-                "DELETE", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}", what=what,
-                body=msgspec.json.encode(body))
-        except Unreachable as err:
-            return str(err)
-        except ConnectionLost as err:  # the delete may have been carried out: look
-            known, after = await self._read_back(pod)
-            if known and (after is None or (after.get("metadata") or {}).get("deletionTimestamp")):
-                return None
-            return str(err)
-        code = response.status_code
-        if code < 300:
-            return None
-        if code in (404, 409):  # gone, or replaced (the UID precondition failed)
-            return f"{ALREADY_GONE}: {code}"
-        return _error_text(code, response.content)
-
-    async def _soft_evict(self, job: dict[str, Any], pod: Pod,
-                          raw: dict[str, Any]) -> str | None:
-        """The SoftEviction policy: the scheduling.koordinator.sh/soft-eviction annotation on
-        the pod, by a JSON merge patch; nothing is deleted. The patch carries the pod's UID:
-        the API server refuses it (409) for a pod replaced under the same name."""
-        options = self._delete_options(job)
-        try:
-            typed = msgspec.convert(options, DeleteOptions) if options else None
-        except msgspec.ValidationError:
-            typed = None
-        meta = raw.get("metadata") or {}
-        namespace, name = meta.get("namespace", ""), meta.get("name", "")
-        patch = {"metadata": {"uid": meta.get("uid", ""), "annotations": soft_eviction_patch(
-            _annotations(job), self.clock(), typed)}}
-        what = f"annotate pod {namespace}/{name} for soft eviction"
-        try:
-            response = await self.client.request(
-                "PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}", what=what,
-                body=msgspec.json.encode(patch), content_type=MERGE_PATCH)
-        except Unreachable as err:
-            return str(err)
-        except ConnectionLost as err:  # the patch may have been applied: look
-            known, after = await self._read_back(pod)
-            if known and after is None:
-                return f"{ALREADY_GONE}: {err}"
-            if known and SOFT_EVICTION_ANNOTATION in _annotations(after or {}):
-                return None
-            return str(err)
-        code = response.status_code
-        if code < 300:
-            return None
-        if code in (404, 409):  # gone, or replaced (the UID no longer matches)
-            return f"{ALREADY_GONE}: {code}"
-        return _error_text(code, response.content)
-
-    def _delete_options(self, job: dict[str, Any]) -> dict[str, Any]:
-        """spec.deleteOptions, or args.defaultDeleteOptions."""
-        options = (job.get("spec") or {}).get("deleteOptions")
-        if isinstance(options, dict):
-            return options
-        default = self.args.default_delete_options
-        return msgspec.to_builtins(default) if default is not None else {}
-
-    def _grace_period(self, job: dict[str, Any]) -> int | None:
-        value = self._delete_options(job).get("gracePeriodSeconds")
-        return int(value) if isinstance(value, int) else None
-
     # -- status ----------------------------------------------------------------------------------
     async def _set_condition(self, job: dict[str, Any], kind: str, value: str, reason: str,
                              message: str, *, event: _Event | None = None) -> dict[str, Any]:
         """updateCondition, written: the condition, and status.status/reason/message."""
-        _put_condition(job, kind, value, reason, message, self.clock())
+        doc.put_condition(job, kind, value, reason, message, self.clock())
         written = await self._write(job, status=True)
         if event is not None:
             self._emit(written, event)
@@ -915,14 +711,6 @@ class MigrationJobController:
         return written
 
     # -- requests --------------------------------------------------------------------------------
-    async def _read_back(self, pod: Pod) -> tuple[bool, dict[str, Any] | None]:
-        """(whether it could be read, the pod or None when gone or replaced) after a request
-        whose answer was lost. Unreadable, the outcome stays unknown: the caller reports a
-        failure, and the next pass reads the pod again before anything is sent."""
-        try:
-            return True, await self._get_pod(pod.namespace, pod.name, uid=pod.metadata.uid)
-        except (ApiError, Unreachable, ConnectionLost):
-            return False, None
     async def _get_pod(self, namespace: str, name: str,
                        uid: str | None = None) -> dict[str, Any] | None:
         code, pod = await self._call("GET", f"/api/v1/namespaces/{namespace}/pods/{name}", None,
