@@ -24,13 +24,13 @@ from test_executor import Evictions, pdb
 
 from desched.errors import InputError
 from desched.live.client import ApiClient, ApiError
+from desched.live.config import parse_cron
 from desched.live.resources import RESOURCES
 from desched.live.run import (
     LEASE_LOST,
     RunConfig,
     Runner,
     Schedule,
-    parse_cron,
     prepare,
     resolve_schedule,
 )

@@ -28,22 +28,34 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
-
-from croniter import croniter
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
 
 from desched.errors import InputError
 from desched.executors.eviction_api import EvictionApiExecutor
 from desched.executors.simulation import SimulationExecutor
-from desched.framework.decisions import Decision, DecisionLog
-from desched.framework.evictor import LIMIT_MESSAGES, ExecutionResult, Executor
+from desched.framework.decisions import DecisionLog
+from desched.framework.evictor import Executor
 from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock
 from desched.live import logging as desched_logging
 from desched.live.client import ApiClient, ApiError
-from desched.live.events import FAILED_REASON, EventRecorder, PodRef, eviction_note
+from desched.live.config import (
+    RunConfig,
+    Schedule,
+    default_lease_namespace,
+    duration,
+    informer_kinds,
+    resolve_schedule,
+)
+from desched.live.cycle import (
+    CycleInterrupted,
+    CycleReporter,
+    GuardedExecutor,
+    LiveDecisionLog,
+    TimedPlugin,
+)
+from desched.live.events import EventRecorder
 from desched.live.health import (
     Address,
     Handler,
@@ -72,15 +84,15 @@ from desched.live.migration import (
     Verdicts,
     migration_profiles,
 )
-from desched.live.resources import RESOURCES
-from desched.model.pod import Pod
 from desched.policy.loader import load_policy
 from desched.policy.model import Policy
 from desched.snapshot.cluster import ClusterSnapshot
-from desched.usage.base import MetricsSettings
-from desched.util.duration import DurationError, parse_duration
 
 log = desched_logging.get_logger("desched.run")
+
+# The settings live in desched.live.config; the command and its tests import them from here.
+__all__ = ["CARRIED_STATE", "LEASE_LOST", "RunConfig", "Runner", "Schedule", "prepare",
+           "resolve_schedule", "run_command"]
 
 T = TypeVar("T")
 
@@ -92,12 +104,6 @@ CARRIED_STATE: dict[str, tuple[str, ...]] = {
 }
 
 LEASE_LOST = "leader election lost: this instance no longer holds the lease"
-SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-
-class CycleInterrupted(Exception):
-    """Raised into the cycle before an eviction that must not happen (shutdown, lost lease).
-    No plugin catches it, so the cycle ends there, between two evictions."""
 
 
 class Elector(Protocol):
@@ -112,123 +118,7 @@ class Elector(Protocol):
     async def release(self) -> None: ...
 
 
-ElectorFactory = Callable[[ApiClient, "RunConfig", str], Elector]
-
-
-# -- configuration -------------------------------------------------------------------------------
-
-@dataclass
-class RunConfig:
-    policy_path: str
-    kubeconfig: str | None = None
-    context: str | None = None
-    once: bool = False
-    interval: str | None = None  # Go duration text
-    cron: str | None = None
-    dry_run: bool = False
-    leader_elect: bool = False
-    lease_name: str = "desched"
-    lease_namespace: str | None = None
-    lease_duration: str = "137s"
-    renew_deadline: str = "107s"
-    retry_period: str = "26s"
-    metrics_address: str | None = None
-    health_address: str | None = None
-    kinds: tuple[str, ...] | None = None  # None: every kind the policy can need
-    sync_timeout: float = 300.0
-    eviction_timeout: float = 10.0
-    eviction_attempts: int = 4
-    eviction_backoff: tuple[float, float] = (0.5, 5.0)
-    connect_backoff: tuple[float, float] = (1.0, 30.0)
-    signals: bool = True
-
-
-def _duration(text: str, flag: str) -> float:
-    try:
-        value = parse_duration(text)
-    except DurationError as err:
-        raise InputError(flag, str(err)) from None
-    if value < 0:
-        raise InputError(flag, f"must not be negative, got {text!r}")
-    return value
-
-
-class Schedule:
-    """When cycles run: once, every `interval` seconds measured from one cycle's start to the
-    next (upstream's NonSlidingUntil; a late cycle starts at once), or at the fire times of a
-    5-field crontab expression in UTC (a fire time missed while a cycle ran is skipped)."""
-
-    def __init__(self, kind: Literal["once", "interval", "cron"], interval: float = 0.0,
-                 cron: str = "") -> None:
-        self.kind = kind
-        self.interval = interval
-        self.cron = cron
-
-    def __str__(self) -> str:
-        if self.kind == "interval":
-            return f"every {self.interval:g}s"
-        return f"cron {self.cron!r} (UTC)" if self.kind == "cron" else "once"
-
-    @property
-    def looping(self) -> bool:
-        return self.kind != "once"
-
-    def next_run(self, previous: datetime | None, now: datetime) -> datetime | None:
-        """The next start after a cycle that started (or was due) at `previous`."""
-        if self.kind == "once":
-            return now if previous is None else None
-        if self.kind == "interval":
-            return now if previous is None else max(previous + timedelta(seconds=self.interval),
-                                                    now)
-        base = now if previous is None else max(previous, now)
-        fire: datetime = croniter(self.cron, base).get_next(datetime)
-        return fire
-
-
-def parse_cron(expr: str) -> str:
-    text = " ".join(expr.split())
-    macro = text.startswith("@") and len(text.split()) == 1
-    if not macro and len(text.split()) != 5:
-        raise InputError("--cron", f"expected 5 fields (minute hour day-of-month month "
-                                   f"day-of-week) or a macro such as @hourly, got {expr!r}")
-    if not croniter.is_valid(text):
-        raise InputError("--cron", f"not a valid crontab expression: {expr!r}")
-    return text
-
-
-def resolve_schedule(config: RunConfig, policy: Policy) -> Schedule:
-    """--once, --interval or --cron; without any, Koordinator's deschedulingInterval from the
-    policy, else one cycle (upstream's --descheduling-interval defaults to 0: one cycle)."""
-    given = [name for name, on in (("--once", config.once),
-                                   ("--interval", config.interval is not None),
-                                   ("--cron", config.cron is not None)) if on]
-    if len(given) > 1:
-        raise InputError("", f"give at most one of --once, --interval and --cron "
-                             f"(got {' and '.join(given)})")
-    if config.cron is not None:
-        return Schedule("cron", cron=parse_cron(config.cron))
-    if config.interval is not None:
-        seconds = _duration(config.interval, "--interval")
-        return Schedule("interval", seconds) if seconds > 0 else Schedule("once")
-    if not config.once and policy.descheduling_interval > 0:
-        return Schedule("interval", policy.descheduling_interval)
-    return Schedule("once")
-
-
-def informer_kinds(policy: Policy) -> tuple[str, ...]:
-    """Every kind desched reads; metrics.k8s.io only when the policy uses it (it is polled, not
-    watched, so it costs a full list a minute)."""
-    settings = MetricsSettings.from_policy(policy)
-    metrics = settings.collector_enabled or settings.kubernetes_metrics_provider
-    return tuple(r.kind for r in RESOURCES if metrics or r.group != "metrics.k8s.io")
-
-
-def default_lease_namespace() -> str:
-    namespace = os.environ.get("POD_NAMESPACE", "")
-    if not namespace:
-        with contextlib.suppress(OSError):
-            namespace = Path(SERVICE_ACCOUNT_NAMESPACE).read_text(encoding="utf-8").strip()
-    return namespace or "kube-system"
+ElectorFactory = Callable[[ApiClient, RunConfig, str], Elector]
 
 
 def default_elector_factory(client: ApiClient, config: RunConfig, identity: str) -> Elector:
@@ -237,139 +127,10 @@ def default_elector_factory(client: ApiClient, config: RunConfig, identity: str)
     elector: Elector = LeaseElector(
         client=client, name=config.lease_name,
         namespace=config.lease_namespace or default_lease_namespace(), identity=identity,
-        lease_duration=_duration(config.lease_duration, "--leader-elect-lease-duration"),
-        renew_deadline=_duration(config.renew_deadline, "--leader-elect-renew-deadline"),
-        retry_period=_duration(config.retry_period, "--leader-elect-retry-period"))
+        lease_duration=duration(config.lease_duration, "--leader-elect-lease-duration"),
+        renew_deadline=duration(config.renew_deadline, "--leader-elect-renew-deadline"),
+        retry_period=duration(config.retry_period, "--leader-elect-retry-period"))
     return elector
-
-
-# -- one cycle's reporting -----------------------------------------------------------------------
-
-class LiveDecisionLog(DecisionLog):
-    """A DecisionLog that tells `listener` about every decision as it is recorded, so logs,
-    metrics and events follow the cycle as it runs (and tell the same story as `explain`)."""
-
-    def __init__(self, listener: Callable[[Decision], None]) -> None:
-        super().__init__()
-        self.listener = listener
-
-    def record(self, outcome: Any, namespace: str, pod: str, node: str, profile: str,
-               plugin: str, reason: str) -> None:
-        super().record(outcome, namespace, pod, node, profile, plugin, reason)
-        self.listener(self.decisions[-1])
-
-
-class GuardedExecutor:
-    """Checks before every eviction that it may still happen: no shutdown was asked for, and
-    this instance still leads. A lost lease refuses the eviction with a recorded reason, then
-    ends the cycle."""
-
-    def __init__(self, inner: Executor, stopping: threading.Event,
-                 guard: Callable[[], str | None] | None = None) -> None:
-        self.inner = inner
-        self.stopping = stopping
-        self.guard = guard
-        self.pods: dict[str, Pod] = {}  # every pod handed on, by key (for event UIDs)
-        self._refused = False
-
-    def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult:
-        if self.stopping.is_set():
-            raise CycleInterrupted("shutting down")
-        refusal = self.guard() if self.guard is not None else None
-        if refusal:
-            if self._refused:
-                raise CycleInterrupted(refusal)
-            self._refused = True
-            return ExecutionResult(False, "failed", refusal)
-        self.pods[pod.key] = pod
-        return self.inner.evict(pod, profile, plugin, reason)
-
-
-_LIMIT_SCOPES = {message: scope for scope, message in LIMIT_MESSAGES.items()}
-
-
-class CycleReporter:
-    """Turns decisions into log lines, metrics and events (called in the cycle's thread)."""
-
-    def __init__(self, policy: Policy, metrics: Metrics, snapshot: ClusterSnapshot,
-                 events: EventRecorder | None, dry_run: bool,
-                 migrating: frozenset[str] = frozenset()) -> None:
-        self.policy = policy
-        # Profiles whose evictions are PodMigrationJobs: the job's controller evicts (and
-        # posts the pod's event) later.
-        self.migrating = migrating
-        self.metrics = metrics
-        self.snapshot = snapshot
-        self.events = events
-        self.dry_run = dry_run
-        self.pods: dict[str, Pod] = {}
-        self.evicted = 0
-        self.failed = 0
-
-    def _ref(self, d: Decision) -> PodRef:
-        key = f"{d.namespace}/{d.pod}"
-        pod = self.pods.get(key) or self.snapshot.pods.get(key)
-        return PodRef(d.namespace, d.pod, pod.metadata.uid if pod is not None else "", d.node)
-
-    def _limit_text(self, message: str) -> str:
-        scope = _LIMIT_SCOPES.get(message)
-        limits = self.policy.limits
-        value = {"total": limits.total, "node": limits.per_node,
-                 "namespace": limits.per_namespace}.get(scope or "")
-        return f"{scope} eviction limit exceeded ({value})" if scope else message
-
-    def record(self, d: Decision) -> None:
-        fields = {"pod": f"{d.namespace}/{d.pod}", "node": d.node, "profile": d.profile,
-                  "strategy": d.plugin, "cycle": d.cycle}
-        if d.outcome == "evicted":
-            self.evicted += 1
-            self.metrics.evicted("success", d.plugin, d.profile, d.namespace, d.node)
-            if d.profile in self.migrating:
-                log.info("Created PodMigrationJob", reason=d.reason, **fields)
-                return
-            log.info("Evicted pod in dry run mode" if self.dry_run else "Evicted pod",
-                     reason=d.reason, dry_run=self.dry_run, **fields)
-            if self.events is not None:
-                self.events.emit(self._ref(d), "Normal", d.plugin, eviction_note(d.node))
-            return
-        if d.outcome == "limited":
-            failure = self._limit_text(d.reason)
-            self.metrics.evicted(d.reason, d.plugin, d.profile, d.namespace, d.node)
-            log.info("Eviction refused by a limit", error=d.reason, dry_run=self.dry_run,
-                     **fields)
-        elif d.outcome in ("pdb-blocked", "failed"):
-            self.failed += 1
-            failure = d.reason
-            self.metrics.evicted("error", d.plugin, d.profile, d.namespace, d.node)
-            log.warning("Error evicting pod", outcome=d.outcome, error=d.reason,
-                        dry_run=self.dry_run, **fields)
-        else:
-            return
-        if self.events is not None and self.policy.eviction_failure_event_notification:
-            self.events.emit(self._ref(d), "Warning", FAILED_REASON,
-                             eviction_note(d.node, failure))
-
-
-class _TimedPlugin:
-    """Observes descheduler_strategy_duration_seconds around each plugin run."""
-
-    def __init__(self, plugin: Any, profile: str, name: str, metrics: Metrics) -> None:
-        self.plugin = plugin
-        self.observe = metrics.strategy_duration.labels(name, profile).observe
-
-    def deschedule(self, nodes: Any) -> None:
-        started = time.perf_counter()
-        try:
-            self.plugin.deschedule(nodes)
-        finally:
-            self.observe(time.perf_counter() - started)
-
-    def balance(self, nodes: Any) -> None:
-        started = time.perf_counter()
-        try:
-            self.plugin.balance(nodes)
-        finally:
-            self.observe(time.perf_counter() - started)
 
 
 # -- the loop ------------------------------------------------------------------------------------
@@ -781,9 +542,9 @@ class Runner:
 
     def _time_plugins(self, descheduler: Descheduler) -> None:
         for profile in descheduler.profiles:
-            profile.deschedule = [(n, _TimedPlugin(p, profile.name, n, self.metrics))
+            profile.deschedule = [(n, TimedPlugin(p, profile.name, n, self.metrics))
                                   for n, p in profile.deschedule]
-            profile.balance = [(n, _TimedPlugin(p, profile.name, n, self.metrics))
+            profile.balance = [(n, TimedPlugin(p, profile.name, n, self.metrics))
                                for n, p in profile.balance]
 
 
@@ -801,9 +562,9 @@ def prepare(config: RunConfig) -> tuple[Policy, Schedule]:
         elif not schedule.looping:
             raise InputError("--leader-elect", "leaderElection must be used with "
                              "deschedulingInterval (give --interval or --cron)")
-        lease = _duration(config.lease_duration, "--leader-elect-lease-duration")
-        renew = _duration(config.renew_deadline, "--leader-elect-renew-deadline")
-        retry = _duration(config.retry_period, "--leader-elect-retry-period")
+        lease = duration(config.lease_duration, "--leader-elect-lease-duration")
+        renew = duration(config.renew_deadline, "--leader-elect-renew-deadline")
+        retry = duration(config.retry_period, "--leader-elect-retry-period")
         if not 0 < retry < renew < lease:
             raise InputError("--leader-elect", "needs 0 < retry period < renew deadline < lease "
                              f"duration (got {config.retry_period}, {config.renew_deadline}, "

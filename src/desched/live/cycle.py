@@ -1,0 +1,153 @@
+"""The plumbing of one live cycle: the executor guard that stops evictions on a shutdown or a
+lost lease, the decision log that reports as it records, and the reporter that turns decisions
+into log lines, metrics and events (called in the cycle's worker thread)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from desched.framework.decisions import Decision, DecisionLog
+from desched.framework.evictor import LIMIT_MESSAGES, ExecutionResult, Executor
+from desched.live import logging as desched_logging
+from desched.live.events import FAILED_REASON, EventRecorder, PodRef, eviction_note
+from desched.live.metrics import Metrics
+from desched.model.pod import Pod
+from desched.policy.model import Policy
+from desched.snapshot.cluster import ClusterSnapshot
+
+log = desched_logging.get_logger("desched.run")
+
+
+class CycleInterrupted(Exception):
+    """Raised into the cycle before an eviction that must not happen (shutdown, lost lease).
+    No plugin catches it, so the cycle ends there, between two evictions."""
+
+
+class LiveDecisionLog(DecisionLog):
+    """A DecisionLog that tells `listener` about every decision as it is recorded, so logs,
+    metrics and events follow the cycle as it runs (and tell the same story as `explain`)."""
+
+    def __init__(self, listener: Callable[[Decision], None]) -> None:
+        super().__init__()
+        self.listener = listener
+
+    def record(self, outcome: Any, namespace: str, pod: str, node: str, profile: str,
+               plugin: str, reason: str) -> None:
+        super().record(outcome, namespace, pod, node, profile, plugin, reason)
+        self.listener(self.decisions[-1])
+
+
+class GuardedExecutor:
+    """Checks before every eviction that it may still happen: no shutdown was asked for, and
+    this instance still leads. A lost lease refuses the eviction with a recorded reason, then
+    ends the cycle."""
+
+    def __init__(self, inner: Executor, stopping: threading.Event,
+                 guard: Callable[[], str | None] | None = None) -> None:
+        self.inner = inner
+        self.stopping = stopping
+        self.guard = guard
+        self.pods: dict[str, Pod] = {}  # every pod handed on, by key (for event UIDs)
+        self._refused = False
+
+    def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult:
+        if self.stopping.is_set():
+            raise CycleInterrupted("shutting down")
+        refusal = self.guard() if self.guard is not None else None
+        if refusal:
+            if self._refused:
+                raise CycleInterrupted(refusal)
+            self._refused = True
+            return ExecutionResult(False, "failed", refusal)
+        self.pods[pod.key] = pod
+        return self.inner.evict(pod, profile, plugin, reason)
+
+
+_LIMIT_SCOPES = {message: scope for scope, message in LIMIT_MESSAGES.items()}
+
+
+class CycleReporter:
+    """Turns decisions into log lines, metrics and events (called in the cycle's thread)."""
+
+    def __init__(self, policy: Policy, metrics: Metrics, snapshot: ClusterSnapshot,
+                 events: EventRecorder | None, dry_run: bool,
+                 migrating: frozenset[str] = frozenset()) -> None:
+        self.policy = policy
+        # Profiles whose evictions are PodMigrationJobs: the job's controller evicts (and
+        # posts the pod's event) later.
+        self.migrating = migrating
+        self.metrics = metrics
+        self.snapshot = snapshot
+        self.events = events
+        self.dry_run = dry_run
+        self.pods: dict[str, Pod] = {}
+        self.evicted = 0
+        self.failed = 0
+
+    def _ref(self, d: Decision) -> PodRef:
+        key = f"{d.namespace}/{d.pod}"
+        pod = self.pods.get(key) or self.snapshot.pods.get(key)
+        return PodRef(d.namespace, d.pod, pod.metadata.uid if pod is not None else "", d.node)
+
+    def _limit_text(self, message: str) -> str:
+        scope = _LIMIT_SCOPES.get(message)
+        limits = self.policy.limits
+        value = {"total": limits.total, "node": limits.per_node,
+                 "namespace": limits.per_namespace}.get(scope or "")
+        return f"{scope} eviction limit exceeded ({value})" if scope else message
+
+    def record(self, d: Decision) -> None:
+        fields = {"pod": f"{d.namespace}/{d.pod}", "node": d.node, "profile": d.profile,
+                  "strategy": d.plugin, "cycle": d.cycle}
+        if d.outcome == "evicted":
+            self.evicted += 1
+            self.metrics.evicted("success", d.plugin, d.profile, d.namespace, d.node)
+            if d.profile in self.migrating:
+                log.info("Created PodMigrationJob", reason=d.reason, **fields)
+                return
+            log.info("Evicted pod in dry run mode" if self.dry_run else "Evicted pod",
+                     reason=d.reason, dry_run=self.dry_run, **fields)
+            if self.events is not None:
+                self.events.emit(self._ref(d), "Normal", d.plugin, eviction_note(d.node))
+            return
+        if d.outcome == "limited":
+            failure = self._limit_text(d.reason)
+            self.metrics.evicted(d.reason, d.plugin, d.profile, d.namespace, d.node)
+            log.info("Eviction refused by a limit", error=d.reason, dry_run=self.dry_run,
+                     **fields)
+        elif d.outcome in ("pdb-blocked", "failed"):
+            self.failed += 1
+            failure = d.reason
+            self.metrics.evicted("error", d.plugin, d.profile, d.namespace, d.node)
+            log.warning("Error evicting pod", outcome=d.outcome, error=d.reason,
+                        dry_run=self.dry_run, **fields)
+        else:
+            return
+        if self.events is not None and self.policy.eviction_failure_event_notification:
+            self.events.emit(self._ref(d), "Warning", FAILED_REASON,
+                             eviction_note(d.node, failure))
+
+
+class TimedPlugin:
+    """Observes descheduler_strategy_duration_seconds around each plugin run."""
+
+    def __init__(self, plugin: Any, profile: str, name: str, metrics: Metrics) -> None:
+        self.plugin = plugin
+        self.observe = metrics.strategy_duration.labels(name, profile).observe
+
+    def deschedule(self, nodes: Any) -> None:
+        started = time.perf_counter()
+        try:
+            self.plugin.deschedule(nodes)
+        finally:
+            self.observe(time.perf_counter() - started)
+
+    def balance(self, nodes: Any) -> None:
+        started = time.perf_counter()
+        try:
+            self.plugin.balance(nodes)
+        finally:
+            self.observe(time.perf_counter() - started)
