@@ -4,6 +4,7 @@ storage)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Literal
 
 import msgspec
@@ -267,6 +268,10 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
     cached_ready: bool | None = msgspec.field(default=None, name="~ready")
     cached_taint_free_signature: tuple[bytes, bytes] | None = msgspec.field(
         default=None, name="~tfsignature")
+    # DefaultEvictor's clock-dependent verdict: (evictor token, now, reason or None). On the pod
+    # rather than in a dict by id(pod): the pod is in cache when its filter is asked for.
+    cached_verdict: tuple[int, datetime, str | None] | None = msgspec.field(
+        default=None, name="~verdict")
 
     @property
     def name(self) -> str:

@@ -9,8 +9,9 @@ PreEvictionFilter checks nodeFit and the namespace label selector. (reference/de
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import msgspec
 
@@ -137,6 +138,7 @@ def effective_protections(args: DefaultEvictorArgs) -> set[str]:
 
 
 Check = Callable[[Pod], str | None]
+_tokens = itertools.count(1)  # one per DefaultEvictor instance, for the verdicts kept on pods
 
 
 class DefaultEvictor:
@@ -152,8 +154,10 @@ class DefaultEvictor:
         # minReplicas counts the owner's pods, which evictions change: checked on every call.
         self.replica_check = (self._min_replicas_check(args.min_replicas)
                               if args.min_replicas > 1 else None)
-        # Every other verdict depends only on the pod and the clock: computed once per pod.
-        self._verdicts: dict[int, tuple[Pod, datetime, str | None]] = {}
+        # Every other verdict depends only on the pod and the clock: computed once per pod and
+        # kept on the pod under this instance's token (an int, so the pod holds no reference
+        # back to the snapshot: pods are untracked by the garbage collector).
+        self._token = next(_tokens)
         self.node_matcher = parse_selector_string(args.node_selector) if args.node_selector \
             else None
         self.namespace_matcher = (None if selector_is_empty(args.namespace_label_selector)
@@ -290,13 +294,13 @@ class DefaultEvictor:
                 return ("pod has the descheduler.alpha.kubernetes.io/prefer-no-eviction "
                         "annotation and noEvictionPolicy is Mandatory")
         now = self.handle.clock.now
-        cached = self._verdicts.get(id(pod))
-        if cached is not None and cached[0] is pod and cached[1] == now:
+        cached = pod.cached_verdict
+        if cached is not None and cached[0] == self._token and cached[1] == now:
             verdict = cached[2]
         else:
             reasons = self._static_reasons(pod)
             verdict = "; ".join(reasons) if reasons else None
-            self._verdicts[id(pod)] = (pod, now, verdict)
+            pod.cached_verdict = (self._token, now, verdict)
         if self.replica_check is not None:
             replicas = self.replica_check(pod)
             if replicas is not None:

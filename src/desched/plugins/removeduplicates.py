@@ -75,6 +75,10 @@ class RemoveDuplicates:
         occurrences: dict[OwnerKey, int] = {}
         duplicates: dict[OwnerKey, dict[str, list[Pod]]] = {}
         excluded, namespaces = self.excluded_kinds, self.args.namespaces
+        # The profile evictor's checks, bound once (Handle.filter and pre_eviction_filter, minus
+        # a call per pod each).
+        evictor, plugin = handle.evictor, handle.plugin
+        evictor_filter, pre_eviction_filter = evictor.filter, evictor.pre_eviction_filter
         for node in nodes:
             node_name = node.name
             # The sorted "namespace/kind/name/image" keys of the pods seen so far on the node.
@@ -86,7 +90,7 @@ class RemoveDuplicates:
                 namespace = pod.metadata.namespace
                 if namespaces is not None and not namespace_allowed(namespaces, namespace):
                     continue
-                if not handle.filter(pod) or not handle.pre_eviction_filter(pod):
+                if not evictor_filter(pod, plugin) or not pre_eviction_filter(pod, plugin):
                     continue
                 containers = pod.spec.containers
                 if not containers:

@@ -238,19 +238,34 @@ class RemovePodsViolatingTopologySpreadConstraint:
             return False
         return self.handle.filter(pod)
 
+    def _counted(self, nodes: list[Node]) -> dict[str, list[Pod]]:
+        """The pods passing the pod filter, by namespace (node order). _pod_filter inlined: it
+        runs for every pod."""
+        handle = self.handle
+        pods_on_node = handle.snapshot.pods_on_node
+        namespaces, labels = self.args.namespaces, self.labels
+        evictor_filter, plugin = handle.evictor.filter, handle.plugin
+        by_namespace: dict[str, list[Pod]] = {}
+        for node in nodes:
+            for pod in pods_on_node(node.metadata.name):
+                namespace = pod.metadata.namespace
+                if namespaces is not None and not namespace_allowed(namespaces, namespace):
+                    continue
+                if labels is not None and not labels(pod.metadata.labels):
+                    continue
+                if not evictor_filter(pod, plugin):
+                    continue
+                in_namespace = by_namespace.get(namespace)
+                if in_namespace is None:
+                    in_namespace = by_namespace[namespace] = []
+                in_namespace.append(pod)
+        return by_namespace
+
     def balance(self, nodes: list[Node]) -> None:
         handle = self.handle
         snapshot = handle.snapshot
         node_map = {n.metadata.name: n for n in nodes}
-        by_namespace: dict[str, list[Pod]] = {}
-        pod_filter = self._pod_filter
-        for node in nodes:
-            for pod in snapshot.pods_on_node(node.metadata.name):
-                if pod_filter(pod):
-                    in_namespace = by_namespace.get(pod.metadata.namespace)
-                    if in_namespace is None:
-                        in_namespace = by_namespace[pod.metadata.namespace] = []
-                    in_namespace.append(pod)
+        by_namespace = self._counted(nodes)
 
         # Insertion-ordered set of pods to evict (upstream: a Go map, random order).
         selected: dict[str, tuple[Pod, str]] = {}

@@ -179,25 +179,29 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
     fit does not depend on tolerations), which most pods are then answered by.
     """
     current = pod.spec.node_name
-    memo: dict[tuple[int, object], tuple[Sequence[Node], int, Node]] = \
+    # id(node list) -> (that list, snapshot.additions when filled, signature -> fitting node).
+    # One memo per list and per generation, so a look-up is one dict get on the signature.
+    memos: dict[int, tuple[Sequence[Node], int, dict[object, Node]]] = \
         snapshot.caches.setdefault("nodefit.other", {})
     additions = snapshot.additions
-    loose = (id(nodes), taint_free_signature(pod))  # a pair: never equal to a full signature
+    entry = memos.get(id(nodes))
+    if entry is None or entry[0] is not nodes or entry[1] != additions:
+        entry = memos[id(nodes)] = (nodes, additions, {})
+    memo = entry[2]
+    loose = taint_free_signature(pod)  # a pair: never equal to a full signature
     hit = memo.get(loose)
-    if hit is not None and hit[0] is nodes and hit[1] == additions \
-            and hit[2].metadata.name != current:
+    if hit is not None and hit.metadata.name != current:
         return True
-    key = (id(nodes), placement_signature(pod))
+    key = placement_signature(pod)
     hit = memo.get(key)
-    if hit is not None and hit[0] is nodes and hit[1] == additions \
-            and hit[2].metadata.name != current:
+    if hit is not None and hit.metadata.name != current:
         return True
     prepared = _prepare(pod)
     for node in nodes:
         if node.metadata.name != current and _fit(pod, node, snapshot, prepared) is None:
-            memo[key] = (nodes, additions, node)
+            memo[key] = node
             if _taint_free(node):
-                memo[loose] = (nodes, additions, node)
+                memo[loose] = node
             return True
     return False
 
