@@ -17,7 +17,19 @@ import kmock
 import pytest
 from fake_apiserver import Emulator, FakeApiServer, node, pod, status
 from test_executor import Evictions
-from test_run import OLD, YOUNG, background, config, events, run, runner_for, until
+from test_run import (
+    OLD,
+    YOUNG,
+    background,
+    config,
+    events,
+    json_lines,
+    kubeconfig,
+    run,
+    runner_for,
+    start,
+    until,
+)
 
 from desched.errors import InputError
 from desched.live.migration import creator_identity
@@ -394,3 +406,24 @@ async def test_arbitration_disabled_still_fails_jobs_the_pod_checks_refuse(
     failed = jobs.objects["ds"]["status"]
     assert failed["reason"] == "ForbiddenMigratePod"
     assert "DaemonSet" in failed["message"]
+
+
+async def test_the_command_migrates_as_the_e2e_scenario_expects(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer, policy: str) -> None:
+    """`desched run --once` as a process: what tests/e2e/test_e2e_migration.py reads from a real
+    cluster — the JSON log line per created job, the job Succeeded, the pod evicted."""
+    evictions = workload_cluster(api)
+    jobs = Jobs(api)
+    kube = kubeconfig(tmp_path, str(emulator.url).rstrip("/"))
+    proc = await start("--policy", policy, "--kubeconfig", kube, "--log-format", "json",
+                       "--once")
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    lines = json_lines(err)
+    created = [e for e in lines if e.get("event") == "Created PodMigrationJob"]
+    [job] = jobs.objects.values()
+    migrated = job["spec"]["podRef"]["name"]
+    assert [e["pod"] for e in created] == [f"default/{migrated}"]
+    assert job["status"]["phase"] == "Succeeded"
+    assert evictions.evicted() == [f"default/{migrated}"]
+    assert any(e.get("event") == "migration jobs finished" for e in lines)
