@@ -95,3 +95,28 @@ def test_conditions_decoded_lazily() -> None:
     assert ready is not None and ready.status == "True"
     assert ready.last_transition_time is not None and ready.last_transition_time.year == 2026
     assert pod.condition("PodScheduled") is None
+
+
+def test_detach_lets_the_decoded_buffer_go() -> None:
+    """A pod's lazily decoded conditions are a view that keeps the whole input alive (a list
+    page, a file mapping) until detached."""
+    import sys
+
+    import msgspec
+
+    from desched.model.kinds import JSON_DECODERS
+    from desched.model.pod import detach
+
+    page = msgspec.json.encode({
+        "metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": []},
+        "status": {"phase": "Running",
+                   "conditions": [{"type": "Ready", "status": "True"}]}}) + b" " * 1_000_000
+    baseline = sys.getrefcount(page)
+    pod = JSON_DECODERS["Pod"].decode(page)
+    assert sys.getrefcount(page) > baseline  # held by the Raw
+    detach([pod, object()])
+    assert sys.getrefcount(page) == baseline
+    assert pod.ready and pod.condition("Ready") is not None
+    empty = JSON_DECODERS["Pod"].decode(b'{"metadata": {"name": "q"}}')
+    detach([empty])
+    assert not empty.status.conditions and not empty.ready

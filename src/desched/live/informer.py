@@ -40,6 +40,7 @@ from desched.live.client import (
 from desched.live.resources import Resource, resources_for
 from desched.model.kinds import JSON_DECODERS, TYPES
 from desched.model.meta import shared_hook, trim_annotations
+from desched.model.pod import detach
 from desched.snapshot.cluster import ClusterSnapshot
 
 log = logging.getLogger("desched.live")
@@ -235,7 +236,9 @@ class Informer:
             except msgspec.DecodeError as err:
                 raise InputError(self.client.server,
                                  f"cannot decode the list of {resource.label}: {err}") from None
-            for obj in page.items or ():
+            items = page.items or ()
+            detach(items)  # the page's body must not stay alive with its pods
+            for obj in items:
                 if obj.metadata.annotations:
                     trim_annotations(obj.metadata)
                 store[_key(obj)] = obj
@@ -316,6 +319,7 @@ class Informer:
             elif kind in ("ADDED", "MODIFIED"):
                 if obj.metadata.annotations:
                     trim_annotations(obj.metadata)
+                detach((obj,))
                 store[_key(obj)] = obj
             else:
                 continue

@@ -25,6 +25,7 @@ import yaml
 
 from desched.errors import InputError
 from desched.model.kinds import JSON_DECODERS, KIND_GROUPS, PAGE_DECODERS, KubeObject, api_group
+from desched.model.pod import detach
 from desched.snapshot.cluster import ClusterSnapshot
 
 Warn = Callable[[str], None]
@@ -125,7 +126,7 @@ class _Reader:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:
             return
-        # Not closed here: lazily decoded fields (msgspec.Raw) keep pointing into the mapping.
+        # Released with the last view into it; read_batches detaches what was decoded from it.
         mm = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         first_end = mm.find(b"\n")
         first = mm[: first_end if first_end >= 0 else size].strip()
@@ -143,7 +144,7 @@ class _Reader:
 
     def _json_lines(self, mm: mmap.mmap, size: int) -> Iterator[Batch]:
         """One document per line, decoded in place from the mapping; decoded pages are released
-        from resident memory (they are re-read from the page cache if a lazy field needs them)."""
+        from resident memory."""
         view = memoryview(mm)
         pos, line_no = 0, 1
         while pos < size:
@@ -221,13 +222,16 @@ def read_batches(path: str, warn: Warn = _stderr_warn) -> Iterator[Batch]:
         first = handle.read(4096).lstrip()[:1]
         handle.seek(0)
         if first in (b"{", b"["):
-            yield from reader.json_file(handle)
+            batches = reader.json_file(handle)
         else:
             try:
                 text = handle.read().decode("utf-8")
             except UnicodeDecodeError as err:
                 raise InputError(path, f"not UTF-8 text: {err}") from None
-            yield from reader.yaml_file(text)
+            batches = reader.yaml_file(text)
+        for batch in batches:
+            detach(batch)  # nothing decoded keeps pointing into the file's buffers
+            yield batch
     for label, count in sorted(reader.ignored.items()):
         warn(f"{path}: ignoring {count} object(s) of unsupported kind {label}")
 
