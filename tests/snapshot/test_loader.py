@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,3 +168,32 @@ def test_ready_nodes(tmp_path: Path) -> None:
     assert sorted(n.name for n in snap.ready_nodes()) == ["n0", "n1", "n2", "plain"]
     assert sorted(n.name for n in snap.ready_nodes(lambda labels: labels.get("pool") == "a")) \
         == ["n0", "n1"]
+
+
+@pytest.mark.parametrize(("name", "mapped"), [("s.yaml", False), ("s.json", False),
+                                              ("s.jsonl", True)])
+def test_pods_are_detached_from_documents_but_not_from_the_mapping(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, mapped: bool) -> None:
+    """A pod decoded from a document (bytes) would keep the whole document alive through its
+    lazily decoded conditions; one decoded from the memory-mapped JSON lines points into page
+    cache, and copying 150,000 of them costs more than it saves."""
+    import desched.snapshot.loader as loader
+
+    detached: list[str] = []
+
+    def record(objs: Any) -> None:
+        detached.extend(o.metadata.name for o in objs if hasattr(o, "status"))
+        real(objs)
+
+    real = loader.detach
+    monkeypatch.setattr(loader, "detach", record)
+    ready = pod("a")
+    ready["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    page = {"apiVersion": "v1", "kind": "PodList", "items": [ready]}
+    import yaml
+
+    text = {"s.yaml": yaml.safe_dump(page), "s.json": json.dumps(page, indent=2),
+            "s.jsonl": json.dumps(page) + "\n"}[name]
+    snap = load_snapshot([write(tmp_path, name, text)])
+    assert snap.pods["default/a"].ready
+    assert detached == ([] if mapped else ["a"])
