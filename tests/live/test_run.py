@@ -9,6 +9,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import signal
 import sys
 import textwrap
@@ -523,3 +524,23 @@ async def test_a_priority_class_threshold_does_not_stop_the_start(tmp_path: Path
     policy, schedule = prepare(RunConfig(policy_path=str(path), once=True))
     assert policy.profiles[0].args["DefaultEvictor"].priority_threshold.name == "high-priority"
     assert str(schedule) == "once"
+
+
+async def test_a_missing_priority_class_fails_the_cycle_not_the_loop(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
+    cluster(api)
+    path = tmp_path / "pc.yaml"
+    path.write_text(POLICY.format(notify="false").replace(
+        "  - name: DefaultEvictor\n",
+        "  - name: DefaultEvictor\n    args:\n      priorityThreshold: {name: high-priority}\n"))
+    runner = runner_for(config(tmp_path, emulator, policy_path=str(path), interval="50ms"))
+    async with background(runner) as task:
+        await until(lambda: len(runner.reports) >= 2)
+        runner.request_stop("test")
+        assert await asyncio.wait_for(task, 10) == 0
+    assert {r.result for r in runner.reports} == {"failed"}
+    # --once stops with the one-line error instead.
+    once = runner_for(config(tmp_path, emulator, policy_path=str(path), once=True))
+    missing = re.escape('priorityclasses.scheduling.k8s.io "high-priority"')
+    with pytest.raises(InputError, match=missing):
+        await asyncio.wait_for(once.run(), 20)

@@ -120,3 +120,15 @@ def test_detach_lets_the_decoded_buffer_go() -> None:
     empty = JSON_DECODERS["Pod"].decode(b'{"metadata": {"name": "q"}}')
     detach([empty])
     assert not empty.status.conditions and not empty.ready
+
+
+def test_the_first_ready_condition_decides_readiness_either_way() -> None:
+    from desched.model.kinds import JSON_DECODERS
+
+    body = (b'{"metadata": {"name": "p"}, "status": {"conditions": ['
+            b'{"type": "Ready", "status": "False"}, {"type": "Ready", "status": "True"}]}}')
+    lean = JSON_DECODERS["Pod"].decode(body)
+    assert lean.ready is False
+    decoded_first = JSON_DECODERS["Pod"].decode(body)
+    assert decoded_first.condition("Ready") is not None
+    assert decoded_first.ready is False

@@ -444,3 +444,17 @@ def test_filter_rejection_is_counted_in_the_decision_log() -> None:
     assert sum(n for (profile, plugin, _), n in counts.items()
                if plugin == "Probe" and profile == "default") == 1
     assert executor.evicted == []
+
+
+def test_two_profiles_evictors_keep_their_own_verdicts_on_shared_pods() -> None:
+    """Each profile has its own DefaultEvictor; a pod keeps one verdict slot, the second
+    evictor keeps its verdicts aside: both stay right when asked in turn."""
+    subject = pod("p", spec=EMPTY_DIR)
+    snap = snapshot(node("n1"), node("n2"), subject)
+    strict = DefaultEvictor(args(DefaultEvictorArgs, {}), handle_for(snap)[0])
+    loose = DefaultEvictor(args(DefaultEvictorArgs, {"podProtections": {
+        "defaultDisabled": ["PodsWithLocalStorage"]}}), handle_for(snap)[0])
+    for _ in range(3):
+        assert strict.filter(subject) is not None
+        assert loose.filter(subject) is None
+    assert len(loose._aside) == 1 and not strict._aside

@@ -486,8 +486,21 @@ class Runner:
         inner = self._executor(snapshot)
         executor = GuardedExecutor(inner, self.stopping, guard)
         reporter.pods = executor.pods
-        descheduler = Descheduler(self.policy, snapshot, executor, Clock(datetime.now(UTC)),
-                                  decisions)
+        try:
+            descheduler = Descheduler(self.policy, snapshot, executor, Clock(datetime.now(UTC)),
+                                      decisions)
+        except InputError as err:
+            # The cluster lacks what the policy names (a priorityThreshold's PriorityClass):
+            # a --once run stops with the error; a loop fails this cycle and tries the next.
+            if not self.schedule.looping:
+                raise
+            log.error("cannot build the policy's profiles on this cycle's snapshot",
+                      cycle=number, error=str(err))
+            self.metrics.cycles.labels("failed").inc()
+            report = CycleReport(number, "failed", 0, 0, decisions)
+            self.reports.append(report)
+            del self.reports[:-10]
+            return report
         self._restore_state(descheduler)
         self._time_plugins(descheduler)
         log.info("descheduling cycle started", cycle=number, nodes=len(snapshot.nodes),

@@ -151,7 +151,8 @@ class MigrationJobController:
         self.gate = gate
         self.require_arbitration = require_arbitration
         self.adopt_unowned = adopt_unowned
-        self.removal = PodRemoval(client, args, self.clock, self._get_pod,
+        # The controller's clock as it is when a pod is removed (tests move it).
+        self.removal = PodRemoval(client, args, lambda: self.clock(), self._get_pod,
                                   attempts=eviction_attempts,
                                   backoff=backoff or Backoff(initial=0.5, maximum=5.0))
         self.evictions = 0  # eviction requests this controller got through (2xx)

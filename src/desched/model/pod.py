@@ -341,7 +341,9 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
                 except msgspec.DecodeError as err:
                     raise InputError("snapshot",
                                      f"pod {self.key}: status.conditions: {err}") from None
-                ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+                # The first Ready condition decides, as condition("Ready") reads it.
+                first = next((c for c in conditions if c.type == "Ready"), None)
+                ready = first is not None and first.status == "True"
             self.cached_ready = ready
         return ready
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import msgspec
 
@@ -158,6 +158,7 @@ class DefaultEvictor:
         # kept on the pod under this instance's token (an int, so the pod holds no reference
         # back to the snapshot: pods are untracked by the garbage collector).
         self._token = next(_tokens)
+        self._aside: dict[int, tuple[Pod, datetime, str | None]] = {}
         self.node_matcher = parse_selector_string(args.node_selector) if args.node_selector \
             else None
         self.namespace_matcher = (None if selector_is_empty(args.namespace_label_selector)
@@ -298,9 +299,19 @@ class DefaultEvictor:
         if cached is not None and cached[0] == self._token and cached[1] == now:
             verdict = cached[2]
         else:
-            reasons = self._static_reasons(pod)
-            verdict = "; ".join(reasons) if reasons else None
-            pod.cached_verdict = (self._token, now, verdict)
+            # Another profile's DefaultEvictor holds the pod's slot in this cycle: keep ours
+            # aside rather than take turns recomputing.
+            shared = cached is not None and cached[1] == now
+            kept = self._aside.get(id(pod)) if shared else None
+            if kept is not None and kept[0] is pod and kept[1] == now:
+                verdict = kept[2]
+            else:
+                reasons = self._static_reasons(pod)
+                verdict = "; ".join(reasons) if reasons else None
+                if shared:
+                    self._aside[id(pod)] = (pod, now, verdict)
+                else:
+                    pod.cached_verdict = (self._token, now, verdict)
         if self.replica_check is not None:
             replicas = self.replica_check(pod)
             if replicas is not None:
