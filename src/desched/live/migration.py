@@ -42,7 +42,6 @@ from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
 from desched.live.events import EventRecorder
 from desched.live.informer import Informer, build_snapshot
 from desched.migration.arbitration import (
-    ACTIVE_PHASES,
     PASSED_ARBITRATION_ANNOTATION,
     Arbitrator,
     MigrationLedger,
@@ -51,6 +50,7 @@ from desched.migration.arbitration import (
 )
 from desched.migration.controller import MigrationJobController
 from desched.migration.jobdoc import (
+    ACTIVE_PHASES,
     EVICT_REASON,
     EVICT_TRIGGER,
     GROUP_VERSION,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final, Literal
 
+from desched.migration.jobdoc import ACTIVE_PHASES, duration_seconds
 from desched.migration.limits import (
     IntOrPercent,
     Unresolved,
@@ -35,7 +36,6 @@ from desched.model.pod import SYSTEM_CRITICAL_PRIORITY, Pod
 from desched.policy.args import Namespaces
 from desched.predicates.labels import Matcher
 from desched.snapshot.cluster import ClusterSnapshot
-from desched.util.duration import DurationError, parse_duration
 
 EVICT_ANNOTATION: Final = "descheduler.alpha.kubernetes.io/evict"
 PASSED_ARBITRATION_ANNOTATION: Final = "descheduler.koordinator.sh/passed-arbitration"
@@ -46,9 +46,6 @@ EVICT_DIRECTLY: Final = "EvictDirectly"
 JOB_MODES = (RESERVATION_FIRST, EVICT_DIRECTLY)
 # What the API server writes into an empty spec.schedulerName.
 DEFAULT_SCHEDULER: Final = "default-scheduler"
-
-# The phases of a job still in flight ("" reads as Pending).
-ACTIVE_PHASES = ("", "Pending", "Running")
 
 # skipEvictionGates values (case-sensitive).
 GATES = ("MaxUnavailablePerWorkload", "MaxMigratingPerWorkload", "MaxMigratingPerNode",
@@ -110,20 +107,13 @@ SCAVENGE_AFTER = 30 * 60.0
 SCAVENGE_GRACE = 5 * 60.0
 
 
-def _ttl(job: PodMigrationJob) -> float:
-    try:
-        return parse_duration(job.spec.ttl) if job.spec.ttl else 0.0
-    except DurationError:
-        return 0.0
-
-
 def job_deadline(job: PodMigrationJob) -> datetime | None:
     """When the job stops being in flight on its own: its TTL elapsed (the controller fails it
     with Timeout), or, without a TTL, when the scavenger deletes it."""
     created = job.metadata.creation_timestamp
     if created is None:
         return None
-    ttl = _ttl(job)
+    ttl = duration_seconds(job.spec.ttl)
     return created + timedelta(seconds=ttl if ttl > 0 else SCAVENGE_AFTER)
 
 
@@ -133,7 +123,7 @@ def scavenge_deadline(job: PodMigrationJob) -> datetime | None:
     created = job.metadata.creation_timestamp
     if created is None:
         return None
-    ttl = _ttl(job)
+    ttl = duration_seconds(job.spec.ttl)
     return created + timedelta(seconds=ttl + SCAVENGE_GRACE if ttl > 0 else SCAVENGE_AFTER)
 
 

@@ -17,7 +17,7 @@ EVICT_REASON = "koordinator.sh/evict-reason"
 EVICT_TRIGGER = "koordinator.sh/evict-trigger"
 
 PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
-ACTIVE_PHASES = ("", PENDING, RUNNING)
+ACTIVE_PHASES = ("", PENDING, RUNNING)  # a job still in flight ("" reads as Pending)
 COND_EVICTION = "Eviction"
 EVICTING, EVICT_COMPLETE, FAILED_EVICT = "Evicting", "EvictComplete", "FailedEvict"
 FORBIDDEN = "ForbiddenMigratePod"
@@ -27,8 +27,11 @@ NORMAL, WARNING = "Normal", "Warning"
 MIGRATING_ACTION = "Migrating"  # the action of the Pod event on a MigrationController eviction
 
 
-def stamp(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def rfc3339(moment: datetime) -> str:
+    """metav1.Time's JSON form: UTC, second precision (a naive time is taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: Any) -> datetime | None:
@@ -41,14 +44,18 @@ def parse_time(text: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def ttl_seconds(job: dict[str, Any]) -> float:
-    ttl = (job.get("spec") or {}).get("ttl")
-    if not isinstance(ttl, str) or not ttl:
+def duration_seconds(text: Any) -> float:
+    """A job's duration field (spec.ttl): 0 when absent or unreadable (no timeout)."""
+    if not isinstance(text, str) or not text:
         return 0.0
     try:
-        return parse_duration(ttl)
+        return parse_duration(text)
     except ValueError:
         return 0.0
+
+
+def ttl_seconds(job: dict[str, Any]) -> float:
+    return duration_seconds((job.get("spec") or {}).get("ttl"))
 
 
 def annotations_of(obj: dict[str, Any]) -> dict[str, str]:
@@ -102,7 +109,7 @@ def put_condition(job: dict[str, Any], kind: str, value: str, reason: str, messa
                    now: datetime) -> None:
     """updateCondition in memory: sets the condition, and status.status/reason/message."""
     status = job.setdefault("status", {})
-    when = stamp(now)
+    when = rfc3339(now)
     old = condition(job, kind) or {}
     conditions = [c for c in status.get("conditions") or []
                   if not (isinstance(c, dict) and c.get("type") == kind)]

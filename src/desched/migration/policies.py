@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 import msgspec
 
+from desched.migration.jobdoc import EVICT_REASON, EVICT_TRIGGER, rfc3339
 from desched.model.pod import Pod
 
 EVICTION: Final = "Eviction"  # the policy/v1 Eviction subresource: PDBs apply
@@ -20,8 +21,6 @@ POLICIES = (EVICTION, DELETE, SOFT_EVICTION)
 
 EVICT_POLICY_LABEL: Final = "koordinator.sh/evict-policy"
 SOFT_EVICTION_ANNOTATION: Final = "scheduling.koordinator.sh/soft-eviction"
-EVICT_REASON_ANNOTATION: Final = "koordinator.sh/evict-reason"
-EVICT_TRIGGER_ANNOTATION: Final = "koordinator.sh/evict-trigger"
 
 
 class Preconditions(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
@@ -61,8 +60,8 @@ def eviction_policy_for(pod: Pod, default: str = EVICTION,
 def trigger_and_reason(job_annotations: Mapping[str, str]) -> tuple[str, str]:
     """GetEvictionTriggerAndReason: the PodMigrationJob's evict-trigger, and its evict-reason
     (or the trigger, or "NotSet")."""
-    trigger = job_annotations.get(EVICT_TRIGGER_ANNOTATION, "")
-    reason = job_annotations.get(EVICT_REASON_ANNOTATION, "") or trigger or "NotSet"
+    trigger = job_annotations.get(EVICT_TRIGGER, "")
+    reason = job_annotations.get(EVICT_REASON, "") or trigger or "NotSet"
     return trigger, reason
 
 
@@ -74,13 +73,6 @@ def go_json(value: object) -> str:
                           ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(char, escaped)
     return text
-
-
-def rfc3339(moment: datetime) -> str:
-    """metav1.Time's JSON form: UTC, second precision (a naive time is taken as UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def soft_eviction_annotation(now: datetime, initiator: str, reason: str,
