@@ -40,7 +40,7 @@ from desched.framework.evictor import ExecutionResult, Executor
 from desched.live import logging as desched_logging
 from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
 from desched.live.events import EventRecorder
-from desched.live.informer import Informer, build_snapshot
+from desched.live.informer import Backoff, Informer, build_snapshot
 from desched.migration.arbitration import (
     PASSED_ARBITRATION_ANNOTATION,
     Arbitrator,
@@ -163,9 +163,10 @@ class MigrationJobExecutor:
         what = f"create podmigrationjob {name}"
         content = _encoder.encode(body)
         error = ""
+        backoff = Backoff(initial=0.5, maximum=5.0)
         for attempt in range(self.attempts):
             if attempt:
-                await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 5.0))
+                await asyncio.sleep(backoff.next())
             try:
                 response = await self.client.request("POST", PMJ_PATH, what=what, body=content,
                                                      timeout=self.timeout)
@@ -286,9 +287,10 @@ class MigrationService:
         annotations = (job.get("metadata") or {}).get("annotations") or {}
         return bool(annotations.get(JOB_CREATED_BY) == self.creator)
 
-    def _store(self) -> dict[str, PodMigrationJob]:
-        return {job.metadata.name: job for job in self.jobs.store.values()
-                if isinstance(job, PodMigrationJob)}
+    def _store(self) -> Mapping[str, PodMigrationJob]:
+        """The informer's cache: cluster-scoped jobs, keyed by name."""
+        store: Mapping[str, PodMigrationJob] = self.jobs.store
+        return store
 
     def _jobs(self) -> list[PodMigrationJob]:
         return [job for job in self._store().values() if self.handles(job)
