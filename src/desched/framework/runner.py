@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from desched.errors import InputError
+from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import Evictor, Executor, ProfileEvictor
 from desched.framework.registry import registry
@@ -127,8 +128,6 @@ def check_policy(policy: Policy) -> None:
     """Build every profile's plugins without a cluster, so the errors a plugin raises when it
     is built (argument combinations its validator does not see) surface before any cycle.
     Raises InputError."""
-    from desched.executors.simulation import SimulationExecutor
-
     snapshot = ClusterSnapshot(placeholder=True)
     try:
         Descheduler(policy, snapshot, SimulationExecutor(snapshot), Clock(datetime.now(UTC)))
