@@ -1,8 +1,9 @@
 """The object limiters as a pod meets them (reference/koordinator.md §6.5): the pod's keys (its
 namespace, its workload) and the maximum its workload's replicas allow, resolved over a snapshot.
 
-Shared by the MigrationController plugin (checked before a migration starts, fed when it starts)
-and the live PodMigrationJob controller (checked and fed for jobs someone else created).
+Shared by the MigrationController plugin (a token reserved as a migration is decided) and the
+live migration service (a token reserved just before it evicts the pod of a job someone else
+created); either gives the token back if the migration does not happen.
 """
 
 from __future__ import annotations
@@ -35,18 +36,16 @@ class PodObjectLimits:
             keys[WORKLOAD] = workload
         return keys
 
-    def exceeded(self, pod: Pod, ledger: MigrationLedger, now: float) -> str | None:
-        """checkPodExceedObjectLimiter: why the pod must wait, or None."""
-        return self.limiters.exceeded(self.keys(pod, ledger), now)
-
     def reserve(self, pod: Pod, ledger: MigrationLedger, now: float) -> str | None:
-        """Check and, when the pod may go, take its tokens at once (give_back undoes it if the
-        migration does not happen). Koordinator checks, then feeds after the eviction; between
-        the two, another migration of the workload could pass the same check."""
+        """checkPodExceedObjectLimiter (why the pod must wait, or None) and, when the pod may go,
+        take its tokens at once (give_back undoes it if the migration does not happen).
+        Koordinator checks, then feeds after the eviction; between the two, another migration
+        of the workload could pass the same check."""
+        keys = self.keys(pod, ledger)
         with self.limiters.lock:
-            why = self.exceeded(pod, ledger, now)
+            why = self.limiters.exceeded(keys, now)
             if why is None:
-                self.track(pod, ledger, now)
+                self._track(pod, keys, ledger, now)
             return why
 
     def give_back(self, pod: Pod, ledger: MigrationLedger, now: float) -> None:
@@ -58,10 +57,10 @@ class PodObjectLimits:
                 if key is not None:
                     self.limiters.give_back(kind, key, now)
 
-    def track(self, pod: Pod, ledger: MigrationLedger, now: float) -> None:
+    def _track(self, pod: Pod, keys: dict[str, str], ledger: MigrationLedger,
+               now: float) -> None:
         """trackEvictedPod: feed each limiter for the pod. Each type is fed on its own
         (Koordinator stops at the first type whose maximum is 0)."""
-        keys = self.keys(pod, ledger)
         for kind, config in self.limiters.configs.items():
             key = keys.get(kind)
             if key is None:
