@@ -497,10 +497,7 @@ class Runner:
             log.error("cannot build the policy's profiles on this cycle's snapshot",
                       cycle=number, error=str(err))
             self.metrics.cycles.labels("failed").inc()
-            report = CycleReport(number, "failed", 0, 0, decisions)
-            self.reports.append(report)
-            del self.reports[:-10]
-            return report
+            return self._keep(CycleReport(number, "failed", 0, 0, decisions))
         self._restore_state(descheduler)
         self._time_plugins(descheduler)
         log.info("descheduling cycle started", cycle=number, nodes=len(snapshot.nodes),
@@ -531,7 +528,10 @@ class Runner:
                  seconds=round(elapsed, 3), dry_run=self.dry_run)
         if isinstance(inner, MigrationJobExecutor):
             await self._finish_migrations(inner)
-        report = CycleReport(number, result, reporter.evicted, reporter.failed, decisions)
+        return self._keep(CycleReport(number, result, reporter.evicted, reporter.failed,
+                                      decisions))
+
+    def _keep(self, report: CycleReport) -> CycleReport:
         self.reports.append(report)
         del self.reports[:-10]  # a long-running loop keeps only the recent ones
         return report
