@@ -5,6 +5,10 @@ from __future__ import annotations
 import math
 
 from desched.migration.limits import Workload, WorkloadResolver
+
+# Healthy for the disruption controller is what a workload counts as available: active (not
+# terminating, not finished) and Ready.
+from desched.migration.limits import is_available as is_healthy
 from desched.model.objects import PodDisruptionBudget
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
@@ -12,13 +16,6 @@ from desched.snapshot.cluster import ClusterSnapshot
 TOO_MANY_REQUESTS = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE_PDBS = ("This pod has more than one PodDisruptionBudget, which the eviction "
                  "subresource does not support.")
-
-
-def is_healthy(pod: Pod) -> bool:
-    """Counted as healthy by the disruption controller: Ready and not terminating."""
-    if pod.terminating or pod.terminal:
-        return False
-    return pod.ready
 
 
 def can_ignore_pdb(pod: Pod) -> bool:
