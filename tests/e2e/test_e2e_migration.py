@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_cluster import Cluster, json_log, wait_until
+from e2e_cluster import MAX_AGE, Cluster, json_log, wait_until
 from lightkube import ApiError, codecs
 from lightkube.generic_resource import create_global_resource
 
 CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 PodMigrationJob = create_global_resource("scheduling.koordinator.sh", "v1alpha1",
                                          "PodMigrationJob", "podmigrationjobs")
-MAX_AGE = 2
 
 POLICY = """\
 apiVersion: descheduler/v1alpha2
