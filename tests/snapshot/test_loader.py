@@ -170,7 +170,7 @@ def test_ready_nodes(tmp_path: Path) -> None:
         == ["n0", "n1"]
 
 
-@pytest.mark.parametrize(("name", "mapped"), [("s.yaml", False), ("s.json", False),
+@pytest.mark.parametrize(("name", "mapped"), [("s.yaml", False), ("s.json", True),
                                               ("s.jsonl", True)])
 def test_pods_are_detached_from_documents_but_not_from_the_mapping(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, mapped: bool) -> None:

@@ -10,6 +10,7 @@ and error messages.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import mmap
@@ -24,9 +25,16 @@ import msgspec
 import yaml
 
 from desched.errors import InputError
-from desched.model.kinds import JSON_DECODERS, KIND_GROUPS, PAGE_DECODERS, KubeObject, api_group
+from desched.model.kinds import (
+    JSON_DECODERS,
+    KIND_GROUPS,
+    PAGE_DECODERS,
+    KubeObject,
+    api_group,
+)
 from desched.model.pod import detach
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.snapshot.jsonlist import ItemError, Items, ListLayout, find_list, skip_item
 
 Warn = Callable[[str], None]
 Batch = tuple[KubeObject, ...]  # objects are read a list page at a time
@@ -47,6 +55,10 @@ class _ItemHeader(msgspec.Struct, rename="camel"):
 _header = msgspec.json.Decoder(_Header)
 _item_header = msgspec.json.Decoder(_ItemHeader)
 _KIND = re.compile(rb'"kind"\s*:\s*"([A-Za-z0-9]+List)"')
+# An item whose first keys are apiVersion then kind (kubectl sorts keys); plain names only.
+_ITEM_HEAD = re.compile(
+    rb'\{\s*"apiVersion"\s*:\s*"([A-Za-z0-9./-]*)"\s*,\s*"kind"\s*:\s*"([A-Za-z0-9]*)"')
+_BATCH = 500  # objects handed to the snapshot at a time, and pages released between them
 
 
 def _stderr_warn(message: str) -> None:
@@ -67,7 +79,9 @@ class _Reader:
     def __init__(self, path: str) -> None:
         self.path = path
         self.ignored: dict[str, int] = {}
-        self.mapped = False  # decoding in place from a memory-mapped file (JSON lines)
+        self.mapped = False  # decoding in place from a memory-mapped file (JSON lines, a list)
+        self.size = 0  # bytes in the file, and how far decoding has got (for progress)
+        self.position = 0
 
     def _accept(self, kind: str, api_version: str) -> bool:
         groups = KIND_GROUPS.get(kind)
@@ -124,7 +138,7 @@ class _Reader:
             raise self._fail(f"{where} ({kind})", err) from None
 
     def json_file(self, handle: Any) -> Iterator[Batch]:
-        size = os.fstat(handle.fileno()).st_size
+        self.size = size = os.fstat(handle.fileno()).st_size
         if size == 0:
             return
         # Not closed here: lazily decoded fields (msgspec.Raw) keep pointing into the mapping.
@@ -135,6 +149,11 @@ class _Reader:
             self.mapped = True
             yield from self._json_lines(mm, size)
             return
+        layout = find_list(mm, size)
+        if layout is not None and layout.kind.endswith("List"):
+            self.mapped = True
+            yield from self._json_list(mm, layout)
+            return
         data = mm[:]
         try:
             _header.decode(data)  # a skip-scan: one document, or several concatenated?
@@ -143,6 +162,68 @@ class _Reader:
             documents = self._split_json(data)
         for index, doc in enumerate(documents):
             yield from self.json_document(doc, f"document {index + 1}")
+
+    def _json_list(self, mm: mmap.mmap, layout: ListLayout) -> Iterator[Batch]:
+        """One list document (`kubectl get -o json`), decoded an item at a time in place; the
+        pages behind are released from resident memory as for JSON lines."""
+        where = "document 1"
+        typed = layout.kind[: -len("List")]  # "" for `kind: List`: items name their kinds
+        items = Items(mm, layout)
+        view = items.view
+        batch: list[KubeObject] = []
+        released = 0
+        smallest: dict[str, int] = {}  # kind -> its smallest item so far, in bytes
+        pos: int | None = items.start if items.start < layout.end else None
+        index = 0
+        try:
+            while pos is not None:
+                kind, version = typed, layout.api_version
+                if not typed:
+                    kind, version = self._item_kind(mm, view, pos, index, where)
+                decoder = JSON_DECODERS[kind] if self._accept(kind, version) else None
+                obj, end = None, -1
+                guess = items.pretty_end(pos, smallest.get(kind, 0) * 7 // 8)
+                if decoder is not None and guess is not None:
+                    # A failure means the guess was not the item's end, or a bad item: look
+                    # exactly below.
+                    with contextlib.suppress(msgspec.DecodeError):
+                        obj, end = decoder.decode(view[pos:guess]), guess
+                if end < 0:
+                    end = items.exact_end(pos, index)
+                    if decoder is not None:
+                        obj = self._decode(kind, view[pos:end], f"{where} item {index}")
+                if obj is not None:
+                    batch.append(obj)
+                    if end - pos < smallest.get(kind, 1 << 62):
+                        smallest[kind] = end - pos
+                self.position = end
+                if len(batch) >= _BATCH:
+                    yield tuple(batch)
+                    batch = []
+                    start = released - released % mmap.PAGESIZE
+                    mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+                    released = end
+                pos = items.next_start(end, index)
+                index += 1
+        except ItemError as err:
+            raise self._fail(f"{where} item {err.index}", err) from None
+        if batch:
+            yield tuple(batch)
+        self.position = self.size
+
+    def _item_kind(self, mm: mmap.mmap, view: memoryview, pos: int, index: int,
+                   where: str) -> tuple[str, str]:
+        """An item's kind and apiVersion: read off its first keys when they are those two (as
+        kubectl sorts them), else by decoding its header."""
+        match = _ITEM_HEAD.match(mm, pos, pos + 512)
+        if match is not None:
+            version, kind = match.group(1, 2)
+            return kind.decode(), version.decode()
+        try:
+            head = _item_header.decode(view[pos:skip_item(view, pos, index)])
+        except msgspec.DecodeError as err:
+            raise self._fail(f"{where} item {index}", err) from None
+        return head.kind, head.api_version
 
     def _json_lines(self, mm: mmap.mmap, size: int) -> Iterator[Batch]:
         """One document per line, decoded in place from the mapping; decoded pages are released
