@@ -15,6 +15,7 @@ from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.predicates.labels import SelectorError
 from desched.predicates.nodeaffinity import NodeMatcher, required_affinity_matcher
+from desched.predicates.nodeindex import node_index
 from desched.predicates.podaffinity import (
     AntiAffinityTerm,
     anti_affinity_conflict,
@@ -87,10 +88,12 @@ def node_fit(pod: Pod, node: Node, snapshot: ClusterSnapshot) -> str | None:
     return _fit(pod, node, snapshot, _prepare(pod))
 
 
-def pod_fits_any_node(pod: Pod, nodes: Iterable[Node], snapshot: ClusterSnapshot) -> bool:
-    """Whether the pod fits some node, its current one included (upstream PodFitsAnyNode)."""
+def pod_fits_any_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot) -> bool:
+    """Whether the pod fits some node, its current one included (upstream PodFitsAnyNode).
+    Only the nodes its node affinity may match are tried."""
     prepared = _prepare(pod)
-    return any(_fit(pod, node, snapshot, prepared) is None for node in nodes)
+    space, _ = _other_node_memo(nodes, snapshot).space(pod, snapshot)
+    return any(_fit(pod, node, snapshot, prepared) is None for node in space)
 
 
 # Only model values reach it, and Shared (a str subclass) is their only non-native type.
@@ -169,40 +172,111 @@ def _taint_free(node: Node) -> bool:
     return all(taint.effect not in SCHEDULING_EFFECTS for taint in node.spec.taints)
 
 
+class _OtherNodeMemo:
+    """NodeFit's "fits a node other than its own" answers over one node list, for one
+    generation of the snapshot (pods only leave until `additions` changes).
+
+    A node that fit a placement signature keeps fitting it, so the first fitting node found is
+    remembered (`fits`) and re-checked alone next time; one without NoSchedule/NoExecute taints
+    also under the taint-free signature, which most pods are then answered by. A signature that
+    fit no node is remembered too (`none`), with how far the snapshot's removal log had got: a
+    node can only start to fit when pods leave it, so the next question re-checks just the nodes
+    that lost pods since, plus the node the first search skipped (the asking pod's own).
+    """
+
+    __slots__ = ("_members", "additions", "fits", "nodes", "none", "spaces")
+
+    def __init__(self, nodes: Sequence[Node], additions: int) -> None:
+        self.nodes = nodes
+        self.additions = additions
+        self.fits: dict[object, Node] = {}
+        self.none: dict[bytes, tuple[int, str]] = {}
+        # Affinity key -> the nodes of this list the pod's node affinity may match, and their
+        # names (None: the whole list).
+        self.spaces: dict[bytes, tuple[Sequence[Node], frozenset[str] | None]] = {}
+        self._members: frozenset[str] | None = None
+
+    def members(self) -> frozenset[str]:
+        if self._members is None:
+            self._members = frozenset(n.metadata.name for n in self.nodes)
+        return self._members
+
+    def space(self, pod: Pod, snapshot: ClusterSnapshot
+              ) -> tuple[Sequence[Node], frozenset[str] | None]:
+        key = taint_free_signature(pod)[0]
+        found = self.spaces.get(key)
+        if found is None:
+            narrowed = node_index(snapshot).candidates(pod, key)
+            if narrowed is None:
+                found = (self.nodes, None)
+            else:
+                members = self.members()
+                nodes = [n for n in narrowed.nodes if n.metadata.name in members]
+                found = (nodes, frozenset(n.metadata.name for n in nodes))
+            self.spaces[key] = found
+        return found
+
+    def found(self, pod: Pod, key: bytes, node: Node) -> bool:
+        self.fits[key] = node
+        if _taint_free(node):
+            self.fits[taint_free_signature(pod)] = node
+        self.none.pop(key, None)
+        return True
+
+
+def _other_node_memo(nodes: Sequence[Node], snapshot: ClusterSnapshot) -> _OtherNodeMemo:
+    memos: dict[int, _OtherNodeMemo] = snapshot.caches.setdefault("nodefit.other", {})
+    memo = memos.get(id(nodes))
+    if memo is None or memo.nodes is not nodes or memo.additions != snapshot.additions:
+        memo = memos[id(nodes)] = _OtherNodeMemo(nodes, snapshot.additions)
+    return memo
+
+
 def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot) -> bool:
     """Whether the pod fits some node other than the one it is on (PodFitsAnyOtherNode).
 
-    Within a run where pods are only removed (evictions free resources and anti-affinity
-    partners), a node that fit a placement signature keeps fitting it, so the first fitting node
-    found for a signature is remembered per node list and re-checked alone next time. A node
-    without NoSchedule/NoExecute taints is also remembered under the taint-free signature (its
-    fit does not depend on tolerations), which most pods are then answered by.
+    Nodes are searched only among those the pod's node affinity may match (a label index), and
+    answers are remembered per placement signature (see _OtherNodeMemo), so the work grows with
+    the workloads and the evictions, not with pods times nodes.
     """
     current = pod.spec.node_name
-    # id(node list) -> (that list, snapshot.additions when filled, signature -> fitting node).
-    # One memo per list and per generation, so a look-up is one dict get on the signature.
-    memos: dict[int, tuple[Sequence[Node], int, dict[object, Node]]] = \
-        snapshot.caches.setdefault("nodefit.other", {})
-    additions = snapshot.additions
-    entry = memos.get(id(nodes))
-    if entry is None or entry[0] is not nodes or entry[1] != additions:
-        entry = memos[id(nodes)] = (nodes, additions, {})
-    memo = entry[2]
-    loose = taint_free_signature(pod)  # a pair: never equal to a full signature
-    hit = memo.get(loose)
+    memo = _other_node_memo(nodes, snapshot)
+    fits = memo.fits
+    hit = fits.get(taint_free_signature(pod))  # a pair: never equal to a full signature
     if hit is not None and hit.metadata.name != current:
         return True
     key = placement_signature(pod)
-    hit = memo.get(key)
+    hit = fits.get(key)
     if hit is not None and hit.metadata.name != current:
         return True
     prepared = _prepare(pod)
-    for node in nodes:
-        if node.metadata.name != current and _fit(pod, node, snapshot, prepared) is None:
-            memo[key] = node
-            if _taint_free(node):
-                memo[loose] = node
-            return True
+    removals = snapshot.removed_from
+    known = memo.none.get(key)
+    if known is None:
+        space, _ = memo.space(pod, snapshot)
+        for node in space:
+            if node.metadata.name != current and _fit(pod, node, snapshot, prepared) is None:
+                return memo.found(pod, key, node)
+        memo.none[key] = (len(removals), current)
+        return False
+    seen, skipped = known
+    _, names = memo.space(pod, snapshot)
+    members = memo.members() if names is None else names
+    tried: set[str] = {current}
+    for name in removals[seen:]:  # nodes that lost pods since: only they can fit now
+        if name not in tried:
+            tried.add(name)
+            if name in members:
+                node = snapshot.nodes[name]
+                if _fit(pod, node, snapshot, prepared) is None:
+                    return memo.found(pod, key, node)
+    if skipped not in tried:
+        if skipped in members:
+            node = snapshot.nodes[skipped]
+            if _fit(pod, node, snapshot, prepared) is None:
+                return memo.found(pod, key, node)
+        skipped = current  # looked at now; later removals from it are in the log
+    memo.none[key] = (len(removals), skipped)
     return False
 
 

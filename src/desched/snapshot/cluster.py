@@ -47,6 +47,9 @@ def _check_budget(pdb: PodDisruptionBudget) -> None:
         raise InputError("snapshot", f"{where}: spec.selector: {err}") from None
 
 
+_REMOVAL_LOG_MAX = 1_000_000
+
+
 class ClusterSnapshot:
     """Objects by kind plus indices: pods by node, namespace and owner UID; PDBs by namespace.
 
@@ -86,6 +89,9 @@ class ClusterSnapshot:
         # that pods only go away, unless `additions` changed since they were filled.
         self.caches: dict[str, Any] = {}
         self.additions = 0
+        # The node of every pod removed, in order: a node can only start to fit a pod it did
+        # not fit when pods leave it, so cached "fits nowhere" answers re-check just these.
+        self.removed_from: list[str] = []
         # namespace -> label key -> value -> pods: built on first use for the label keys PDB
         # selectors there name, kept current.
         self._label_index: dict[str, LabelIndex] = {}
@@ -104,6 +110,7 @@ class ClusterSnapshot:
         elif isinstance(obj, Node):
             self.nodes[meta.name] = obj
             self._ready_nodes.clear()
+            self.caches.pop("nodeindex", None)
         elif isinstance(obj, PodDisruptionBudget):
             _check_budget(obj)
             self.pdbs_by_namespace.setdefault(meta.namespace or "default", []).append(obj)
@@ -195,6 +202,11 @@ class ClusterSnapshot:
         del self.pods[key]
         self._node_requested.pop(pod.spec.node_name, None)
         node_name = pod.spec.node_name
+        if node_name:
+            if len(self.removed_from) >= _REMOVAL_LOG_MAX:
+                self.removed_from.clear()
+                self.additions += 1  # what was derived from the log is void
+            self.removed_from.append(node_name)
         by_node = self.pods_by_node.get(node_name)
         if by_node is not None and by_node.pop(key, None) is not None \
                 and pod.status.phase in _TERMINAL:

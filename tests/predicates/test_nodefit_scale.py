@@ -1,0 +1,179 @@
+"""NodeFit at scale: candidate nodes come from a label index and answers (including "fits
+nowhere") are remembered per placement signature, so the number of node checks grows with the
+pods, not with pods times nodes; and the remembered answers always equal a plain search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import desched.predicates.nodefit as nodefit
+from builders import node, pod, snapshot
+from desched.model.pod import Pod
+from desched.predicates.nodefit import node_fit, pod_fits_any_node, pod_fits_any_other_node
+from desched.snapshot.cluster import ClusterSnapshot
+
+POOL = "node.example.com/pool"
+
+
+def pinned_pod(name: str, node_name: str, pool: int, how: str, cpu: str) -> Pod:
+    spec: dict[str, Any] = {}
+    if how == "selector":
+        spec["nodeSelector"] = {POOL: f"p{pool}"}
+    elif how == "affinity":
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": POOL, "operator": "In", "values": [f"p{pool}"]},
+                {"key": "kubernetes.io/os", "operator": "Exists"}]}]}}}
+    elif how == "daemonset":
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}}}
+        spec["tolerations"] = [{"operator": "Exists"}]
+    return pod(name, node_name, cpu=cpu, memory=None, spec=spec,
+               owner=("ReplicaSet", f"w{pool}-{how}"), labels={"app": f"w{pool}"})
+
+
+def full_pools(pools: int, per_pool: int = 10, pods_per_node: int = 8) -> ClusterSnapshot:
+    """Every workload pinned to its pool, every node full: no pod fits another node."""
+    objects: list[Any] = []
+    for p in range(pools):
+        for n in range(per_pool):
+            name = f"p{p}-n{n}"
+            objects.append(node(name, cpu="8", labels={
+                "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", POOL: f"p{p}"}))
+            for i in range(pods_per_node):
+                how = ("selector", "affinity", "daemonset")[i % 3]
+                objects.append(pinned_pod(f"{name}-{i}", name, p, how, "1"))
+    return snapshot(*objects)
+
+
+def count_checks(snap: ClusterSnapshot,
+                 monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int]:
+    """(node checks, pods fitting elsewhere before and after a few evictions) when every pod
+    asks, as DefaultEvictor does."""
+    calls = 0
+    real = nodefit._fit
+
+    def counted(*a: Any) -> str | None:
+        nonlocal calls
+        calls += 1
+        return real(*a)
+
+    monkeypatch.setattr(nodefit, "_fit", counted)
+    nodes = snap.ready_nodes()
+    before = sum(pod_fits_any_other_node(p, nodes, snap) for p in list(snap.pods.values()))
+    # A second pass after evictions from a few nodes: only those nodes are looked at again.
+    for p in list(snap.pods.values())[::50]:
+        snap.remove_pod(p)
+    after = sum(pod_fits_any_other_node(p, nodes, snap) for p in list(snap.pods.values()))
+    return calls, before, after
+
+
+def test_node_checks_do_not_grow_with_nodes_times_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    small_calls, small_before, small_after = count_checks(full_pools(10), monkeypatch)
+    big_calls, big_before, big_after = count_checks(full_pools(40), monkeypatch)
+    assert small_before == big_before == 0  # full pools: nothing fits elsewhere
+    assert small_after > 0 and big_after > 0  # until evictions free room
+    pods_small, pods_big = 10 * 10 * 8, 40 * 10 * 8
+    # Pods x nodes would be 16 times more checks for 4 times the cluster; here about 4 times.
+    assert big_calls <= 5 * small_calls
+    # And per pod a bounded number of checks, well below the pool size, let alone the cluster.
+    assert big_calls <= 3 * pods_big and small_calls <= 3 * pods_small
+
+
+def test_pod_fits_any_node_tries_only_the_nodes_its_affinity_can_match(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    snap = full_pools(30)
+    calls = 0
+    real = nodefit._fit
+
+    def counted(*a: Any) -> str | None:
+        nonlocal calls
+        calls += 1
+        return real(*a)
+
+    monkeypatch.setattr(nodefit, "_fit", counted)
+    target = snap.pods["default/p7-n3-0"]  # selector-pinned to pool p7 (10 nodes)
+    assert pod_fits_any_node(target, snap.ready_nodes(), snap)
+    assert calls <= 10
+
+
+# -- the remembered answers equal a plain search ---------------------------------------------------
+
+LABELS = {"zone": ["a", "b"], "pool": ["x", "y", "z"], "disk": ["ssd"]}
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[str]]:
+    objects: list[Any] = []
+    node_names = [f"n{i}" for i in range(draw(st.integers(2, 7)))]
+    for name in node_names:
+        labels = {"kubernetes.io/hostname": name}
+        for key, values in LABELS.items():
+            value = draw(st.sampled_from([None, *values]))
+            if value is not None:
+                labels[key] = value
+        taints = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}] \
+            if draw(st.booleans()) and draw(st.booleans()) else []
+        objects.append(node(name, cpu=draw(st.sampled_from(["1", "2", "3"])), labels=labels,
+                            taints=taints, unschedulable=draw(st.integers(0, 5)) == 0))
+    for i in range(draw(st.integers(1, 14))):
+        spec: dict[str, Any] = {}
+        choice = draw(st.integers(0, 5))
+        if choice == 1:
+            spec["nodeSelector"] = {"pool": draw(st.sampled_from(LABELS["pool"]))}
+        elif choice == 2:
+            spec["affinity"] = {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In",
+                                           "values": draw(st.lists(st.sampled_from(
+                                               LABELS["pool"]), min_size=1, max_size=2))}]},
+                    {"matchExpressions": [{"key": draw(st.sampled_from(list(LABELS))),
+                                           "operator": draw(st.sampled_from(
+                                               ["Exists", "DoesNotExist"]))}]}]}}}
+        elif choice == 3:
+            spec["affinity"] = {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In",
+                                      "values": [draw(st.sampled_from(node_names))]}]}]}}}
+        elif choice == 4:
+            spec["affinity"] = {"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{
+                    "labelSelector": {"matchLabels": {"app": "a"}},
+                    "topologyKey": "kubernetes.io/hostname"}]}}
+        if draw(st.booleans()):
+            spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+        objects.append(pod(f"p{i}", draw(st.sampled_from(node_names)),
+                           cpu=draw(st.sampled_from(["500m", "1", "1500m"])), memory=None,
+                           spec=spec, labels={"app": draw(st.sampled_from(["a", "b"]))},
+                           owner=("ReplicaSet", draw(st.sampled_from(["r1", "r2"])))))
+    steps = draw(st.lists(st.sampled_from([f"p{i}" for i in range(14)]), max_size=20))
+    return snapshot(*objects), steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters())
+def test_remembered_answers_equal_a_plain_search(case: tuple[ClusterSnapshot, list[str]]) -> None:
+    snap, steps = case
+    nodes = snap.ready_nodes()
+
+    def plain(p: Pod) -> bool:
+        return any(node_fit(p, n, snap) is None for n in nodes if n.name != p.node_name)
+
+    def check_all() -> None:
+        for p in list(snap.pods.values()):
+            assert pod_fits_any_other_node(p, nodes, snap) == plain(p), p.name
+            assert pod_fits_any_node(p, nodes, snap) == (
+                plain(p) or any(node_fit(p, n, snap) is None
+                                for n in nodes if n.name == p.node_name)), p.name
+
+    check_all()
+    for name in steps:  # evictions between questions, as in a cycle
+        gone = snap.pods.get(f"default/{name}")
+        if gone is not None:
+            snap.remove_pod(gone)
+        check_all()
