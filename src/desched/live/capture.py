@@ -27,6 +27,7 @@ from desched.errors import InputError
 from desched.live.client import ApiClient, ApiError, ConnectionLost
 from desched.live.informer import Backoff
 from desched.live.resources import Resource, resources_for
+from desched.util.progress import Progress
 
 Note = Callable[[str], None]
 
@@ -101,26 +102,42 @@ async def capture(client: ApiClient, out_path: str | os.PathLike[str],
         handle = tmp.open("wb")
     except OSError as err:
         raise InputError(str(out), f"cannot write snapshot: {err.strerror or err}") from None
-    total = 0
+    tally = _Tally(Progress(f"listing into {out}"))
     try:
         with handle:
             for resource in resources:
-                total += await _capture_kind(client, resource, handle, page_size, attempts,
-                                             backoff or Backoff(), note)
+                await _capture_kind(client, resource, handle, page_size, attempts,
+                                    backoff or Backoff(), note, tally)
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return total
+    finally:
+        tally.progress.done()
+    return tally.count
+
+
+class _Tally:
+    """Objects written so far, shown as progress."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.count = 0
+
+    def add(self, items: int) -> None:
+        self.count += items
+        self.progress.update(self.count)
 
 
 async def _capture_kind(client: ApiClient, resource: Resource, handle: IO[bytes], page_size: int,
-                        attempts: int, backoff: Backoff, note: Note) -> int:
-    start = handle.tell()
+                        attempts: int, backoff: Backoff, note: Note, tally: _Tally) -> None:
+    start, written = handle.tell(), tally.count
     for _ in range(3):
         try:
-            return await _list_pages(client, resource, handle, page_size, attempts, backoff)
+            await _list_pages(client, resource, handle, page_size, attempts, backoff, tally)
+            return
         except _Restart:
+            tally.count = written
             note(f"{resource.label} changed too much while being listed; listing it again")
             handle.seek(start)
             handle.truncate()
@@ -131,17 +148,17 @@ async def _capture_kind(client: ApiClient, resource: Resource, handle: IO[bytes]
                 raise InputError(client.server, f"the API server does not serve "
                                                 f"{resource.label} (404): {err.message}") from None
             note(f"skipping {resource.kind}: the API server does not serve {resource.label}")
+            tally.count = written
             handle.seek(start)
             handle.truncate()
-            return 0
+            return
     raise InputError(client.server, f"cannot list {resource.label} consistently: the continue "
                                     "token kept expiring")
 
 
 async def _list_pages(client: ApiClient, resource: Resource, handle: IO[bytes], page_size: int,
-                      attempts: int, backoff: Backoff) -> int:
+                      attempts: int, backoff: Backoff, tally: _Tally) -> None:
     params = {"limit": str(page_size)}
-    count = 0
     while True:
         body = await _get(client, resource, params, attempts, backoff)
         try:
@@ -151,9 +168,9 @@ async def _list_pages(client: ApiClient, resource: Resource, handle: IO[bytes], 
                              f"cannot decode the list of {resource.label}: {err}") from None
         if items:
             handle.write(line)
-            count += items
+            tally.add(items)
         if not token:
-            return count
+            return
         params["continue"] = token
 
 

@@ -35,6 +35,7 @@ from desched.model.kinds import (
 from desched.model.pod import detach
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.jsonlist import ItemError, Items, ListLayout, find_list, skip_item
+from desched.util.progress import Progress
 
 Warn = Callable[[str], None]
 Batch = tuple[KubeObject, ...]  # objects are read a list page at a time
@@ -235,6 +236,7 @@ class _Reader:
             if end < 0:
                 end = size
             if end > pos:
+                self.position = end
                 yield from self.json_document(view[pos:end], f"line {line_no}")
                 start = pos - pos % mmap.PAGESIZE
                 mm.madvise(mmap.MADV_DONTNEED, start, end - start)
@@ -294,9 +296,11 @@ _YamlLoader.yaml_implicit_resolvers = {
 }
 
 
-def read_batches(path: str, warn: Warn = _stderr_warn) -> Iterator[Batch]:
+def read_batches(path: str, warn: Warn = _stderr_warn,
+                 progress: Progress | None = None) -> Iterator[Batch]:
     """Every understood object in one snapshot file, in file order, a page at a time."""
     reader = _Reader(path)
+    count = 0
     try:
         handle = Path(path).open("rb")  # noqa: SIM115 (closed below, after the checks)
     except OSError as err:
@@ -318,6 +322,9 @@ def read_batches(path: str, warn: Warn = _stderr_warn) -> Iterator[Batch]:
                 # (Decoded from the mapping, they point into page cache the kernel can drop:
                 # copying 150,000 of them costs 7 % of the load and 80 MiB at its peak.)
                 detach(batch)
+            if progress is not None:
+                count += len(batch)
+                progress.update(count, reader.position, reader.size)
             yield batch
     for label, count in sorted(reader.ignored.items()):
         warn(f"{path}: ignoring {count} object(s) of unsupported kind {label}")
@@ -340,8 +347,12 @@ def load_snapshot(paths: list[str], warn: Warn = _stderr_warn) -> ClusterSnapsho
     try:
         snapshot = ClusterSnapshot()
         for path in paths:
-            for batch in read_batches(path, warn):
-                snapshot.add_all(batch)
+            progress = Progress(f"reading {path}")
+            try:
+                for batch in read_batches(path, warn, progress):
+                    snapshot.add_all(batch)
+            finally:
+                progress.done()
         snapshot.finish()
     finally:
         if was_enabled:
