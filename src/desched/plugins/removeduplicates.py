@@ -16,7 +16,7 @@ from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.policy.args import Namespaces, namespace_allowed, validate_namespaces
 from desched.predicates.nodeaffinity import required_affinity_matcher
-from desched.predicates.nodefit import placement_signature
+from desched.predicates.nodefit import affinity_space, placement_signature
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
 
 
@@ -62,7 +62,7 @@ class RemoveDuplicates:
             if names is None:
                 matches = required_affinity_matcher(pod)
                 names = matching[klass] = [
-                    n.name for n in nodes
+                    n.name for n in affinity_space(pod, nodes, self.handle.snapshot)
                     if first_untolerated(n.spec.taints, pod.spec.tolerations,
                                          SCHEDULING_EFFECTS) is None and matches(n)]
             if len(names) > 1:

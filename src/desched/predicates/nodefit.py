@@ -88,12 +88,19 @@ def node_fit(pod: Pod, node: Node, snapshot: ClusterSnapshot) -> str | None:
     return _fit(pod, node, snapshot, _prepare(pod))
 
 
+def affinity_space(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot
+                   ) -> Sequence[Node]:
+    """The nodes of `nodes` the pod's nodeSelector and required node affinity may match, in
+    their order: a superset found through the label index (callers still match each node)."""
+    return _spaces(nodes, snapshot).space(pod, snapshot)[0]
+
+
 def pod_fits_any_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot) -> bool:
     """Whether the pod fits some node, its current one included (upstream PodFitsAnyNode).
     Only the nodes its node affinity may match are tried."""
     prepared = _prepare(pod)
-    space, _ = _other_node_memo(nodes, snapshot).space(pod, snapshot)
-    return any(_fit(pod, node, snapshot, prepared) is None for node in space)
+    return any(_fit(pod, node, snapshot, prepared) is None
+               for node in affinity_space(pod, nodes, snapshot))
 
 
 # Only model values reach it, and Shared (a str subclass) is their only non-native type.
@@ -172,25 +179,14 @@ def _taint_free(node: Node) -> bool:
     return all(taint.effect not in SCHEDULING_EFFECTS for taint in node.spec.taints)
 
 
-class _OtherNodeMemo:
-    """NodeFit's "fits a node other than its own" answers over one node list, for one
-    generation of the snapshot (pods only leave until `additions` changes).
+class _Spaces:
+    """Per node list: the nodes of it each node affinity may match (through the snapshot's
+    label index). Depends on the list alone, so it outlives pod additions."""
 
-    A node that fit a placement signature keeps fitting it, so the first fitting node found is
-    remembered (`fits`) and re-checked alone next time; one without NoSchedule/NoExecute taints
-    also under the taint-free signature, which most pods are then answered by. A signature that
-    fit no node is remembered too (`none`), with how far the snapshot's removal log had got: a
-    node can only start to fit when pods leave it, so the next question re-checks just the nodes
-    that lost pods since, plus the node the first search skipped (the asking pod's own).
-    """
+    __slots__ = ("_members", "nodes", "spaces")
 
-    __slots__ = ("_members", "additions", "fits", "nodes", "none", "spaces")
-
-    def __init__(self, nodes: Sequence[Node], additions: int) -> None:
+    def __init__(self, nodes: Sequence[Node]) -> None:
         self.nodes = nodes
-        self.additions = additions
-        self.fits: dict[object, Node] = {}
-        self.none: dict[bytes, tuple[int, str]] = {}
         # Affinity key -> the nodes of this list the pod's node affinity may match, and their
         # names (None: the whole list).
         self.spaces: dict[bytes, tuple[Sequence[Node], frozenset[str] | None]] = {}
@@ -216,6 +212,35 @@ class _OtherNodeMemo:
             self.spaces[key] = found
         return found
 
+
+def _spaces(nodes: Sequence[Node], snapshot: ClusterSnapshot) -> _Spaces:
+    by_list: dict[int, _Spaces] = snapshot.caches.setdefault("nodefit.spaces", {})
+    found = by_list.get(id(nodes))
+    if found is None or found.nodes is not nodes:
+        found = by_list[id(nodes)] = _Spaces(nodes)
+    return found
+
+
+class _OtherNodeMemo:
+    """NodeFit's "fits a node other than its own" answers over one node list, for one
+    generation of the snapshot (pods only leave until `additions` changes).
+
+    A node that fit a placement signature keeps fitting it, so the first fitting node found is
+    remembered (`fits`) and re-checked alone next time; one without NoSchedule/NoExecute taints
+    also under the taint-free signature, which most pods are then answered by. A signature that
+    fit no node is remembered too (`none`), with how far the snapshot's removal log had got: a
+    node can only start to fit when pods leave it, so the next question re-checks just the nodes
+    that lost pods since, plus the node the first search skipped (the asking pod's own).
+    """
+
+    __slots__ = ("additions", "fits", "none", "spaces")
+
+    def __init__(self, spaces: _Spaces, additions: int) -> None:
+        self.spaces = spaces
+        self.additions = additions
+        self.fits: dict[object, Node] = {}
+        self.none: dict[bytes, tuple[int, str]] = {}
+
     def found(self, pod: Pod, key: bytes, node: Node) -> bool:
         self.fits[key] = node
         if _taint_free(node):
@@ -227,8 +252,8 @@ class _OtherNodeMemo:
 def _other_node_memo(nodes: Sequence[Node], snapshot: ClusterSnapshot) -> _OtherNodeMemo:
     memos: dict[int, _OtherNodeMemo] = snapshot.caches.setdefault("nodefit.other", {})
     memo = memos.get(id(nodes))
-    if memo is None or memo.nodes is not nodes or memo.additions != snapshot.additions:
-        memo = memos[id(nodes)] = _OtherNodeMemo(nodes, snapshot.additions)
+    if memo is None or memo.spaces.nodes is not nodes or memo.additions != snapshot.additions:
+        memo = memos[id(nodes)] = _OtherNodeMemo(_spaces(nodes, snapshot), snapshot.additions)
     return memo
 
 
@@ -253,15 +278,15 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
     removals = snapshot.removed_from
     known = memo.none.get(key)
     if known is None:
-        space, _ = memo.space(pod, snapshot)
+        space, _ = memo.spaces.space(pod, snapshot)
         for node in space:
             if node.metadata.name != current and _fit(pod, node, snapshot, prepared) is None:
                 return memo.found(pod, key, node)
         memo.none[key] = (len(removals), current)
         return False
     seen, skipped = known
-    _, names = memo.space(pod, snapshot)
-    members = memo.members() if names is None else names
+    _, names = memo.spaces.space(pod, snapshot)
+    members = memo.spaces.members() if names is None else names
     tried: set[str] = {current}
     for name in removals[seen:]:  # nodes that lost pods since: only they can fit now
         if name not in tried:

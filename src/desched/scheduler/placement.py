@@ -8,7 +8,7 @@ import msgspec
 from desched.model.meta import Shared
 from desched.model.node import Node
 from desched.model.pod import Pod, PodCondition
-from desched.predicates.nodefit import node_fit
+from desched.predicates.nodefit import affinity_space, node_fit
 from desched.snapshot.cluster import ClusterSnapshot
 
 
@@ -24,7 +24,8 @@ def _free_share(node: Node, snapshot: ClusterSnapshot, pod: Pod) -> float:
 
 
 def choose_node(pod: Pod, nodes: list[Node], snapshot: ClusterSnapshot) -> Node | None:
-    feasible = [n for n in nodes if node_fit(pod, n, snapshot) is None]
+    feasible = [n for n in affinity_space(pod, nodes, snapshot)
+                if node_fit(pod, n, snapshot) is None]
     if not feasible:
         return None
     return max(feasible, key=lambda n: (_free_share(n, snapshot, pod), n.name))
