@@ -197,3 +197,19 @@ def test_pods_are_detached_from_documents_but_not_from_the_mapping(
     snap = load_snapshot([write(tmp_path, name, text)])
     assert snap.pods["default/a"].ready
     assert detached == ([] if mapped else ["a"])
+
+
+def test_large_yaml_warns_what_it_costs_and_how_to_get_json(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    import desched.snapshot.loader as loader
+
+    path = write(tmp_path, "big.yaml", yaml.safe_dump(NODE))
+    warnings: list[str] = []
+    load_snapshot([path], warn=warnings.append)
+    assert warnings == []
+    monkeypatch.setattr(loader, "_YAML_WARN_BYTES", 10)
+    snap = load_snapshot([path], warn=warnings.append)
+    assert list(snap.nodes) == ["n1"]
+    assert len(warnings) == 1 and "big.yaml" in warnings[0] and "kubectl get -o json" in warnings[0]

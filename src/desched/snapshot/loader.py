@@ -59,6 +59,9 @@ _KIND = re.compile(rb'"kind"\s*:\s*"([A-Za-z0-9]+List)"')
 # An item whose first keys are apiVersion then kind (kubectl sorts keys); plain names only.
 _ITEM_HEAD = re.compile(
     rb'\{\s*"apiVersion"\s*:\s*"([A-Za-z0-9./-]*)"\s*,\s*"kind"\s*:\s*"([A-Za-z0-9]*)"')
+# Measured (15,000 pods, 94 MB of `kubectl get -o yaml`): 52 s and 3.6 GB peak, against 1.3 s and
+# 77 MB for the same objects as a JSON list.
+_YAML_WARN_BYTES = 64 << 20
 _BATCH = 500  # objects handed to the snapshot at a time, and pages released between them
 
 
@@ -311,6 +314,11 @@ def read_batches(path: str, warn: Warn = _stderr_warn,
         if first in (b"{", b"["):
             batches = reader.json_file(handle)
         else:
+            size = os.fstat(handle.fileno()).st_size
+            if size > _YAML_WARN_BYTES:
+                warn(f"{path}: {size / 2**20:.0f} MiB of YAML is parsed whole, at about 2 MiB/s "
+                     f"and 40 bytes of memory per byte; the same objects as JSON "
+                     f"(`kubectl get -o json`, or `yq -o=json`) load about 40 times faster")
             try:
                 text = handle.read().decode("utf-8")
             except UnicodeDecodeError as err:
