@@ -92,7 +92,7 @@ def affinity_space(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot
                    ) -> Sequence[Node]:
     """The nodes of `nodes` the pod's nodeSelector and required node affinity may match, in
     their order: a superset found through the label index (callers still match each node)."""
-    return _spaces(nodes, snapshot).space(pod, snapshot)[0]
+    return _spaces(nodes, snapshot).space(pod, snapshot).nodes
 
 
 def pod_fits_any_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot) -> bool:
@@ -179,38 +179,84 @@ def _taint_free(node: Node) -> bool:
     return all(taint.effect not in SCHEDULING_EFFECTS for taint in node.spec.taints)
 
 
+class _Space:
+    """The nodes of a list a node affinity may match (`names` None: the whole list), and the
+    removal-log position of the last pod that left one of them."""
+
+    __slots__ = ("changed", "names", "nodes")
+
+    def __init__(self, nodes: Sequence[Node], names: frozenset[str] | None) -> None:
+        self.nodes = nodes
+        self.names = names
+        self.changed = -1
+
+
 class _Spaces:
     """Per node list: the nodes of it each node affinity may match (through the snapshot's
-    label index). Depends on the list alone, so it outlives pod additions."""
+    label index), and which of them lost pods when (read off the snapshot's removal log).
+    Depends on the list alone, so it outlives pod additions."""
 
-    __slots__ = ("_members", "nodes", "spaces")
+    __slots__ = ("_members", "by_node", "cursor", "last_removed", "log", "nodes", "spaces",
+                 "whole")
 
     def __init__(self, nodes: Sequence[Node]) -> None:
         self.nodes = nodes
-        # Affinity key -> the nodes of this list the pod's node affinity may match, and their
-        # names (None: the whole list).
-        self.spaces: dict[bytes, tuple[Sequence[Node], frozenset[str] | None]] = {}
+        self.whole = _Space(nodes, None)
+        # Affinity key -> its space.
+        self.spaces: dict[bytes, _Space] = {}
         self._members: frozenset[str] | None = None
+        self.by_node: dict[str, list[_Space]] = {}  # node name -> the narrowed spaces with it
+        self.log: list[str] | None = None  # the removal log read, and how far
+        self.cursor = 0
+        self.last_removed: dict[str, int] = {}  # node name -> its last removal-log position
 
     def members(self) -> frozenset[str]:
         if self._members is None:
             self._members = frozenset(n.metadata.name for n in self.nodes)
         return self._members
 
-    def space(self, pod: Pod, snapshot: ClusterSnapshot
-              ) -> tuple[Sequence[Node], frozenset[str] | None]:
+    def space(self, pod: Pod, snapshot: ClusterSnapshot) -> _Space:
         key = taint_free_signature(pod)[0]
         found = self.spaces.get(key)
         if found is None:
             narrowed = node_index(snapshot).candidates(pod, key)
             if narrowed is None:
-                found = (self.nodes, None)
+                found = self.whole
             else:
                 members = self.members()
                 nodes = [n for n in narrowed.nodes if n.metadata.name in members]
-                found = (nodes, frozenset(n.metadata.name for n in nodes))
+                found = _Space(nodes, frozenset(n.metadata.name for n in nodes))
+                for node in nodes:
+                    self.by_node.setdefault(node.metadata.name, []).append(found)
             self.spaces[key] = found
         return found
+
+    def sync(self, snapshot: ClusterSnapshot) -> None:
+        """Read the removals logged since the last call (each entry once per list)."""
+        log = snapshot.removed_from
+        if log is not self.log:  # a new log: what was derived from the old one is void
+            self.log, self.cursor, self.last_removed = log, 0, {}
+        members, by_node, last_removed = self.members(), self.by_node, self.last_removed
+        for position in range(self.cursor, len(log)):
+            name = log[position]
+            if name in members:
+                last_removed[name] = position
+                self.whole.changed = position
+                for space in by_node.get(name, ()):
+                    space.changed = position
+        self.cursor = len(log)
+
+    def changed_since(self, space: _Space, seen: int) -> Iterable[str]:
+        """The nodes of `space` that lost pods at or after log position `seen`."""
+        if space.changed < seen:
+            return ()
+        log = self.log
+        assert log is not None
+        if space.names is not None and len(space.nodes) <= len(log) - seen:
+            last = self.last_removed
+            return [n.metadata.name for n in space.nodes if last.get(n.metadata.name, -1) >= seen]
+        members = self.members() if space.names is None else space.names
+        return dict.fromkeys(name for name in log[seen:] if name in members)
 
 
 def _spaces(nodes: Sequence[Node], snapshot: ClusterSnapshot) -> _Spaces:
@@ -278,30 +324,34 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
     removals = snapshot.removed_from
     known = memo.none.get(key)
     if known is None:
-        space, _ = memo.spaces.space(pod, snapshot)
-        for node in space:
+        for node in memo.spaces.space(pod, snapshot).nodes:
             if node.metadata.name != current and _fit(pod, node, snapshot, prepared) is None:
                 return memo.found(pod, key, node)
         memo.none[key] = (len(removals), current)
         return False
     seen, skipped = known
-    _, names = memo.spaces.space(pod, snapshot)
-    members = memo.spaces.members() if names is None else names
-    tried: set[str] = {current}
-    for name in removals[seen:]:  # nodes that lost pods since: only they can fit now
-        if name not in tried:
-            tried.add(name)
-            if name in members:
-                node = snapshot.nodes[name]
-                if _fit(pod, node, snapshot, prepared) is None:
-                    return memo.found(pod, key, node)
-    if skipped not in tried:
-        if skipped in members:
-            node = snapshot.nodes[skipped]
+    spaces = memo.spaces
+    space = spaces.space(pod, snapshot)
+    spaces.sync(snapshot)
+    # Only nodes that lost pods can fit now. The asking pod's own node is not its to try: left
+    # for the next asker (at most one node is ever left so).
+    left = ""
+    for name in spaces.changed_since(space, seen):
+        if name == current:
+            left = current
+            continue
+        node = snapshot.nodes[name]
+        if _fit(pod, node, snapshot, prepared) is None:
+            return memo.found(pod, key, node)
+    if skipped == current:
+        left = current
+    elif skipped:
+        members = spaces.members() if space.names is None else space.names
+        if skipped in members and spaces.last_removed.get(skipped, -1) < seen:
+            node = snapshot.nodes[skipped]  # not among the changed ones just tried
             if _fit(pod, node, snapshot, prepared) is None:
                 return memo.found(pod, key, node)
-        skipped = current  # looked at now; later removals from it are in the log
-    memo.none[key] = (len(removals), skipped)
+    memo.none[key] = (len(removals), left)
     return False
 
 

@@ -77,9 +77,10 @@ class ClusterSnapshot:
         self.migration_jobs: dict[str, PodMigrationJob] = {}
         self.reservations: dict[str, Reservation] = {}
         self._pdb_selectors: dict[int, Matcher] = {}
-        # namespace -> (its PDB count when built, per PDB: one matchLabels pair, the matcher).
-        self._pdb_checks: dict[str, tuple[int, list[tuple[PodDisruptionBudget,
-                                                          tuple[str, str] | None, Matcher]]]] = {}
+        # namespace -> (its PDB count when built, the budgets by one of their matchLabels pairs
+        # (None: no matchLabels) with their position and matcher).
+        self._pdb_checks: dict[str, tuple[int, dict[tuple[str, str] | None, list[tuple[
+            int, PodDisruptionBudget, Matcher]]]]] = {}
         self._node_requested: dict[str, dict[str, int]] = {}
         # Succeeded/Failed pods per node: most nodes have none, and listing their pods then
         # needs no look at each pod.
@@ -204,7 +205,7 @@ class ClusterSnapshot:
         node_name = pod.spec.node_name
         if node_name:
             if len(self.removed_from) >= _REMOVAL_LOG_MAX:
-                self.removed_from.clear()
+                self.removed_from = []  # a new list: readers notice the restart
                 self.additions += 1  # what was derived from the log is void
             self.removed_from.append(node_name)
         by_node = self.pods_by_node.get(node_name)
@@ -277,20 +278,27 @@ class ClusterSnapshot:
             return []
         built = self._pdb_checks.get(pod.metadata.namespace)
         if built is None or built[0] != len(pdbs):
-            checks = []
-            for pdb in pdbs:
+            by_pair: dict[tuple[str, str] | None, list[tuple[int, PodDisruptionBudget,
+                                                              Matcher]]] = {}
+            for index, pdb in enumerate(pdbs):
                 selector = pdb.spec.selector
+                # The selector requires every matchLabels pair: filed under one of them, a
+                # budget is only looked at for pods carrying it.
                 pair = next(iter(selector.match_labels.items())) \
                     if selector is not None and selector.match_labels else None
-                checks.append((pdb, pair, self._pdb_matcher(pdb)))
-            built = self._pdb_checks[pod.metadata.namespace] = (len(pdbs), checks)
+                by_pair.setdefault(pair, []).append((index, pdb, self._pdb_matcher(pdb)))
+            built = self._pdb_checks[pod.metadata.namespace] = (len(pdbs), by_pair)
+        by_pair = built[1]
         labels = pod.metadata.labels
-        found = []
-        for pdb, pair, matcher in built[1]:
-            # The selector requires every matchLabels pair: one look rules most budgets out.
-            if (pair is None or labels.get(pair[0]) == pair[1]) and matcher(labels):
-                found.append(pdb)
-        return found
+        found: list[tuple[int, PodDisruptionBudget]] = []
+        for checks in (by_pair.get(None, ()),
+                       *(by_pair.get(item, ()) for item in labels.items())):
+            for index, pdb, matcher in checks:
+                if matcher(labels):
+                    found.append((index, pdb))
+        if len(found) > 1:
+            found.sort(key=lambda entry: entry[0])  # the namespace's order, as before
+        return [pdb for _, pdb in found]
 
     def pods_of_pdb(self, pdb: PodDisruptionBudget) -> Iterable[Pod]:
         """The pods a PDB covers: indexed on first use and kept current as pods come and go,
