@@ -285,7 +285,9 @@ class _OtherNodeMemo:
         self.spaces = spaces
         self.additions = additions
         self.fits: dict[object, Node] = {}
-        self.none: dict[bytes, tuple[int, str]] = {}
+        # Signature -> (removal-log length when last answered, the node left unlooked at, the
+        # signature's node space).
+        self.none: dict[bytes, tuple[int, str, _Space]] = {}
 
     def found(self, pod: Pod, key: bytes, node: Node) -> bool:
         self.fits[key] = node
@@ -320,19 +322,22 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
     hit = fits.get(key)
     if hit is not None and hit.metadata.name != current:
         return True
-    prepared = _prepare(pod)
     removals = snapshot.removed_from
     known = memo.none.get(key)
     if known is None:
-        for node in memo.spaces.space(pod, snapshot).nodes:
+        prepared = _prepare(pod)
+        space = memo.spaces.space(pod, snapshot)
+        for node in space.nodes:
             if node.metadata.name != current and _fit(pod, node, snapshot, prepared) is None:
                 return memo.found(pod, key, node)
-        memo.none[key] = (len(removals), current)
+        memo.none[key] = (len(removals), current, space)
         return False
-    seen, skipped = known
+    seen, skipped, space = known
+    if seen == len(removals) and (skipped == current or not skipped):
+        return False  # nothing left since, and no node this pod may try unlooked at
     spaces = memo.spaces
-    space = spaces.space(pod, snapshot)
     spaces.sync(snapshot)
+    compiled: _Prepared | None = None
     # Only nodes that lost pods can fit now. The asking pod's own node is not its to try: left
     # for the next asker (at most one node is ever left so).
     left = ""
@@ -341,7 +346,8 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
             left = current
             continue
         node = snapshot.nodes[name]
-        if _fit(pod, node, snapshot, prepared) is None:
+        compiled = compiled or _prepare(pod)
+        if _fit(pod, node, snapshot, compiled) is None:
             return memo.found(pod, key, node)
     if skipped == current:
         left = current
@@ -349,9 +355,9 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
         members = spaces.members() if space.names is None else space.names
         if skipped in members and spaces.last_removed.get(skipped, -1) < seen:
             node = snapshot.nodes[skipped]  # not among the changed ones just tried
-            if _fit(pod, node, snapshot, prepared) is None:
+            if _fit(pod, node, snapshot, compiled or _prepare(pod)) is None:
                 return memo.found(pod, key, node)
-    memo.none[key] = (len(removals), left)
+    memo.none[key] = (len(removals), left, space)
     return False
 
 
