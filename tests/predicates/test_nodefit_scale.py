@@ -52,26 +52,31 @@ def full_pools(pools: int, per_pool: int = 10, pods_per_node: int = 8) -> Cluste
     return snapshot(*objects)
 
 
+def counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """NodeFit's node checks from now on, counted in the returned one-item list."""
+    calls = [0]
+    real = nodefit._fit
+
+    def counted(*a: Any) -> str | None:
+        calls[0] += 1
+        return real(*a)
+
+    monkeypatch.setattr(nodefit, "_fit", counted)
+    return calls
+
+
 def count_checks(snap: ClusterSnapshot,
                  monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int]:
     """(node checks, pods fitting elsewhere before and after a few evictions) when every pod
     asks, as DefaultEvictor does."""
-    calls = 0
-    real = nodefit._fit
-
-    def counted(*a: Any) -> str | None:
-        nonlocal calls
-        calls += 1
-        return real(*a)
-
-    monkeypatch.setattr(nodefit, "_fit", counted)
+    calls = counting(monkeypatch)
     nodes = snap.ready_nodes()
     before = sum(pod_fits_any_other_node(p, nodes, snap) for p in list(snap.pods.values()))
     # A second pass after evictions from a few nodes: only those nodes are looked at again.
     for p in list(snap.pods.values())[::50]:
         snap.remove_pod(p)
     after = sum(pod_fits_any_other_node(p, nodes, snap) for p in list(snap.pods.values()))
-    return calls, before, after
+    return calls[0], before, after
 
 
 def test_node_checks_do_not_grow_with_nodes_times_pods(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,18 +94,10 @@ def test_node_checks_do_not_grow_with_nodes_times_pods(monkeypatch: pytest.Monke
 def test_pod_fits_any_node_tries_only_the_nodes_its_affinity_can_match(
         monkeypatch: pytest.MonkeyPatch) -> None:
     snap = full_pools(30)
-    calls = 0
-    real = nodefit._fit
-
-    def counted(*a: Any) -> str | None:
-        nonlocal calls
-        calls += 1
-        return real(*a)
-
-    monkeypatch.setattr(nodefit, "_fit", counted)
+    calls = counting(monkeypatch)
     target = snap.pods["default/p7-n3-0"]  # selector-pinned to pool p7 (10 nodes)
     assert pod_fits_any_node(target, snap.ready_nodes(), snap)
-    assert calls <= 10
+    assert calls[0] <= 10
 
 
 # -- the remembered answers equal a plain search ---------------------------------------------------
