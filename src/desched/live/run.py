@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -424,6 +425,10 @@ class Runner:
             previous = when if self.schedule.kind == "cron" else datetime.now(UTC)
             number += 1
             report = await self.run_cycle(number)
+            # The cycle's snapshot, indices and memos form reference cycles: collected now,
+            # between cycles, rather than piling up until a full collection (measured at
+            # 150,000 pods: ~100 MB more resident a cycle; a collection takes 0.2-0.6 s).
+            gc.collect()
             if report.result == "failed" and not self.schedule.looping:
                 return 1
         if self.lease_lost:
