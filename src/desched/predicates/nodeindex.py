@@ -63,46 +63,61 @@ class NodeIndex:
         return found
 
     def _narrow(self, pod: Pod) -> set[int] | None:
-        result: set[int] | None = None
-        for key, value in pod.spec.node_selector.items():
-            result = _meet(result, set(self.by_label.get((key, value), ())))
+        """A superset of the positions of the nodes the pod's affinity matches, from the
+        narrowest single index entry of each part (intersecting more would only cost: every
+        candidate is matched in full afterwards)."""
+        best: list[Sequence[int]] | None = None
+        for pair in pod.spec.node_selector.items():
+            found = self.by_label.get(pair, ())
+            if best is None or len(found) < _size(best):
+                best = [found]
         affinity = pod.spec.affinity
         node_affinity = affinity.node_affinity if affinity is not None else None
         required = (node_affinity.required_during_scheduling_ignored_during_execution
                     if node_affinity is not None else None)
         if required is not None:
-            union: set[int] = set()
+            union: list[Sequence[int]] = []
             for term in required.node_selector_terms:
                 narrowed = self._term(term)
                 if narrowed is None:
-                    return result  # a term that any node may match: no narrowing from terms
-                union |= narrowed
-            result = _meet(result, union)
-        return result
+                    break  # a term that any node may match
+                union.extend(narrowed)
+            else:
+                if best is None or _size(union) < _size(best):
+                    best = union
+        if best is None:
+            return None
+        positions: set[int] = set()
+        for entry in best:
+            positions.update(entry)
+        return positions
 
-    def _term(self, term: NodeSelectorTerm) -> set[int] | None:
-        """A superset of the nodes the term matches, or None when it cannot be narrowed."""
+    def _term(self, term: NodeSelectorTerm) -> list[Sequence[int]] | None:
+        """The narrowest index entries covering what the term matches, or None when it cannot
+        be narrowed."""
         if not term.match_expressions and not term.match_fields:
-            return set()  # an empty term matches nothing
-        result: set[int] | None = None
+            return []  # an empty term matches nothing
+        best: list[Sequence[int]] | None = None
         for req in term.match_expressions:
+            found: list[Sequence[int]]
             if req.operator == "In":
-                found: set[int] = set()
-                for value in req.values:
-                    found.update(self.by_label.get((req.key, value), ()))
-                result = _meet(result, found)
+                found = [self.by_label.get((req.key, value), ()) for value in req.values]
             elif req.operator == "Exists":
-                result = _meet(result, set(self.by_key.get(req.key, ())))
+                found = [self.by_key.get(req.key, ())]
+            else:
+                continue
+            if best is None or _size(found) < _size(best):
+                best = found
         if not self._nameless:
             for field in term.match_fields:
                 if field.key == _NAME_FIELD and field.operator == "In" and len(field.values) == 1:
                     at = self.position.get(field.values[0])
-                    result = _meet(result, set() if at is None else {at})
-        return result
+                    best = [() if at is None else (at,)]
+        return best
 
 
-def _meet(current: set[int] | None, more: set[int]) -> set[int]:
-    return more if current is None else current & more
+def _size(entries: list[Sequence[int]]) -> int:
+    return sum(len(entry) for entry in entries)
 
 
 def node_index(snapshot: ClusterSnapshot) -> NodeIndex:
