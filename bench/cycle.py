@@ -2,6 +2,8 @@
 (bench/all-strategies.yaml) on the generated 5,000-node / 150,000-pod snapshot.
 
     .venv/bin/python bench/cycle.py [--runs 3] [--policy bench/all-strategies.yaml]
+    .venv/bin/python bench/cycle.py --snapshot /tmp/prod/cluster.jsonl \
+        --policy bench/all-strategies-limited.yaml    # the production-like cluster
 
 Each run is a fresh process: load the snapshot (not timed here; see bench/decode.py), then time
 one `Descheduler.run_cycle` with the simulation executor, and time each plugin separately.
@@ -58,8 +60,9 @@ def main() -> None:
     ap.add_argument("--pods", type=int, default=150000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--policy", default=str(HERE / "all-strategies.yaml"))
+    ap.add_argument("--snapshot", type=Path, help="use this file instead of the uniform cluster")
     opts = ap.parse_args()
-    path = ensure_snapshot(opts.nodes, opts.pods)
+    path = opts.snapshot or ensure_snapshot(opts.nodes, opts.pods)
     runs = []
     for _ in range(opts.runs):
         out = subprocess.run([sys.executable, "-c", _CHILD, str(path), opts.policy], check=True,

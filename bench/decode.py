@@ -1,9 +1,12 @@
 """Decode benchmark: load a 5,000-node / 150,000-pod snapshot, report load time and peak RSS.
 
     .venv/bin/python bench/decode.py [--nodes 5000] [--pods 150000] [--runs 5]
+    .venv/bin/python bench/decode.py --snapshot /tmp/prod/cluster.json   # any snapshot file
 
-The snapshot is generated once (bench/generate_cluster.py) into $DESCHED_BENCH_DIR (default
-/tmp/desched-bench). Each run is a fresh process, so peak RSS is the whole process's high-water
+Without --snapshot, the uniform cluster is generated once (bench/generate_cluster.py) into
+$DESCHED_BENCH_DIR (default /tmp/desched-bench); bench/generate_production.py writes the
+production-like one in every form (JSON lines, kubectl's List, kubectl's YAML).
+Each run is a fresh process, so peak RSS is the whole process's high-water
 mark (interpreter, modules, decoded objects and indices), read from the kernel (VmHWM).
 Targets (DESIGN §3): <= 3 s and <= 800 MB on a 2-core machine.
 """
@@ -53,8 +56,9 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods", type=int, default=150000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--snapshot", type=Path, help="load this file instead of the uniform cluster")
     opts = ap.parse_args()
-    path = ensure_snapshot(opts.nodes, opts.pods)
+    path = opts.snapshot or ensure_snapshot(opts.nodes, opts.pods)
     results = []
     for _ in range(opts.runs):
         out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], check=True,

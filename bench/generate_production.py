@@ -10,9 +10,10 @@ last-applied annotation and a sidecar, like an API server's.
 
     python bench/generate_production.py --nodes 5000 --pods 150000 --out DIR
 
-writes DIR/cluster.jsonl (one list page per line, what `desched snapshot` writes) and, with
---list, DIR/cluster.json: the same objects as one List document laid out as
-`kubectl get -o json` prints it (keys sorted, four-space indent).
+writes DIR/cluster.jsonl (one list page per line, what `desched snapshot` writes); with --list,
+DIR/cluster.json: the same objects as one List document laid out as `kubectl get -o json`
+prints it (keys sorted, four-space indent); with --yaml, DIR/cluster.yaml: that List as
+`kubectl get -o yaml` prints it (keys sorted, two-space indent, sequences not indented).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -320,6 +322,27 @@ def to_kubectl_json(lines: Path, out: Path) -> None:
         )
 
 
+def _kubectl_items(lines: Path) -> Any:
+    """Every object of the JSON lines with its own apiVersion and kind, as a List holds them."""
+    with lines.open("rb") as src:
+        for line in src:
+            page: dict[str, Any] = json.loads(line)
+            kind = page["kind"][: -len("List")]
+            for item in page["items"]:
+                yield {"apiVersion": page.get("apiVersion", "v1"), "kind": kind, **item}
+
+
+def to_kubectl_yaml(lines: Path, out: Path) -> None:
+    """The JSON lines as one `kubectl get -o yaml` List, written item by item."""
+    with out.open("w") as dst:
+        dst.write("apiVersion: v1\nitems:\n")
+        for item in _kubectl_items(lines):
+            text = yaml.dump(item, Dumper=yaml.CSafeDumper, default_flow_style=False,
+                             sort_keys=True, width=10**9)
+            dst.write("- " + text.rstrip("\n").replace("\n", "\n  ") + "\n")
+        dst.write('kind: List\nmetadata:\n  resourceVersion: ""\n')
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=5000)
@@ -327,12 +350,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", required=True, help="directory")
     ap.add_argument("--list", action="store_true", help="also write the kubectl List form")
+    ap.add_argument("--yaml", action="store_true", help="also write the kubectl YAML form")
     opts = ap.parse_args()
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     generate(opts.nodes, opts.pods, str(out / "cluster.jsonl"), opts.seed)
     if opts.list:
         to_kubectl_json(out / "cluster.jsonl", out / "cluster.json")
+    if opts.yaml:
+        to_kubectl_yaml(out / "cluster.jsonl", out / "cluster.yaml")
 
 
 if __name__ == "__main__":
