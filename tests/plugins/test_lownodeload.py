@@ -7,6 +7,7 @@ Unless a test is about the detector, the anomaly condition is bypassed
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -758,6 +759,34 @@ def test_example_with_five_cycles_evicts_nothing() -> None:
     result = run_simulation(str(EXAMPLE / "policy.yaml"), [str(EXAMPLE / "cluster.yaml")],
                             NOW, 5, False)
     assert result.evictions == []
+
+
+def test_nodemetrics_without_system_usage_through_the_command_line(tmp_path: Path) -> None:
+    """NodeMetrics without systemUsage (older koordlets, Koordinator's own tests): read as zero,
+    the hot node is still a source and its pod is evicted, with a note saying so."""
+    import subprocess
+    import sys
+
+    text = (EXAMPLE / "cluster.yaml").read_text()
+    stripped = "\n".join(line for line in text.splitlines() if "systemUsage: {" not in line)
+    assert stripped.count("kind: NodeMetric") == 3 and "systemUsage: {" not in stripped
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(stripped)
+    proc = subprocess.run(
+        [sys.executable, "-m", "desched.cli", "simulate", "--config", str(EXAMPLE / "policy.yaml"),
+         "--snapshot", str(cluster), "--now", "2026-11-22T12:00:00Z", "--cycles", "6",
+         "--output", "json"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [(e["cycle"], e["pod"], e["node"]) for e in out["evictions"]] == [
+        (6, "stress-demo-588f9646cf-s7x2k", "cn-beijing.10.0.0.53")]
+    # Without its 3171m of system usage the hot node is at 65.48% (68,100m of 104 cores).
+    assert out["evictions"][0]["reason"].startswith(
+        "node is overutilized, node cpu usage(65.48%)>threshold(50.00%)")
+    notes = [n["note"] for n in out["notes"]]
+    assert ("NodeMetric cn-beijing.10.0.0.53 has no status.nodeMetric.systemUsage: read as zero "
+            "(as Koordinator does), the node's usage is its pods' alone") in notes
 
 
 def test_example_through_the_command_line() -> None:

@@ -111,8 +111,6 @@ def test_more_than_three_gone_pods_are_summarised() -> None:
                         "nodeMetricExpirationSeconds is 20"),
     ([metric(updated="2026-11-22T09:00:00Z")], 180, 0,
      "NodeMetric n1 expired: last updated 3h0m0s ago, nodeMetricExpirationSeconds is 180"),
-    ([metric(system_usage=False)], 180, 0,
-     "NodeMetric n1 has no status.nodeMetric.systemUsage"),
     ([metric(system={"cpu": "-500m"})], 180, 0,
      "NodeMetric n1: systemUsage cpu is negative (-500m)"),
     ([metric(system={"memory": float("nan")})], 180, 0,
@@ -126,7 +124,7 @@ def test_more_than_three_gone_pods_are_summarised() -> None:
     ([pod("a"), metric(pods=[("default/a", {"cpu": "NaN"})])], 180, 0,
      "NodeMetric n1: podsMetric default/a cpu is 'NaN', not a valid quantity"),
 ], ids=["missing", "no nodeMetric", "no updateTime", "expired at the limit",
-        "expired, short limit", "expired hours ago", "no systemUsage", "negative system",
+        "expired, short limit", "expired hours ago", "negative system",
         "NaN system", "infinite system", "garbage system", "negative pod", "NaN pod"])
 def test_unusable_metrics_are_reasons(objects: list[Any], expiration: int, now_shift: int,
                                       reason: str) -> None:
@@ -145,6 +143,17 @@ def test_fresh_metrics(expiration: int | None, now_shift: int) -> None:
                now=NOW + timedelta(seconds=now_shift))
     assert isinstance(got, NodeLoad)
     assert got.usage["cpu"] == 1000
+
+
+def test_missing_system_usage_reads_as_zero_with_a_note() -> None:
+    # Koordinator's SystemUsage is a value struct: a NodeMetric without it (older koordlets,
+    # other publishers, Koordinator's own tests) measures the node by its pods alone.
+    got = load(pod("a"), metric(system_usage=False, pods=[("default/a", {"cpu": "2500m"})]))
+    assert isinstance(got, NodeLoad)
+    assert got.usage["cpu"] == 2500
+    assert got.usage["memory"] == 0
+    assert got.notes == ["NodeMetric n1 has no status.nodeMetric.systemUsage: read as zero (as "
+                         "Koordinator does), the node's usage is its pods' alone"]
 
 
 def test_bad_values_of_gone_pods_are_ignored() -> None:

@@ -105,9 +105,11 @@ def read_node_load(node: Node, snapshot: ClusterSnapshot, names: Sequence[str], 
     expired = expiry_problem(metric, now, expiration_seconds)
     if expired is not None:
         return expired
-    if info.system_usage is None:
-        return f"NodeMetric {name} has no status.nodeMetric.systemUsage"
-    system = _amounts(info.system_usage.resources, names, f"NodeMetric {name}: systemUsage")
+    # Koordinator's SystemUsage is a value struct: absent reads as zero. Older koordlets and
+    # other NodeMetric publishers leave it out, so the node is measured by its pods alone.
+    no_system = info.system_usage is None
+    system = _amounts({} if no_system else info.system_usage.resources, names,
+                      f"NodeMetric {name}: systemUsage")
     if isinstance(system, str):
         return system
 
@@ -144,6 +146,9 @@ def read_node_load(node: Node, snapshot: ClusterSnapshot, names: Sequence[str], 
 
     load = NodeLoad(node, pods, prod_pods, usage, prod_usage, pod_usage,
                     metric.status.update_time)
+    if no_system:
+        load.notes.append(f"NodeMetric {name} has no status.nodeMetric.systemUsage: read as zero "
+                          f"(as Koordinator does), the node's usage is its pods' alone")
     if gone:
         shown = ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
         load.notes.append(f"NodeMetric {name} reports {len(gone)} pod(s) no longer running on "
