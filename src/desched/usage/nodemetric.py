@@ -108,7 +108,7 @@ def read_node_load(node: Node, snapshot: ClusterSnapshot, names: Sequence[str], 
     # Koordinator's SystemUsage is a value struct: absent reads as zero. Older koordlets and
     # other NodeMetric publishers leave it out, so the node is measured by its pods alone.
     no_system = info.system_usage is None
-    system = _amounts({} if no_system else info.system_usage.resources, names,
+    system = _amounts({} if info.system_usage is None else info.system_usage.resources, names,
                       f"NodeMetric {name}: systemUsage")
     if isinstance(system, str):
         return system
