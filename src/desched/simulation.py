@@ -52,7 +52,15 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime, c
         # deschedulingInterval), so timeouts and metric expiry play out as they would live.
         clock.now = now + timedelta(seconds=policy.descheduling_interval * (cycle - 1))
         summary = CycleSummary(cycle, descheduler.run_cycle(cycle))
-        if do_reschedule and executor.evicted:
+        if policy.dry_run:
+            # Koordinator's dryRun evicts nothing: the cycle ran on its own copy of the facts
+            # (pods gone, budgets used) as a live dry run does, the next starts from the real
+            # cluster again.
+            for pod in executor.evicted:
+                snapshot.add_pod(pod)
+            executor = descheduler.executor = SimulationExecutor(snapshot)
+            descheduler.evictor.executor = executor
+        elif do_reschedule and executor.evicted:
             placed = reschedule(executor.evicted, snapshot, cycle, descheduler.nodes())
             summary.placements = [(new.key, node) for _, new, node in placed]
             for old, _, node in placed:

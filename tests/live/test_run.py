@@ -201,6 +201,45 @@ async def test_dry_run_reports_the_same_and_evicts_nothing(
     assert decisions(dry) == decisions(live) == EXPECTED
 
 
+KOORD_DRY_RUN = """\
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerConfiguration
+dryRun: {dry_run}
+profiles:
+- name: koord
+  plugins:
+    evict: {{disabled: [{{name: "*"}}], enabled: [{{name: DefaultEvictor}}]}}
+    filter: {{disabled: [{{name: "*"}}], enabled: [{{name: DefaultEvictor}}]}}
+    deschedule: {{enabled: [{{name: PodLifeTime}}]}}
+  pluginConfig:
+  - name: PodLifeTime
+    args: {{maxPodLifeTimeSeconds: 3600}}
+"""
+
+
+@pytest.mark.parametrize(("file_dry_run", "flag_dry_run"), [(True, False), (False, True),
+                                                            (True, True)])
+async def test_a_dry_run_from_the_file_or_the_flag_goes_through_the_budgets(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer, file_dry_run: bool,
+        flag_dry_run: bool) -> None:
+    # Koordinator's dryRun or --dry-run, either makes the run a dry run (neither can undo the
+    # other); the PDB still refuses db-0 and nothing reaches the API server.
+    evictions = cluster(api)
+    before = server_pods(api)
+    path = tmp_path / "koord.yaml"
+    path.write_text(KOORD_DRY_RUN.format(dry_run=str(file_dry_run).lower()))
+    runner, code = await run(config(tmp_path, emulator, policy_path=str(path), once=True,
+                                    dry_run=flag_dry_run))
+    assert code == 0
+    assert evictions.bodies == [] and server_pods(api) == before
+    # The file's dryRun records Koordinator's "dry-run" outcome; --dry-run keeps upstream's.
+    done = "dry-run" if file_dry_run else "evicted"
+    assert decisions(runner) == [(done, "default/old-1", "PodLifeTime"),
+                                 (done, "default/old-2", "PodLifeTime"),
+                                 ("pdb-blocked", "default/db-0", "PodLifeTime")]
+    assert runner.reports[0].evicted == 2
+
+
 async def test_failure_events_with_the_notification(tmp_path: Path, emulator: Emulator,
                                                     api: FakeApiServer) -> None:
     cluster(api)
@@ -483,6 +522,25 @@ async def test_command_once_and_dry_run(tmp_path: Path, emulator: Emulator,
     assert all(e["dry_run"] for e in dry_log if e["event"].startswith("Evicted"))
     assert all(e["strategy"] == "PodLifeTime" and e["profile"] == "default"
                for e in live_log if e["event"] == "Evicted pod")
+
+
+async def test_command_koordinator_dry_run_and_leader_election_from_the_file(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
+    evictions = cluster(api)
+    path = tmp_path / "koord.yaml"
+    path.write_text(KOORD_DRY_RUN.format(dry_run="true")
+                    + "leaderElection: {leaderElect: true}\n")
+    proc = await start("--policy", str(path), "--once", "--log-format", "json",
+                       "--kubeconfig", kubeconfig(tmp_path, str(emulator.url).rstrip("/")))
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    assert evictions.bodies == []
+    lines = json_lines(err)
+    assert sorted(e["pod"] for e in lines if e["event"] == "Evicted pod in dry run mode") == [
+        "default/old-1", "default/old-2"]
+    assert [e["pod"] for e in lines if e["event"] == "Error evicting pod"] == ["default/db-0"]
+    assert [e["level"] for e in lines if "leaderElection.leaderElect is not applied"
+            in e["event"]] == ["warning"]
 
 
 async def test_command_exits_0_on_sigterm_between_cycles(

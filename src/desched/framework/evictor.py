@@ -92,19 +92,21 @@ class Evictor:
         self.by_namespace[pod.namespace] = self.by_namespace.get(pod.namespace, 0) + 1
 
     def execute(self, pod: Pod, profile: str, plugin: str, reason: str) -> bool:
-        """Carry an eviction out (limits already checked): the executor, counters, record."""
-        if self.dry_run:
-            # Koordinator's top-level dryRun: nothing is evicted, the limits still count.
-            self._count(pod)
-            self.log.record("dry-run", pod.namespace, pod.name, pod.node_name, profile, plugin,
-                            reason)
-            return True
+        """Carry an eviction out (limits already checked): the executor, counters, record.
+
+        Koordinator's top-level dryRun goes through the executor too, which is then always the
+        simulation one (desched run and simulate make sure of it): a PDB refuses the dry-run
+        eviction as it would refuse the real one, and the cycle sees the pod gone."""
         result = self.executor.evict(pod, profile, plugin, reason)
         if not result.ok:
             self.log.record(result.outcome, pod.namespace, pod.name, pod.node_name, profile,
                             plugin, result.message)
             return False
         self._count(pod)
+        if self.dry_run:
+            self.log.record("dry-run", pod.namespace, pod.name, pod.node_name, profile, plugin,
+                            reason)
+            return True
         # The executor's note on a success (a PodMigrationJob's name, an uncertain outcome).
         recorded = f"{reason}; {result.message}" if result.message else reason
         self.log.record("evicted", pod.namespace, pod.name, pod.node_name, profile, plugin,

@@ -102,7 +102,8 @@ class CycleReporter:
     def record(self, d: Decision) -> None:
         fields = {"pod": f"{d.namespace}/{d.pod}", "node": d.node, "profile": d.profile,
                   "strategy": d.plugin, "cycle": d.cycle}
-        if d.outcome == "evicted":
+        # "dry-run": a Koordinator policy's dryRun (the run is a dry run then, see Runner).
+        if d.outcome in ("evicted", "dry-run"):
             self.evicted += 1
             self.metrics.evicted("success", d.plugin, d.profile, d.namespace, d.node)
             if d.profile in self.migrating:

@@ -574,6 +574,10 @@ def prepare(config: RunConfig) -> tuple[Policy, Schedule]:
     policy = load_policy(config.policy_path)
     schedule = resolve_schedule(config, policy)
     check_policy(policy)
+    if policy.leader_elect and not config.leader_elect:
+        # The process's command line owns how it runs (the chart sets the flag for a Deployment).
+        log.warning("the policy's leaderElection.leaderElect is not applied: leader election "
+                    "is switched on by --leader-elect", policy=config.policy_path)
     if config.leader_elect:
         if config.dry_run or policy.dry_run:
             log.warning("leader election is disabled in dry-run mode")

@@ -177,6 +177,7 @@ def load_koordinator(path: str, doc: dict[str, Any]) -> Policy:
                       per_namespace=cfg.max_no_of_pods_to_evict_per_namespace,
                       total=cfg.max_no_of_pods_to_evict_total),
         node_selector=node_selector, dry_run=cfg.dry_run, descheduling_interval=interval,
+        leader_elect=bool(cfg.leader_election and cfg.leader_election.leader_elect),
     )
 
 

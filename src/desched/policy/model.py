@@ -42,3 +42,5 @@ class Policy:
     metrics_providers: list[MetricsProvider] = field(default_factory=list)
     dry_run: bool = False  # Koordinator's top-level dryRun
     descheduling_interval: float = 0.0  # seconds; Koordinator's deschedulingInterval
+    # Koordinator's leaderElection.leaderElect: only reported, --leader-elect decides.
+    leader_elect: bool = False
