@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from desched.errors import InputError
+from desched.upstream_flags import upstream_options
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -65,7 +66,7 @@ class _Group(click.Group):
                   f"(set DESCHED_DEBUG=1 for a traceback)", 1)
 
 
-@click.group(cls=_Group)
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="desched")
 def main() -> None:
     """desched: a Kubernetes descheduler for upstream and Koordinator policies."""
@@ -161,7 +162,18 @@ def snapshot(kubeconfig: str | None, context: str | None, out_path: str) -> None
     click.echo(f"wrote {count} objects to {out_path}", err=True)
 
 
-@main.command()
+class _UpstreamCommand(click.Command):
+    """Takes upstream's pflag spellings (`--dry-run=true`, `-v=3`) as well as click's."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from desched.upstream_flags import normalize_args
+
+        return super().parse_args(ctx, normalize_args(args))
+
+
+@main.command(cls=_UpstreamCommand, epilog=(
+    "Upstream descheduler's other flags (--client-connection-qps, --tls-*, --otel-*, "
+    "--feature-gates, --vmodule, ...) are accepted, each reported once as having no effect."))
 @_policy_option
 @click.option("--kubeconfig", "--client-connection-kubeconfig", "kubeconfig",
               type=click.Path(dir_okay=False),
@@ -192,14 +204,35 @@ def snapshot(kubeconfig: str | None, context: str | None, out_path: str) -> None
               show_default=True)
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True)
+@click.option("-v", "--v", "verbosity", type=click.IntRange(min=0),
+              help="Upstream's klog verbosity: 4 and up log at debug level, below at info "
+                   "(--log-level wins).")
+@click.option("--logging-format", type=click.Choice(["text", "json"]),
+              help="Upstream's spelling of --log-format (--log-format wins).")
+@click.option("--secure-port", type=int, help="Upstream's metrics and health port: serves "
+              "/metrics and /healthz there over HTTP unless --metrics-address / "
+              "--health-address say otherwise; 0 serves nothing.")
+@click.option("--bind-address", help="Upstream's address for --secure-port (default 0.0.0.0).")
+@click.option("--disable-metrics", is_flag=True,
+              help="Upstream's: do not serve /metrics on --secure-port.")
+@upstream_options
 def run(policy_path: str, kubeconfig: str | None, context: str | None, once: bool,
         interval: str | None, cron: str | None, dry_run: bool, leader_elect: bool,
         leader_elect_resource_name: str, leader_elect_resource_namespace: str | None,
         leader_elect_lease_duration: str, leader_elect_renew_deadline: str,
         leader_elect_retry_period: str, metrics_address: str | None,
-        health_address: str | None, log_format: str, log_level: str) -> int:
+        health_address: str | None, log_format: str, log_level: str, verbosity: int | None,
+        logging_format: str | None, secure_port: int | None, bind_address: str | None,
+        disable_metrics: bool, **ignored: Any) -> int:
     """Deschedule a live cluster: once, every interval, or on a cron schedule."""
     from desched.live.run import RunConfig, run_command
+    from desched.upstream_flags import apply_upstream_flags
+
+    upstream = apply_upstream_flags(
+        click.get_current_context(), verbosity=verbosity, logging_format=logging_format,
+        secure_port=secure_port, bind_address=bind_address, disable_metrics=disable_metrics,
+        log_format=log_format, log_level=log_level, metrics_address=metrics_address,
+        health_address=health_address, ignored=ignored)
 
     config = RunConfig(
         policy_path=policy_path, kubeconfig=kubeconfig, context=context, once=once,
@@ -207,9 +240,10 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         lease_name=leader_elect_resource_name,
         lease_namespace=leader_elect_resource_namespace,
         lease_duration=leader_elect_lease_duration, renew_deadline=leader_elect_renew_deadline,
-        retry_period=leader_elect_retry_period, metrics_address=metrics_address,
-        health_address=health_address)
-    return run_command(config, log_format=log_format, log_level=log_level)
+        retry_period=leader_elect_retry_period, metrics_address=upstream.metrics_address,
+        health_address=upstream.health_address)
+    return run_command(config, log_format=upstream.log_format, log_level=upstream.log_level,
+                       warnings=upstream.warnings)
 
 
 if __name__ == "__main__":

@@ -543,6 +543,55 @@ async def test_command_koordinator_dry_run_and_leader_election_from_the_file(
             in e["event"]] == ["warning"]
 
 
+async def test_command_upstream_job_command_line(tmp_path: Path, emulator: Emulator,
+                                                 api: FakeApiServer) -> None:
+    # Upstream's Job manifest (`--policy-config-file ... --v 3`), in pflag's spellings.
+    evictions = cluster(api)
+    proc = await start("--policy-config-file", policy_file(tmp_path), "--v", "3",
+                       "--logging-format=json", "--dry-run=true", "--leader-elect=false",
+                       "--tls-min-version=VersionTLS12",
+                       "--kubeconfig", kubeconfig(tmp_path, str(emulator.url).rstrip("/")))
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    assert evictions.bodies == []
+    lines = json_lines(err)
+    assert sorted(e["pod"] for e in lines if e["event"] == "Evicted pod in dry run mode") == [
+        "default/old-1", "default/old-2"]
+    assert [e["event"] for e in lines if e["level"] == "warning"] == [
+        "--tls-min-version is a flag of upstream's descheduler with no effect in desched: "
+        "ignored", "Error evicting pod"]  # the flag, then db-0's PodDisruptionBudget
+
+
+async def test_command_upstream_secure_port_serves_health_and_metrics(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
+    import socket
+
+    import aiohttp
+
+    cluster(api)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = await start("--policy-config-file", policy_file(tmp_path), "--dry-run",
+                       "--descheduling-interval=1h", f"--secure-port={port}",
+                       "--bind-address=127.0.0.1", "--logging-format=json",
+                       "--kubeconfig", kubeconfig(tmp_path, str(emulator.url).rstrip("/")))
+    assert proc.stderr is not None
+    seen: list[str] = []
+    while not any("next descheduling cycle" in line for line in seen):
+        line = await asyncio.wait_for(proc.stderr.readline(), 30)
+        assert line, "".join(seen)
+        seen.append(line.decode())
+    async with aiohttp.ClientSession(trust_env=False) as session:
+        for path, expected in (("/healthz", "ok"), ("/metrics", "descheduler_")):
+            async with session.get(f"http://127.0.0.1:{port}{path}") as response:
+                assert response.status == 200
+                assert expected in await response.text()
+    proc.send_signal(signal.SIGTERM)
+    _, rest = await asyncio.wait_for(proc.communicate(), 15)
+    assert proc.returncode == 0, rest.decode()
+
+
 async def test_command_exits_0_on_sigterm_between_cycles(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
     cluster(api)

@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -599,11 +599,15 @@ def prepare(config: RunConfig) -> tuple[Policy, Schedule]:
 
 
 def run_command(config: RunConfig, *, log_format: str = "text", log_level: str = "info",
-                elector_factory: ElectorFactory | None = None) -> int:
+                elector_factory: ElectorFactory | None = None,
+                warnings: Sequence[str] = ()) -> int:
     """`desched run`: the exit code (0 done or stopped by a signal, 1 failure or lost lease).
     Invalid input raises InputError (exit 2): always for the policy and flags, and for
-    connection problems in --once mode."""
+    connection problems in --once mode. `warnings`: about the flags, logged once logging is
+    set up."""
     desched_logging.configure(log_format, log_level)
+    for warning in warnings:
+        log.warning(warning)
     policy, schedule = prepare(config)
     runner = Runner(config, policy, schedule, elector_factory=elector_factory)
     return asyncio.run(runner.run())

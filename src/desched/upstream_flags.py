@@ -1,0 +1,127 @@
+"""Upstream `descheduler`'s command-line flags on `desched run` (reference/descheduler.md §3.1).
+
+A Deployment, Job or CronJob written for upstream's binary runs unchanged: the flags with a meaning
+here are mapped (verbosity to the log level, `--logging-format`, the secure port and bind address
+to the metrics and health address), the others are accepted and reported once as having no
+effect. Upstream parses flags with pflag, whose booleans also take `--flag=true|false` and whose
+shorthands take `-v=3`; click does neither, so the arguments are normalised before click sees them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from desched.errors import InputError
+
+# Upstream flags that take a value and mean nothing here (TLS of the metrics server, client rate
+# limits, tracing, klog tuning, feature gates).
+IGNORED_VALUE_FLAGS = (
+    "--client-connection-qps", "--client-connection-burst", "--leader-elect-resource-lock",
+    "--cert-dir", "--tls-cert-file", "--tls-private-key-file", "--tls-cipher-suites",
+    "--tls-curve-preferences", "--tls-min-version", "--tls-sni-cert-key",
+    "--http2-max-streams-per-connection", "--feature-gates", "--otel-collector-endpoint",
+    "--otel-transport-ca-cert", "--otel-service-name", "--otel-trace-namespace",
+    "--otel-sample-rate", "--vmodule", "--log-flush-frequency", "--log-text-info-buffer-size",
+    "--log-json-info-buffer-size",
+)
+IGNORED_BOOL_FLAGS = (
+    "--permit-port-sharing", "--permit-address-sharing", "--disable-http2-serving",
+    "--enable-http2", "--otel-fallback-no-op-on-error", "--log-text-split-stream",
+    "--log-json-split-stream",
+)
+# Booleans `desched run` has (its own and upstream's): pflag lets them take `=true` / `=false`.
+BOOL_FLAGS = frozenset(("--once", "--dry-run", "--leader-elect", "--disable-metrics",
+                        *IGNORED_BOOL_FLAGS))
+# strconv.ParseBool's spellings.
+_TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))
+_FALSE = frozenset(("0", "f", "F", "FALSE", "false", "False"))
+# klog verbosity from which upstream's detail (per-pod filter reasons, V(4)) shows.
+DEBUG_VERBOSITY = 4
+
+
+def normalize_args(args: Sequence[str]) -> list[str]:
+    """pflag's forms click lacks: `--dry-run=false` (dropped), `--dry-run=true` (bare), `-v=3`."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + list(args[i:])
+        name, eq, value = arg.partition("=")
+        if eq and name in BOOL_FLAGS:
+            if value in _TRUE:
+                out.append(name)
+            elif value not in _FALSE:
+                raise InputError(name, f'invalid argument "{value}" for "{name}" flag: '
+                                       f'strconv.ParseBool: parsing "{value}": invalid syntax')
+        elif eq and name == "-v":
+            out += ["-v", value]
+        else:
+            out.append(arg)
+    return out
+
+
+def _dest(flag: str) -> str:
+    return "upstream_" + flag.lstrip("-").replace("-", "_")
+
+
+def upstream_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The accepted-and-ignored flags, hidden from --help (the command's epilog names them)."""
+    for flag in IGNORED_VALUE_FLAGS:
+        command = click.option(flag, _dest(flag), hidden=True)(command)
+    for flag in IGNORED_BOOL_FLAGS:
+        command = click.option(flag, _dest(flag), is_flag=True, hidden=True)(command)
+    return command
+
+
+@dataclass
+class UpstreamSettings:
+    """What upstream's flags change in a run."""
+
+    log_format: str
+    log_level: str
+    metrics_address: str | None
+    health_address: str | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def apply_upstream_flags(ctx: click.Context, *, verbosity: int | None,
+                         logging_format: str | None, secure_port: int | None,
+                         bind_address: str | None, disable_metrics: bool, log_format: str,
+                         log_level: str, metrics_address: str | None,
+                         health_address: str | None,
+                         ignored: dict[str, Any]) -> UpstreamSettings:
+    """Map upstream's flags onto desched's; desched's own flags, when given, win."""
+
+    def given(param: str) -> bool:
+        return ctx.get_parameter_source(param) not in (
+            click.core.ParameterSource.DEFAULT, None)
+
+    out = UpstreamSettings(log_format, log_level, metrics_address, health_address)
+    if logging_format is not None and not given("log_format"):
+        out.log_format = logging_format
+    if verbosity is not None and not given("log_level"):
+        out.log_level = "debug" if verbosity >= DEBUG_VERBOSITY else "info"
+    if secure_port is not None:
+        if not 0 <= secure_port <= 65535:
+            raise InputError("--secure-port", f"must be a port number 0-65535, got {secure_port}")
+        if secure_port != 0:  # upstream: port 0 turns the server off, nothing to map
+            host = bind_address or "0.0.0.0"
+            address = f"[{host}]:{secure_port}" if ":" in host else f"{host}:{secure_port}"
+            # Upstream serves both on the one port; so does desched (same address, one server).
+            if out.health_address is None:
+                out.health_address = address
+            if out.metrics_address is None and not disable_metrics:
+                out.metrics_address = address
+            out.warnings.append(f"--secure-port: /metrics and /healthz are served on {address} "
+                                f"over plain HTTP (desched does not serve HTTPS)")
+    elif bind_address is not None:
+        out.warnings.append("--bind-address has no effect without --secure-port")
+    for dest, value in ignored.items():
+        if value not in (None, False):
+            flag = "--" + dest.removeprefix("upstream_").replace("_", "-")
+            out.warnings.append(f"{flag} is a flag of upstream's descheduler with no effect in "
+                                f"desched: ignored")
+    return out
