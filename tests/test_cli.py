@@ -11,7 +11,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
+import yaml
+
+from desched.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 POLICY = str(REPO / "examples" / "policy.yaml")
@@ -371,6 +375,70 @@ def test_help_and_version_exit_zero() -> None:
     assert desched("simulate", "--help").returncode == 0
     proc = desched("--version")
     assert proc.returncode == 0 and "0." in proc.stdout
+
+
+@pytest.mark.parametrize("command", [[], ["simulate"], ["explain"], ["run"], ["validate"],
+                                     ["snapshot"]])
+def test_short_help_and_every_option_says_what_it_does(command: list[str]) -> None:
+    proc = desched(*command, "-h")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == desched(*command, "--help").stdout
+    name = command[0] if command else None
+    cmd = main if name is None else main.commands[name]
+    missing = [p.opts[0] for p in cmd.params
+               if isinstance(p, click.Option) and not p.hidden and not p.help]
+    assert missing == [], f"options without a help text: {missing}"
+    for flag in {"simulate": ["--cycles", "--output", "--snapshot"],
+                 "explain": ["--snapshot"]}.get(name or "", []):
+        assert f"  {flag} " in proc.stdout
+
+
+def test_python_dash_m_desched() -> None:
+    proc = subprocess.run([sys.executable, "-m", "desched", "simulate", "--policy", POLICY,
+                           "--snapshot", CLUSTER, "--now", NOW], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER,
+                                  "--now", NOW).stdout
+    usage = subprocess.run([sys.executable, "-m", "desched", "-h"], capture_output=True,
+                           text=True, timeout=120, check=False)
+    assert usage.stdout.startswith("Usage: desched ")
+
+
+def piped(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "desched.cli", *args], input=stdin,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_snapshot_and_policy_from_standard_input() -> None:
+    expected = _simulate_json()
+    # `kubectl get ... -o json | desched simulate --snapshot -`: the YAML example as JSON too.
+    as_json = json.dumps(yaml.safe_load(Path(CLUSTER).read_text()))
+    for text in (Path(CLUSTER).read_text(), as_json):
+        proc = piped(text, "simulate", "--policy", POLICY, "--snapshot", "-", "--now", NOW,
+                     "--output", "json")
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["evictions"] == expected["evictions"]
+    proc = piped(Path(POLICY).read_text(), "simulate", "--policy", "-", "--snapshot", CLUSTER,
+                 "--now", NOW, "--output", "json")
+    assert json.loads(proc.stdout)["evictions"] == expected["evictions"]
+    assert piped(Path(POLICY).read_text(), "validate", "--policy", "-").stdout == "ok\n"
+    proc = piped(Path(CLUSTER).read_text(), "explain", "--policy", POLICY, "--snapshot", "-",
+                 "--pod", "shop/report-28891", "--now", NOW)
+    assert proc.returncode == 0 and "report-28891" in proc.stdout, proc.stderr
+
+
+def test_standard_input_errors_are_one_line() -> None:
+    assert_input_error(piped("x", "simulate", "--policy", "-", "--snapshot", "-"),
+                       "only one of --policy and --snapshot can be -")
+    assert_input_error(piped("{bad", "simulate", "--policy", POLICY, "--snapshot", "-"),
+                       "<stdin>: invalid JSON")
+    assert_input_error(piped("kind: Nope\n", "validate", "--policy", "-"), "<stdin>")
+
+
+def test_ages_read_in_days_and_hours_beside_seconds() -> None:
+    proc = desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--now", NOW)
+    assert "pod age 1850400s (21d10h) exceeds maxPodLifeTimeSeconds 604800 (7d)" in proc.stdout
 
 
 LOWNODELOAD_INVERTED = """\

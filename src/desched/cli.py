@@ -74,8 +74,18 @@ def main() -> None:
 
 _policy_option = click.option(
     "--policy", "--policy-config-file", "--config", "policy_path", required=True,
-    type=click.Path(dir_okay=False), help="Policy file (DeschedulerPolicy, "
-    "DeschedulerConfiguration, or a ConfigMap holding one).")
+    type=click.Path(dir_okay=False, allow_dash=True), help="Policy file (DeschedulerPolicy, "
+    "DeschedulerConfiguration, or a ConfigMap holding one); - reads standard input.")
+_snapshot_option = click.option(
+    "--snapshot", "snapshots", multiple=True, required=True,
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Snapshot file: `desched snapshot` output, or `kubectl get ... -o json|yaml` output "
+         "(Lists, JSON lines, YAML); repeatable, - reads standard input.")
+
+
+def _one_stdin(policy_path: str, snapshots: tuple[str, ...]) -> None:
+    if [policy_path, *snapshots].count("-") > 1:
+        raise InputError("", "only one of --policy and --snapshot can be - (standard input)")
 
 
 @main.command()
@@ -91,14 +101,16 @@ def validate(policy_path: str) -> None:
 
 @main.command()
 @_policy_option
-@click.option("--snapshot", "snapshots", multiple=True, required=True,
-              type=click.Path(dir_okay=False), help="Snapshot file (repeatable).")
+@_snapshot_option
 @click.option("--now", "now_text", help="Fix the clock (RFC 3339).")
-@click.option("--cycles", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--cycles", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Descheduling cycles to run over the snapshot, one deschedulingInterval "
+                   "apart; state such as LowNodeLoad's anomaly detector carries over.")
 @click.option("--reschedule", is_flag=True,
               help="Recreate evicted owned pods and place them between cycles.")
 @click.option("--output", type=click.Choice(["text", "json", "html"]), default="text",
-              show_default=True)
+              show_default=True, help="Report format: text for reading, json for tools "
+              "(DESIGN §1.2), html for a browser.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here, not stdout.")
 def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None, cycles: int,
              reschedule: bool, output: str, out_path: str | None) -> None:
@@ -106,6 +118,7 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
     from desched.report import render
     from desched.simulation import run_simulation
 
+    _one_stdin(policy_path, snapshots)
     now = _parse_now(now_text)
     result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule)
     text = render(result, output)
@@ -130,8 +143,7 @@ def _exit_fast() -> None:
 
 @main.command()
 @_policy_option
-@click.option("--snapshot", "snapshots", multiple=True, required=True,
-              type=click.Path(dir_okay=False))
+@_snapshot_option
 @click.option("--pod", "pod_ref", help="NAMESPACE/NAME of the pod to explain.")
 @click.option("--node", "node_name", help="Explain every pod on this node.")
 @click.option("--now", "now_text", help="Fix the clock (RFC 3339).")
@@ -140,6 +152,7 @@ def explain(policy_path: str, snapshots: tuple[str, ...], pod_ref: str | None,
     """Explain why a pod (or each pod on a node) would or would not be evicted."""
     from desched.explain import explain_run
 
+    _one_stdin(policy_path, snapshots)
     if (pod_ref is None) == (node_name is None):
         raise InputError("", "give exactly one of --pod NAMESPACE/NAME or --node NAME")
     if pod_ref is not None and pod_ref.count("/") != 1:
@@ -190,20 +203,24 @@ class _UpstreamCommand(click.Command):
               "limits are still applied, in simulation).")
 @click.option("--leader-elect", is_flag=True, help="Run cycles only while holding a "
               "coordination.k8s.io Lease (for several replicas).")
-@click.option("--leader-elect-resource-name", default="desched", show_default=True)
+@click.option("--leader-elect-resource-name", default="desched", show_default=True,
+              help="Name of the Lease (and of the <name>-state ConfigMap).")
 @click.option("--leader-elect-resource-namespace",
               help="Namespace of the Lease (default: $POD_NAMESPACE, the service account's "
                    "namespace, else kube-system).")
-@click.option("--leader-elect-lease-duration", default="137s", show_default=True)
-@click.option("--leader-elect-renew-deadline", default="107s", show_default=True)
-@click.option("--leader-elect-retry-period", default="26s", show_default=True)
+@click.option("--leader-elect-lease-duration", default="137s", show_default=True,
+              help="How long a Lease is held without renewal before others may take it.")
+@click.option("--leader-elect-renew-deadline", default="107s", show_default=True,
+              help="How long the holder keeps retrying a renewal before it stops cycles.")
+@click.option("--leader-elect-retry-period", default="26s", show_default=True,
+              help="Wait between attempts to take or renew the Lease.")
 @click.option("--metrics-address", help="Serve /metrics on HOST:PORT (e.g. :10258).")
 @click.option("--health-address", help="Serve /healthz and /readyz on HOST:PORT "
               "(e.g. :10259).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+              show_default=True, help="Log lines on stderr: key=value text or JSON lines.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-              default="info", show_default=True)
+              default="info", show_default=True, help="Least severe level logged.")
 @click.option("-v", "--v", "verbosity", type=click.IntRange(min=0),
               help="Upstream's klog verbosity: 4 and up log at debug level, below at info "
                    "(--log-level wins).")

@@ -22,6 +22,7 @@ from desched.policy.args import (
     validate_namespaces,
 )
 from desched.predicates.labels import compile_selector, selector_is_empty
+from desched.util.duration import human_duration
 
 PHASES = ("Running", "Pending", "Succeeded", "Failed", "Unknown")
 POD_REASONS = ("NodeAffinity", "NodeLost", "Shutdown", "UnexpectedAdmissionError")
@@ -108,8 +109,9 @@ class PodLifeTime:
             # uint(now - created) > max: a negative age is never old enough.
             if age is None or age < 0 or int(age) <= a.max_pod_life_time_seconds:
                 return None
-            parts.append(f"pod age {int(age)}s exceeds maxPodLifeTimeSeconds "
-                         f"{a.max_pod_life_time_seconds}")
+            limit = a.max_pod_life_time_seconds
+            parts.append(f"pod age {int(age)}s ({human_duration(age)}) exceeds "
+                         f"maxPodLifeTimeSeconds {limit} ({human_duration(limit)})")
         if self.states:
             matched = self._matching_state(pod)
             if matched is None:

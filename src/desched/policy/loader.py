@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,17 @@ def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Poli
                             f"expected {_ACCEPTED}")
 
 
+STDIN = "-"
+
+
 def load_policy(path: str) -> Policy:
+    """The policy in file `path` (`-`: standard input)."""
+    if path == STDIN:
+        try:
+            text = sys.stdin.buffer.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise InputError("<stdin>", f"failed to read policy config: {err}") from None
+        return policy_from_document("<stdin>", _parse("<stdin>", text))
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:

@@ -16,10 +16,12 @@ import json
 import mmap
 import os
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import yaml
@@ -296,15 +298,37 @@ _YamlLoader.yaml_implicit_resolvers = {
 }
 
 
+STDIN = "-"
+STDIN_LABEL = "<stdin>"
+
+
+def _open_snapshot(path: str) -> BinaryIO:
+    if path != STDIN:
+        try:
+            return Path(path).open("rb")
+        except OSError as err:
+            raise InputError(path, f"cannot read snapshot file: {err.strerror or err}") from None
+    # Spooled to an unnamed temporary file, so a piped `kubectl get -o json` is memory-mapped
+    # and decoded in place like any file instead of being held whole in memory.
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 (the caller closes it)
+    try:
+        shutil.copyfileobj(sys.stdin.buffer, spool, 1 << 20)
+    except OSError as err:
+        spool.close()
+        raise InputError(STDIN_LABEL, f"cannot read snapshot: {err.strerror or err}") from None
+    spool.seek(0)
+    return spool
+
+
 def read_batches(path: str, warn: Warn = _stderr_warn,
                  progress: Progress | None = None) -> Iterator[Batch]:
-    """Every understood object in one snapshot file, in file order, a page at a time."""
+    """Every understood object in one snapshot file (`-`: standard input), in file order, a page
+    at a time."""
+    handle = _open_snapshot(path)
+    if path == STDIN:
+        path = STDIN_LABEL
     reader = _Reader(path)
     count = 0
-    try:
-        handle = Path(path).open("rb")  # noqa: SIM115 (closed below, after the checks)
-    except OSError as err:
-        raise InputError(path, f"cannot read snapshot file: {err.strerror or err}") from None
     with handle:
         first = handle.read(4096).lstrip()[:1]
         handle.seek(0)

@@ -52,3 +52,19 @@ def format_duration(seconds: float) -> str:
     if minutes:
         return f"{sign}{int(minutes)}m{secs:g}s"
     return f"{sign}{secs:g}s"
+
+
+def human_duration(seconds: float) -> str:
+    """A reading aid beside raw seconds: the two largest units, e.g. 21d10h, 2h5m, 4m12s."""
+    rest = int(abs(seconds))
+    sign = "-" if seconds < 0 else ""
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        value, rest = divmod(rest, size)
+        if value or parts:
+            parts.append(f"{value}{unit}")
+        if len(parts) == 2:
+            break
+    while len(parts) > 1 and parts[-1].startswith("0"):
+        parts.pop()  # 7d rather than 7d0h
+    return sign + ("".join(parts) or "0s")
