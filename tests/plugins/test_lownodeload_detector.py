@@ -5,6 +5,7 @@ and the cache's TTL."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -110,3 +111,36 @@ def test_storing_refreshes_the_ttl() -> None:
     cache.store(detector, NOW + timedelta(seconds=50))
     assert cache.get("n1", NOW + timedelta(seconds=100)) is detector
     assert cache.get("n1", NOW + timedelta(seconds=111)) is None
+
+
+def test_dump_and_load_keep_every_detail_across_processes() -> None:
+    cache = DetectorCache(300)
+    ok = Detector("n1", Condition(60, 2, 3))
+    cache.store(ok, NOW)
+    ok.mark(False, NOW)
+    hot = Detector("n2", Condition(30, 1, 1))
+    for i in range(3):
+        hot.mark(False, NOW + timedelta(seconds=i))
+    cache.store(hot, NOW)
+    later = NOW + timedelta(seconds=10)
+    data = json.loads(json.dumps(cache.dump(later)))  # as the ConfigMap holds it
+    again = DetectorCache(300)
+    assert again.load(data, later) == 2
+    for before in (ok, hot):
+        after = again.get(before.name, later)
+        assert after is not None
+        assert (after.state, after.abnormalities, after.normalities, after.expiration,
+                after.condition) == (before.state, before.abnormalities, before.normalities,
+                                     before.expiration, before.condition)
+    assert again.get("n1", NOW + timedelta(seconds=301)) is None  # the TTL went along
+
+
+def test_load_skips_malformed_and_expired_entries() -> None:
+    cache = DetectorCache(60)
+    cache.store(Detector("n1", Condition(60, 2, 3)), NOW)
+    good = cache.dump(NOW)["n1"]
+    entries = {"n1": good, "n2": {**good, "state": "weird"}, "n3": {"state": "ok"},
+               "n4": {**good, "cachedUntil": "2000-01-01T00:00:00"}, "n5": "x"}
+    again = DetectorCache(60)
+    assert again.load(entries, NOW) == 1
+    assert again.load({"n1": good}, NOW + timedelta(seconds=61)) == 0  # expired meanwhile

@@ -56,6 +56,7 @@ from desched.live.cycle import (
     LiveDecisionLog,
     TimedPlugin,
 )
+from desched.live.detector_state import DetectorState, uses_detectors
 from desched.live.events import EventRecorder
 from desched.live.health import (
     Address,
@@ -491,9 +492,9 @@ class Runner:
         inner = self._executor(snapshot)
         executor = GuardedExecutor(inner, self.stopping, guard)
         reporter.pods = executor.pods
+        clock = Clock(datetime.now(UTC))
         try:
-            descheduler = Descheduler(self.policy, snapshot, executor, Clock(datetime.now(UTC)),
-                                      decisions)
+            descheduler = Descheduler(self.policy, snapshot, executor, clock, decisions)
         except InputError as err:
             # The cluster lacks what the policy names (a priorityThreshold's PriorityClass):
             # a --once run stops with the error; a loop fails this cycle and tries the next.
@@ -504,6 +505,9 @@ class Runner:
             self.metrics.cycles.labels("failed").inc()
             return self._keep(CycleReport(number, "failed", 0, 0, decisions))
         self._restore_state(descheduler)
+        state = await self._detector_state()
+        if state is not None:
+            state.restore(self._plugins(descheduler), clock.now)
         self._time_plugins(descheduler)
         log.info("descheduling cycle started", cycle=number, nodes=len(snapshot.nodes),
                  pods=len(snapshot.pods), dry_run=self.dry_run)
@@ -522,6 +526,8 @@ class Runner:
             log.exception("descheduling cycle failed", cycle=number)
         finally:
             self._save_state(descheduler)
+            if state is not None:
+                await state.write(self._plugins(descheduler), clock.now)
             elapsed = time.monotonic() - started
             self.metrics.loop_duration.observe(elapsed)
             self.metrics.cycles.labels(result).inc()
@@ -535,6 +541,17 @@ class Runner:
             await self._finish_migrations(inner)
         return self._keep(CycleReport(number, result, reporter.evicted, reporter.failed,
                                       decisions))
+
+    async def _detector_state(self) -> DetectorState | None:
+        """A one-cycle run (a Job's, a CronJob's) keeps LowNodeLoad's detectors in a ConfigMap:
+        its process ends with the cycle. A loop keeps them in memory (_carried)."""
+        if self.schedule.looping or not uses_detectors(self.policy) or self.client is None:
+            return None
+        state = DetectorState(self.client,
+                              self.config.lease_namespace or default_lease_namespace(),
+                              f"{self.config.lease_name}-state", self.dry_run)
+        await state.read()
+        return state
 
     def _keep(self, report: CycleReport) -> CycleReport:
         self.reports.append(report)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Any
 
 DEFAULT_TIMEOUT = 60.0  # seconds; a timeout <= 0 means this
 
@@ -111,3 +112,56 @@ class DetectorCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    # -- kept between processes (desched run --once: a CronJob's runs) ---------------------------
+
+    def dump(self, now: datetime) -> dict[str, dict[str, Any]]:
+        """The live entries as JSON-ready data: counters, state, times and the condition."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in list(self._entries):
+            detector = self.get(name, now)
+            if detector is None:
+                continue
+            expires = self._entries[name][1]
+            c = detector.condition
+            out[name] = {
+                "state": detector.state.value, "abnormalities": detector.abnormalities,
+                "normalities": detector.normalities,
+                "anomalyUntil": _iso(detector.expiration), "cachedUntil": _iso(expires),
+                "condition": [c.timeout, c.consecutive_abnormalities,
+                              c.consecutive_normalities]}
+        return out
+
+    def load(self, entries: dict[str, Any], now: datetime) -> int:
+        """Take entries written by dump(); malformed or expired ones are skipped (the node then
+        starts from a fresh detector, as after a cache expiry). Returns how many were taken."""
+        taken = 0
+        for name, entry in entries.items():
+            try:
+                timeout, abnormal, normal = entry["condition"]
+                detector = Detector(name, Condition(float(timeout), int(abnormal), int(normal)))
+                detector.state = State(entry["state"])
+                detector.abnormalities = int(entry["abnormalities"])
+                detector.normalities = int(entry["normalities"])
+                detector.expiration = _parse_iso(entry["anomalyUntil"])
+                expires = _parse_iso(entry["cachedUntil"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if expires is not None and now > expires:
+                continue
+            self._entries[name] = (detector, expires)
+            taken += 1
+        return taken
+
+
+def _iso(when: datetime | None) -> str | None:
+    return None if when is None else when.isoformat()
+
+
+def _parse_iso(text: Any) -> datetime | None:
+    if text is None:
+        return None
+    when = datetime.fromisoformat(str(text))
+    if when.tzinfo is None:
+        raise ValueError("a time without a zone")
+    return when

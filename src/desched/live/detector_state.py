@@ -1,0 +1,110 @@
+"""LowNodeLoad's anomaly detectors kept between `desched run --once` processes.
+
+A CronJob (the Helm chart's default kind) starts a new process for every run, so detectors held
+in memory would never reach `consecutiveAbnormalities` (default 5) and LowNodeLoad would never
+act. A one-cycle run therefore reads the detectors from a ConfigMap it owns (`<lease name>-state`
+in the Lease's namespace) before its cycle and writes them back after it. A dry run keeps its
+own key, so it counts as a real run would without touching the real run's counts.
+
+The ConfigMap is never needed for the run to go on: a missing one starts fresh detectors, and a
+refused or conflicting read or write is logged as one warning (the counts then start over).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from desched.live.client import AccessDenied, ApiClient, ApiError, Unreachable
+from desched.live.logging import get_logger
+from desched.policy.model import Policy
+
+log = get_logger("desched.state")
+
+PLUGIN = "LowNodeLoad"
+CACHES = ("node_detectors", "prod_detectors")
+KEY = "lownodeload-detectors.json"
+DRY_RUN_KEY = "lownodeload-detectors-dry-run.json"
+
+
+def uses_detectors(policy: Policy) -> bool:
+    return any(PLUGIN in names for profile in policy.profiles
+               for names in profile.enabled.values())
+
+
+class DetectorState:
+    """The ConfigMap holding the detectors of every profile's LowNodeLoad, by profile."""
+
+    def __init__(self, client: ApiClient, namespace: str, name: str, dry_run: bool) -> None:
+        self.client = client
+        self.name = name
+        self.key = DRY_RUN_KEY if dry_run else KEY
+        self._path = f"/api/v1/namespaces/{namespace}/configmaps/{name}"
+        self._collection = f"/api/v1/namespaces/{namespace}/configmaps"
+        self.where = f"ConfigMap {namespace}/{name}"
+        self._object: dict[str, Any] | None = None  # as read: its other keys are kept
+        self._entries: dict[str, Any] = {}
+
+    async def read(self) -> None:
+        try:
+            body = await self.client.get(self._path, what=f"get {self.where}")
+        except ApiError as err:
+            if err.code != 404:
+                self._warn("cannot be read", err)
+            return
+        except (AccessDenied, Unreachable) as err:
+            self._warn("cannot be read", err)
+            return
+        try:
+            obj = json.loads(body)
+            text = (obj.get("data") or {}).get(self.key)
+            entries = json.loads(text) if text else {}
+            if not isinstance(entries, dict):
+                raise ValueError(f"{self.key} is not a JSON object")
+        except (ValueError, AttributeError) as err:
+            log.warning("detector state is unreadable; LowNodeLoad's detectors start over",
+                        configmap=self.where, error=str(err))
+            return
+        self._object, self._entries = obj, entries
+
+    def restore(self, plugins: list[tuple[str, str, Any]], now: datetime) -> None:
+        for profile, name, plugin in plugins:
+            if name != PLUGIN:
+                continue
+            for attr in CACHES:
+                entries = self._entries.get(f"{profile}/{attr}")
+                if isinstance(entries, dict):
+                    getattr(plugin, attr).load(entries, now)
+
+    async def write(self, plugins: list[tuple[str, str, Any]], now: datetime) -> None:
+        entries = {f"{profile}/{attr}": getattr(plugin, attr).dump(now)
+                   for profile, name, plugin in plugins if name == PLUGIN for attr in CACHES}
+        data = dict((self._object or {}).get("data") or {})
+        data[self.key] = json.dumps(entries, sort_keys=True, separators=(",", ":"))
+        metadata: dict[str, Any] = {"name": self.name, "labels": {
+            "app.kubernetes.io/managed-by": "desched"}}
+        if self._object is not None:
+            metadata = {**self._object.get("metadata", {}), **metadata}
+        body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
+                           "data": data}).encode()
+        method, path = ("PUT", self._path) if self._object is not None else \
+            ("POST", self._collection)
+        try:
+            response = await self.client.request(method, path, body=body,
+                                                 what=f"write {self.where}")
+        except (AccessDenied, Unreachable) as err:
+            self._warn("cannot be written", err)
+            return
+        if response.status_code >= 400:
+            # 409: another run wrote it since it was read (a CronJob's runs overlapping).
+            self._warn("cannot be written", self.client.status_error(
+                response, f"write {self.where}"))
+            return
+        self._object = json.loads(response.content)
+        self._entries = entries
+
+    def _warn(self, what: str, err: Exception) -> None:
+        log.warning(f"LowNodeLoad's detector state {what}; its anomaly counts start over on "
+                    f"the next run (RBAC: get, create and update on this ConfigMap)",
+                    configmap=self.where, error=str(err))
