@@ -20,7 +20,16 @@ import pytest
 import yaml
 from fake_apiserver import Emulator, FakeApiServer, status
 from test_executor import Evictions
-from test_run import background, config, decisions, runner_for, until
+from test_run import (
+    background,
+    config,
+    decisions,
+    json_lines,
+    kubeconfig,
+    runner_for,
+    start,
+    until,
+)
 
 from desched.live.detector_state import DRY_RUN_KEY, KEY
 from desched.live.resources import RESOURCES
@@ -185,3 +194,21 @@ async def test_a_loop_keeps_them_in_memory_and_never_asks(
         runner.request_stop("test")
         assert await asyncio.wait_for(task, 10) == 0
     assert maps.log == []
+
+
+async def test_the_command_as_a_cronjob_runs_it(tmp_path: Path, emulator: Emulator,
+                                                api: FakeApiServer) -> None:
+    maps = FakeConfigMaps(emulator)
+    evictions = hotspot(api)
+    path = policy(tmp_path, abnormalities=2)
+    kube = kubeconfig(tmp_path, str(emulator.url).rstrip("/"))
+    evicted = []
+    for _ in range(3):
+        proc = await start("--policy", path, "--once", "--kubeconfig", kube, "--log-format",
+                           "json", "--leader-elect-resource-namespace", "kube-system")
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 0, err.decode()
+        evicted.append([e["pod"] for e in json_lines(err) if e["event"] == "Evicted pod"])
+    assert evicted[:2] == [[], []] and evicted[2]
+    assert len(evictions.bodies) == len(evicted[2])
+    assert maps.counts()[HOT_NODE] == 0  # the anomaly was entered: the counters start over
