@@ -47,6 +47,7 @@ class RunConfig:
     eviction_backoff: tuple[float, float] = (0.5, 5.0)
     connect_backoff: tuple[float, float] = (1.0, 30.0)
     signals: bool = True
+    policy_poll: float = 5.0  # seconds between checks of the policy file (a loop reloads it)
 
 
 def duration(text: str, flag: str) -> float:

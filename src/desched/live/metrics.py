@@ -132,10 +132,21 @@ class Metrics:
         self.leader = Gauge(
             "desched_leader", "1 while this instance holds the leader-election lease "
             "(0 without leader election, or standing by).", registry=r)
+        self.policy_reloads = Counter(
+            "desched_policy_reload", "Policy file changes noticed by the running process, by "
+            "result: success (applied at a cycle boundary) or failed (invalid or not "
+            "applicable; the running policy stays).", ["result"], registry=r)
+        self.policy_info = Gauge(
+            "desched_policy_info", "The running policy: its file and the first 12 hex digits "
+            "of the file's SHA-256 (always 1).", ["path", "hash"], registry=r)
         self._informers: Sequence[Informer] = ()
         r.register(InformerCollector(lambda: self._informers))
         self._migrations: Callable[[], Iterable[MigrationFigures]] = tuple
         r.register(MigrationCollector(lambda: self._migrations()))
+
+    def policy_loaded(self, path: str, digest: str) -> None:
+        self.policy_info.clear()
+        self.policy_info.labels(path, digest[:12]).set(1)
 
     def watch_informers(self, informers: Sequence[Informer]) -> None:
         self._informers = informers

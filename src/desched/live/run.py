@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from desched.errors import InputError
@@ -86,6 +87,8 @@ from desched.live.migration import (
     Verdicts,
     migration_profiles,
 )
+from desched.live.reload import PendingPolicy, PolicyReloader, policy_digest
+from desched.plugins.migrationcontroller_args import MigrationControllerArgs
 from desched.policy.loader import load_policy
 from desched.policy.model import Policy
 from desched.snapshot.cluster import ClusterSnapshot
@@ -179,7 +182,11 @@ class Runner:
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[Any]] = []
-        self._services: list[asyncio.Task[Any]] = []  # the migration services' loops
+        # The migration services' loops, by profile (one shared Verdicts: each profile's
+        # arbitration sees the others' passes).
+        self._migration_tasks: dict[str, asyncio.Task[Any]] = {}
+        self._verdicts = Verdicts()
+        self.reloader: PolicyReloader | None = None
         self._signals = 0
         self._connected = False
         self.addresses: list[tuple[Address, str]] = []
@@ -209,6 +216,7 @@ class Runner:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 self._loop.add_signal_handler(signum, self._on_signal, signum)
         try:
+            self._watch_policy()
             await self._serve()
             if self.schedule.looping:  # a --once run says nothing before its outcome
                 log.info("desched starting", schedule=str(self.schedule),
@@ -328,23 +336,35 @@ class Runner:
         """One MigrationService per MigrationController profile; the first adopts the jobs
         created by hand. A looping run runs them beside the cycles; --once drives them after
         its cycle until the jobs it created finish."""
-        assert self.client is not None
-        verdicts = Verdicts()  # shared: each profile's arbitration sees the others' passes
-        guard = self._guard if self.elector is not None else None
         for index, (profile, args) in enumerate(self.migration_args.items()):
-            service = MigrationService(
-                profile, args, self.client, self.informers, events=self.events,
-                adopt_unowned=index == 0, eviction_attempts=self.config.eviction_attempts,
-                guard=guard, verdicts=verdicts)
-            self.migrations[profile] = service
-            # Each cycle's plugin checks and feeds the limiters the service checks and feeds.
-            self._carried[(profile, MIGRATION_PLUGIN)] = {"limiters": service.limiters}
-            if self.schedule.looping:
-                self._services.append(asyncio.create_task(service.run(),
-                                                          name=f"migrations {profile}"))
+            self._start_migration(profile, args, adopt_unowned=index == 0)
         self.metrics.watch_migrations(lambda: [
             (profile, service.phase_counts(), service.controller.evictions)
             for profile, service in self.migrations.items()])
+
+    def _start_migration(self, profile: str, args: MigrationControllerArgs,
+                         adopt_unowned: bool) -> None:
+        assert self.client is not None
+        guard = self._guard if self.elector is not None else None
+        service = MigrationService(
+            profile, args, self.client, self.informers, events=self.events,
+            adopt_unowned=adopt_unowned, eviction_attempts=self.config.eviction_attempts,
+            guard=guard, verdicts=self._verdicts)
+        self.migrations[profile] = service
+        # Each cycle's plugin checks and feeds the limiters the service checks and feeds.
+        self._carried[(profile, MIGRATION_PLUGIN)] = {"limiters": service.limiters}
+        if self.schedule.looping:
+            self._migration_tasks[profile] = asyncio.create_task(
+                service.run(), name=f"migrations {profile}")
+
+    async def _stop_migration(self, profile: str) -> None:
+        self.migrations.pop(profile, None)
+        self._carried.pop((profile, MIGRATION_PLUGIN), None)
+        task = self._migration_tasks.pop(profile, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def _finish_migrations(self, executor: MigrationJobExecutor | None) -> None:
         """--once: reconcile the jobs this run created until they finish (or time out)."""
@@ -398,7 +418,7 @@ class Runner:
     async def _watch_lease(self, elector: Elector) -> None:
         await elector.lost.wait()
         self.lease_lost = True
-        for task in self._services:  # another instance leads now: stop migrating at once
+        for task in self._migration_tasks.values():  # another leads now: stop migrating at once
             task.cancel()
         self.metrics.leader.set(0)
         log.error(LEASE_LOST)
@@ -424,6 +444,7 @@ class Runner:
             # Cron: the fire time, so a slow cycle skips missed fire times instead of
             # drifting; interval: the real start, measured to the next one.
             previous = when if self.schedule.kind == "cron" else datetime.now(UTC)
+            await self._apply_policy_change()
             number += 1
             report = await self.run_cycle(number)
             # The cycle's snapshot, indices and memos form reference cycles: collected now,
@@ -436,8 +457,108 @@ class Runner:
             raise _Stopped
         return 0
 
+    # -- policy hot reload --------------------------------------------------------------------
+    def _watch_policy(self) -> None:
+        """A loop reloads its policy file: polled, and checked at once on SIGHUP."""
+        path = self.config.policy_path
+        if not self.schedule.looping or path == "-":
+            return
+        try:
+            digest = policy_digest(Path(path).read_bytes())
+        except OSError:
+            digest = ""  # read moments ago by prepare(): the next check reports the problem
+        reloader = self.reloader = PolicyReloader(path, digest, self.metrics)
+
+        async def poll() -> None:
+            while True:
+                await asyncio.sleep(self.config.policy_poll)
+                reloader.check()
+
+        self._tasks.append(asyncio.create_task(poll(), name="policy reload"))
+        if self.config.signals and self._loop is not None:
+            self._loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
+
+    def _on_sighup(self) -> None:
+        log.info("SIGHUP: checking the policy file", policy=self.config.policy_path)
+        if self.reloader is not None:
+            self.reloader.check()
+
+    async def _apply_policy_change(self) -> None:
+        """At a cycle boundary: the changed policy, if valid and applicable, replaces the
+        running one."""
+        if self.reloader is None:
+            return
+        self.reloader.check()  # a change made since the last poll applies now, not a cycle later
+        pending = self.reloader.take()
+        if pending is None:
+            return
+        problem = await self._switch_policy(pending)
+        if problem:
+            self.reloader.not_applied(pending, problem)
+            return
+        self.reloader.applied(pending)
+        log.info("policy reloaded", policy=self.config.policy_path, hash=pending.digest[:12],
+                 schedule=str(self.schedule))
+
+    async def _switch_policy(self, pending: PendingPolicy) -> str | None:
+        """Make `pending` the running policy; why not, when it changes how the process runs."""
+        policy, config = pending.policy, self.config
+        if (config.dry_run or policy.dry_run) != self.dry_run:
+            return ("dryRun changed: it decides how the process runs (events, leader election, "
+                    "migrations); restart desched to apply it")
+        schedule = self.schedule
+        if not (config.once or config.interval is not None or config.cron):
+            try:
+                schedule = resolve_schedule(config, policy)
+            except InputError as err:
+                return str(err)
+            if not schedule.looping:
+                return ("the policy no longer sets deschedulingInterval: a running loop cannot "
+                        "become a single run; restart desched to apply it")
+        migration_args = {} if self.dry_run else migration_profiles(policy)
+        problem = await self._watch_kinds(config.kinds or informer_kinds(policy),
+                                          bool(migration_args))
+        if problem:
+            return problem
+        # Plugin state survives where the plugin's configuration is unchanged.
+        old_args = {(p.name, n): a for p in self.policy.profiles for n, a in p.args.items()}
+        new_args = {(p.name, n): a for p in policy.profiles for n, a in p.args.items()}
+        for key in [k for k in self._carried if k[1] != MIGRATION_PLUGIN]:
+            if key not in new_args or old_args.get(key) != new_args[key]:
+                del self._carried[key]
+        self.policy, self.schedule = policy, schedule
+        for profile in [p for p, a in self.migration_args.items()
+                        if migration_args.get(p) != a]:
+            await self._stop_migration(profile)
+        first = next(iter(migration_args), None)
+        for profile, args in migration_args.items():
+            if profile not in self.migrations:
+                self._start_migration(profile, args, adopt_unowned=profile == first)
+        self.migration_args = migration_args
+        return None
+
+    async def _watch_kinds(self, kinds: tuple[str, ...], migrating: bool) -> str | None:
+        """Start informers for the kinds a new policy reads that no informer watches yet."""
+        watched = {i.resource.kind for i in self.informers}
+        missing = [k for k in kinds if k not in watched]
+        if missing and self.client is not None:
+            informers = make_informers(self.client, missing)
+            try:
+                await self._unless_stopped(
+                    start_informers(informers, timeout=self.config.sync_timeout))
+            except (InputError, ApiError) as err:
+                await stop_informers(informers)
+                return f"cannot watch what the new policy reads: {err}"
+            self.informers += informers
+            self.metrics.watch_informers(self.informers)
+        if migrating and "PodMigrationJob" not in {
+                i.resource.kind for i in self.informers if not i.skipped}:
+            return ("MigrationController needs the PodMigrationJob CRD "
+                    "(scheduling.koordinator.sh/v1alpha1), which the API server does not serve")
+        return None
+
     async def _shutdown(self) -> None:
-        tasks = [*self._services, *self._tasks]
+        tasks = [*self._migration_tasks.values(), *self._tasks]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -456,7 +577,7 @@ class Runner:
         for server in self.servers:
             await server.stop()
         if self.config.signals and self._loop is not None:
-            for signum in (signal.SIGTERM, signal.SIGINT):
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 self._loop.remove_signal_handler(signum)
         if self._connected:
             log.info("desched stopped")

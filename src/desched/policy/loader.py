@@ -64,6 +64,15 @@ def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Poli
 STDIN = "-"
 
 
+def parse_policy(path: str, data: bytes) -> Policy:
+    """The policy in `data`, read from file `path` (errors name it)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(path, f"failed to read policy config file: {err}") from None
+    return policy_from_document(path, _parse(path, text))
+
+
 def load_policy(path: str) -> Policy:
     """The policy in file `path` (`-`: standard input)."""
     if path == STDIN:
