@@ -214,6 +214,9 @@ class _UpstreamCommand(click.Command):
               help="How long the holder keeps retrying a renewal before it stops cycles.")
 @click.option("--leader-elect-retry-period", default="26s", show_default=True,
               help="Wait between attempts to take or renew the Lease.")
+@click.option("--stale-cache-timeout", help="How long a due cycle waits for the cluster "
+              "cache to be current again after a watch broke before the cycle is skipped "
+              "(Go duration; default: one interval).")
 @click.option("--metrics-address", help="Serve /metrics on HOST:PORT (e.g. :10258).")
 @click.option("--health-address", help="Serve /healthz and /readyz on HOST:PORT "
               "(e.g. :10259).")
@@ -238,10 +241,12 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         leader_elect_resource_name: str, leader_elect_resource_namespace: str | None,
         leader_elect_lease_duration: str, leader_elect_renew_deadline: str,
         leader_elect_retry_period: str, metrics_address: str | None,
-        health_address: str | None, log_format: str, log_level: str, verbosity: int | None,
+        health_address: str | None, stale_cache_timeout: str | None, log_format: str,
+        log_level: str, verbosity: int | None,
         logging_format: str | None, secure_port: int | None, bind_address: str | None,
         disable_metrics: bool, **ignored: Any) -> int:
     """Deschedule a live cluster: once, every interval, or on a cron schedule."""
+    from desched.live.config import duration
     from desched.live.run import RunConfig, run_command
     from desched.upstream_flags import apply_upstream_flags
 
@@ -258,7 +263,9 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         lease_namespace=leader_elect_resource_namespace,
         lease_duration=leader_elect_lease_duration, renew_deadline=leader_elect_renew_deadline,
         retry_period=leader_elect_retry_period, metrics_address=upstream.metrics_address,
-        health_address=upstream.health_address)
+        health_address=upstream.health_address,
+        stale_cache_timeout=None if stale_cache_timeout is None else duration(
+            stale_cache_timeout, "--stale-cache-timeout"))
     return run_command(config, log_format=upstream.log_format, log_level=upstream.log_level,
                        warnings=upstream.warnings)
 

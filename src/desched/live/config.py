@@ -47,6 +47,9 @@ class RunConfig:
     eviction_backoff: tuple[float, float] = (0.5, 5.0)
     connect_backoff: tuple[float, float] = (1.0, 30.0)
     signals: bool = True
+    # Seconds a due cycle waits for a cache that is not current before it is skipped; None:
+    # one interval.
+    stale_cache_timeout: float | None = None
     policy_poll: float = 5.0  # seconds between checks of the policy file (a loop reloads it)
 
 

@@ -139,6 +139,9 @@ class Informer:
         self.skipped = False  # an optional kind the server does not serve
         self.generation = 0  # bumped on every change, so callers can tell whether a cycle is due
         self.lists = 0  # how many times the kind was (re)listed
+        # Since when (monotonic) the cache has not been kept current: its watch broke, or it
+        # is relisting. None while watching (or freshly listed). A cycle must not act on it.
+        self.stale_since: float | None = None
         self.handlers: list[Handler] = []
         self._decoder = JSON_DECODERS[resource.kind]
         self._page_decoder = PAGE_DECODERS[resource.kind]
@@ -191,6 +194,7 @@ class Informer:
                 # From the last version seen, also when the previous stream broke mid-way.
                 await self._watch(self.resource_version)
             except Gone:
+                self._went_stale()
                 log.info("%s: resourceVersion %s is too old, listing again", resource.label,
                          self.resource_version)
                 relist = True
@@ -202,6 +206,7 @@ class Informer:
             except (ApiError, ConnectionLost, InputError) as err:
                 if not self.synced.is_set() and not _retry_before_sync(err):
                     raise
+                self._went_stale()
                 if not isinstance(err, ConnectionLost | Unreachable) and not (
                         isinstance(err, ApiError) and err.transient):
                     relist = True  # an unexpected answer: start over from a fresh list
@@ -210,6 +215,14 @@ class Informer:
                     delay = max(delay, min(err.retry_after, self.backoff.maximum))
                 log.warning("%s: %s; retrying in %.1fs", resource.label, err, delay)
                 await asyncio.sleep(delay)
+
+    def _went_stale(self) -> None:
+        if self.stale_since is None:
+            self.stale_since = time.monotonic()
+
+    def stale_for(self, now: float) -> float:
+        """Seconds the cache has not been kept current (0 while watching)."""
+        return 0.0 if self.stale_since is None else now - self.stale_since
 
     async def _list(self) -> None:
         """List every page into a fresh store, swapped in whole, so a snapshot never sees a
@@ -249,6 +262,7 @@ class Informer:
             params["continue"] = token
         self.store = store
         self.resource_version = rv
+        self.stale_since = None
         self.generation += 1
         self.lists += 1
         self.backoff.reset()
@@ -271,6 +285,7 @@ class Informer:
         try:
             async with self.client.stream(resource.path, params, what=f"watch {resource.label}",
                                           read_timeout=self.watch_timeout * 2 + 30) as lines:
+                self.stale_since = None  # the server accepted the watch: current from here on
                 events = await self._apply(lines)
         except ApiError as err:
             if err.code == 410:  # as an HTTP status, before the stream starts

@@ -9,6 +9,7 @@ Each Metrics instance has its own registry (several runs in one test process mus
 from __future__ import annotations
 
 import platform
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING
@@ -54,12 +55,18 @@ class InformerCollector(Collector):
         lists = CounterMetricFamily("desched_informer_lists",
                                     "Full lists of the kind: the first sync plus relists "
                                     "(410 Gone, unexpected errors).", labels=["resource"])
+        stale = GaugeMetricFamily("desched_informer_stale_seconds",
+                                  "Seconds since the informer's watch broke or its relist "
+                                  "began (0 while watching): cycles wait for a current cache.",
+                                  labels=["resource"])
+        now = time.monotonic()
         for informer in self.informers():
             label = [informer.resource.label]
             objects.add_metric(label, len(informer.store))
             synced.add_metric(label, 1 if informer.synced.is_set() else 0)
             lists.add_metric(label, informer.lists)
-        yield from (objects, synced, lists)
+            stale.add_metric(label, round(informer.stale_for(now), 3))
+        yield from (objects, synced, lists, stale)
 
     def describe(self) -> Iterable[Metric]:
         return []
@@ -115,7 +122,8 @@ class Metrics:
         # desched's own
         self.cycles = Counter(
             "desched_cycles", "Descheduling cycles by result: completed, skipped (fewer than 2 "
-            "ready nodes), interrupted (shutdown or lost lease) or failed.", ["result"],
+            "ready nodes), stale (the cache was not current for too long), interrupted "
+            "(shutdown or lost lease) or failed.", ["result"],
             registry=r)
         self.last_cycle = Gauge(
             "desched_last_cycle_timestamp_seconds", "When the last descheduling cycle ended "

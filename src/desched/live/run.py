@@ -445,6 +445,10 @@ class Runner:
             # drifting; interval: the real start, measured to the next one.
             previous = when if self.schedule.kind == "cron" else datetime.now(UTC)
             await self._apply_policy_change()
+            if self.schedule.looping and not await self._current_cache(self._stale_bound()):
+                number += 1
+                self._skip_stale(number)
+                await self._current_cache(None)  # then a cycle as soon as it is current
             number += 1
             report = await self.run_cycle(number)
             # The cycle's snapshot, indices and memos form reference cycles: collected now,
@@ -456,6 +460,42 @@ class Runner:
         if self.lease_lost:
             raise _Stopped
         return 0
+
+    # -- the stale-cache guard ------------------------------------------------------------------
+    def _stale_bound(self) -> float:
+        """How long a cycle waits for a cache that is not current: --stale-cache-timeout, else
+        one interval (for cron, the time between its next two fire times)."""
+        if self.config.stale_cache_timeout is not None:
+            return self.config.stale_cache_timeout
+        if self.schedule.kind == "cron":
+            now = datetime.now(UTC)
+            first = self.schedule.next_run(None, now)
+            second = self.schedule.next_run(first, first) if first else None
+            if first and second:
+                return (second - first).total_seconds()
+        return self.schedule.interval
+
+    async def _current_cache(self, bound: float | None) -> bool:
+        """Wait until every informer is watching again; False once one has not been current
+        for longer than `bound` seconds (None: wait as long as it takes)."""
+        while True:
+            now = time.monotonic()
+            ages = [i.stale_for(now) for i in self.informers if i.stale_since is not None]
+            if not ages:
+                return True
+            stale = max(ages)
+            if bound is not None and stale > bound:
+                return False
+            await self._sleep(0.05 if bound is None else min(0.05, bound - stale + 0.001))
+
+    def _skip_stale(self, number: int) -> None:
+        now = time.monotonic()
+        stale = {i.resource.label: round(i.stale_for(now), 1) for i in self.informers
+                 if i.stale_since is not None}
+        log.warning("descheduling cycle skipped: the cluster cache is not current; the next "
+                    "cycle runs as soon as it is", cycle=number, stale_seconds=stale)
+        self.metrics.cycles.labels("stale").inc()
+        self._keep(CycleReport(number, "stale", 0, 0, DecisionLog()))
 
     # -- policy hot reload --------------------------------------------------------------------
     def _watch_policy(self) -> None:
