@@ -76,7 +76,7 @@ def status(code: int, message: str, reason: str = "") -> dict[str, Any]:
 @dataclass
 class Fault:
     verb: str  # "list" | "watch"
-    plural: str
+    resource: str  # its label: plurals repeat across groups (nodes, nodes.metrics.k8s.io)
     code: int
     message: str
     times: int
@@ -145,11 +145,11 @@ class FakeApiServer:
              after: int = 0) -> None:
         """Answer the next `times` list/watch requests of `kind` (after `after` of them) with
         an error status."""
-        self.faults.append(Fault(verb, BY_KIND[kind].plural, code, message, times, after))
+        self.faults.append(Fault(verb, BY_KIND[kind].label, code, message, times, after))
 
-    def _fault(self, verb: str, plural: str) -> Any:
+    def _fault(self, verb: str, resource: str) -> Any:
         for fault in self.faults:
-            if fault.verb == verb and fault.plural == plural and fault.times > 0:
+            if fault.verb == verb and fault.resource == resource and fault.times > 0:
                 if fault.after > 0:
                     fault.after -= 1
                     continue
@@ -161,7 +161,7 @@ class FakeApiServer:
         state = self.kinds[kind]
         resource = state.resource
         self.log.append(Logged("list", resource.plural, params))
-        fault = self._fault("list", resource.plural)
+        fault = self._fault("list", resource.label)
         if fault is not None:
             return fault
         limit = int(params.get("limit") or 0)
@@ -194,7 +194,7 @@ class FakeApiServer:
     def _watch(self, kind: str, params: dict[str, str], abort: Abort) -> Answer:
         state = self.kinds[kind]
         self.log.append(Logged("watch", state.resource.plural, params))
-        fault = self._fault("watch", state.resource.plural)
+        fault = self._fault("watch", state.resource.label)
         if fault is not None:
             return fault
         since = int(params.get("resourceVersion") or 0)

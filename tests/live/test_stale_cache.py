@@ -84,3 +84,53 @@ async def test_a_long_outage_skips_the_cycle_then_runs_as_soon_as_current(
         runner.request_stop("test")
         assert await asyncio.wait_for(task, 10) == 0
     assert all(stale == [] for stale in started), started
+
+
+METRICS_POLICY = """\
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+metricsProviders:
+- source: KubernetesMetrics
+profiles:
+- name: default
+  pluginConfig:
+  - name: DefaultEvictor
+  - name: PodLifeTime
+    args: {maxPodLifeTimeSeconds: 3600}
+  - name: LowNodeUtilization
+    args:
+      thresholds: {cpu: 20, memory: 20}
+      targetThresholds: {cpu: 50, memory: 50}
+      metricsUtilization: {source: KubernetesMetrics}
+  plugins:
+    deschedule: {enabled: [PodLifeTime]}
+    balance: {enabled: [LowNodeUtilization]}
+"""
+
+
+async def test_metrics_server_down_skips_only_the_plugins_that_read_it(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
+    # metrics.k8s.io answers 500 from the start and all along: desched starts anyway, every
+    # cycle runs (the polled metrics kinds do not count as a stale cache), PodLifeTime acts and
+    # LowNodeUtilization ends with a note and a metric.
+    cluster(api)
+    for kind in ("NodeMetrics", "PodMetrics"):
+        api.fail("list", kind, 500, times=10**6)
+    path = tmp_path / "metrics.yaml"
+    path.write_text(METRICS_POLICY)
+    runner = runner_for(config(tmp_path, emulator, policy_path=str(path), interval="50ms",
+                               dry_run=True, kinds=None, stale_cache_timeout=0.1))
+    async with background(runner) as task:
+        await until(lambda: len(runner.reports) >= 3)
+        text = runner.metrics.render().decode()
+        runner.request_stop("test")
+        assert await asyncio.wait_for(task, 10) == 0
+    assert {r.result for r in runner.reports} == {"completed"}
+    for report in runner.reports:
+        assert sorted(d.pod for d in report.log.decisions if d.outcome == "evicted") == [
+            "old-1", "old-2"]
+        assert [n.plugin for n in report.log.notes] == ["LowNodeUtilization"]
+        assert report.log.notes[0].text.startswith("error getting node usage:")
+    count = float(text.split('desched_usage_unavailable_total{plugin="LowNodeUtilization",'
+                             'profile="default"} ')[1].split()[0])
+    assert count >= 3  # one per cycle (the cycles the text was rendered after)

@@ -67,5 +67,9 @@ class DecisionLog:
         nowhere), not about one pod. `node` is empty for run-level notes."""
         self.notes.append(Note(self.cycle, node, profile, plugin, text))
 
+    def aborted(self, profile: str, plugin: str, text: str) -> None:
+        """A plugin's run ended for want of data (usage unavailable): a run-level note."""
+        self.note("", profile, plugin, text)
+
     def evictions(self) -> list[Decision]:
         return [d for d in self.decisions if d.outcome == "evicted"]

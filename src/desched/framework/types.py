@@ -61,6 +61,11 @@ class Handle:
         `explain`: bad or stale metrics, a hot node whose pods fit nowhere."""
         self.log.note(node, self.profile, self.plugin, text)
 
+    def abort(self, text: str) -> None:
+        """Record why this plugin's run ends without acting (no usage data at all): a note,
+        and, in `desched run`, a metric."""
+        self.log.aborted(self.profile, self.plugin, text)
+
     def evict_node_pods(self, candidates: Iterable[tuple[Pod, str]]) -> bool:
         """Evict one node's candidates in order, reacting to limits as upstream's plugins do:
         a node limit ends this node's batch; the total limit ends the plugin's run (False)."""

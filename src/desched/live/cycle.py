@@ -30,14 +30,21 @@ class LiveDecisionLog(DecisionLog):
     """A DecisionLog that tells `listener` about every decision as it is recorded, so logs,
     metrics and events follow the cycle as it runs (and tell the same story as `explain`)."""
 
-    def __init__(self, listener: Callable[[Decision], None]) -> None:
+    def __init__(self, listener: Callable[[Decision], None],
+                 on_abort: Callable[[str, str, str], None] | None = None) -> None:
         super().__init__()
         self.listener = listener
+        self.on_abort = on_abort
 
     def record(self, outcome: Any, namespace: str, pod: str, node: str, profile: str,
                plugin: str, reason: str) -> None:
         super().record(outcome, namespace, pod, node, profile, plugin, reason)
         self.listener(self.decisions[-1])
+
+    def aborted(self, profile: str, plugin: str, text: str) -> None:
+        super().aborted(profile, plugin, text)
+        if self.on_abort is not None:
+            self.on_abort(profile, plugin, text)
 
 
 class GuardedExecutor:

@@ -204,7 +204,12 @@ class Informer:
                 self.synced.set()
                 return
             except (ApiError, ConnectionLost, InputError) as err:
-                if not self.synced.is_set() and not _retry_before_sync(err):
+                if not self.synced.is_set() and not resource.watchable and resource.optional:
+                    # A metrics API that is down at start (metrics-server, its APIService)
+                    # must not hold every plugin back: the kind starts empty, the plugins
+                    # that read it say so, and it is polled again.
+                    self.synced.set()
+                elif not self.synced.is_set() and not _retry_before_sync(err):
                     raise
                 self._went_stale()
                 if not isinstance(err, ConnectionLost | Unreachable) and not (

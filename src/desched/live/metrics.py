@@ -140,6 +140,10 @@ class Metrics:
         self.leader = Gauge(
             "desched_leader", "1 while this instance holds the leader-election lease "
             "(0 without leader election, or standing by).", registry=r)
+        self.usage_unavailable = Counter(
+            "desched_usage_unavailable", "Plugin runs that ended without acting because their "
+            "usage source (metrics-server, Prometheus) gave no usable data; the other plugins "
+            "of the cycle ran.", ["profile", "plugin"], registry=r)
         self.policy_reloads = Counter(
             "desched_policy_reload", "Policy file changes noticed by the running process, by "
             "result: success (applied at a cycle boundary) or failed (invalid or not "

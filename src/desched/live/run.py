@@ -480,7 +480,10 @@ class Runner:
         for longer than `bound` seconds (None: wait as long as it takes)."""
         while True:
             now = time.monotonic()
-            ages = [i.stale_for(now) for i in self.informers if i.stale_since is not None]
+            # Polled kinds (metrics.k8s.io) are judged by their samples' age instead: a
+            # metrics-server outage must not stop the plugins that do not read it.
+            ages = [i.stale_for(now) for i in self.informers
+                    if i.stale_since is not None and i.resource.watchable]
             if not ages:
                 return True
             stale = max(ages)
@@ -491,7 +494,7 @@ class Runner:
     def _skip_stale(self, number: int) -> None:
         now = time.monotonic()
         stale = {i.resource.label: round(i.stale_for(now), 1) for i in self.informers
-                 if i.stale_since is not None}
+                 if i.stale_since is not None and i.resource.watchable}
         log.warning("descheduling cycle skipped: the cluster cache is not current; the next "
                     "cycle runs as soon as it is", cycle=number, stale_seconds=stale)
         self.metrics.cycles.labels("stale").inc()
@@ -648,7 +651,10 @@ class Runner:
             service.observe(snapshot)
         reporter = CycleReporter(self.policy, self.metrics, snapshot, self.events, self.dry_run,
                                  frozenset(self.migrations))
-        decisions = LiveDecisionLog(reporter.record)
+        decisions = LiveDecisionLog(
+            reporter.record,
+            lambda profile, plugin, _: self.metrics.usage_unavailable.labels(profile,
+                                                                              plugin).inc())
         guard = self._guard if self.elector is not None else None
         inner = self._executor(snapshot)
         executor = GuardedExecutor(inner, self.stopping, guard)

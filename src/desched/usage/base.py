@@ -119,7 +119,7 @@ def abort(handle: Handle, reason: str) -> None:
     """End this plugin run with a recorded reason, as upstream's Balance returning an error
     (which the framework logs, running the other plugins)."""
     log.warning("%s/%s: %s", handle.profile, handle.plugin, reason)
-    note(handle, reason)
+    handle.abort(reason)
 
 
 def as_utc(moment: datetime) -> datetime:
