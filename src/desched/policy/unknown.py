@@ -111,7 +111,8 @@ def plugin_args_fields(doc: dict[str, Any]) -> list[tuple[str, str | None]]:
         for j, pc in enumerate(configs if isinstance(configs, list) else []):
             if not isinstance(pc, dict):
                 continue
-            spec = plugins.get(pc.get("name"))  # type: ignore[arg-type]
+            name = pc.get("name")
+            spec = plugins.get(name) if isinstance(name, str) else None
             if spec is not None and isinstance(pc.get("args"), dict):
                 out.extend(unknown_fields(pc["args"], spec.args_type,
                                           f"profiles[{i}].pluginConfig[{j}].args",
@@ -125,5 +126,7 @@ def idle_warning(policy: Policy) -> list[str]:
         return []
     text = f"{policy.path}: no deschedule or balance plugin is enabled; the policy evicts nothing"
     if any("MigrationController" in p.enabled.get("evict", ()) for p in policy.profiles):
-        text += " (MigrationController still carries out PodMigrationJobs created by others)"
+        # `run` still carries out the PodMigrationJobs someone else creates.
+        text += (" by itself (MigrationController only carries out PodMigrationJobs created by "
+                 "others)")
     return [text]
