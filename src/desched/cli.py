@@ -95,8 +95,16 @@ def validate(policy_path: str) -> None:
     from desched.framework.runner import check_policy
     from desched.policy.loader import load_policy
 
-    check_policy(load_policy(policy_path))
+    policy = load_policy(policy_path)
+    check_policy(policy)
+    _warn(policy.warnings)
     click.echo("ok")
+
+
+def _warn(warnings: list[str]) -> None:
+    """The policy's warnings (ignored keys, nothing enabled), on stderr: never an error."""
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 @main.command()
@@ -121,6 +129,7 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
     _one_stdin(policy_path, snapshots)
     now = _parse_now(now_text)
     result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule)
+    _warn(result.policy.warnings)
     text = render(result, output)
     if out_path:
         try:

@@ -758,6 +758,8 @@ def prepare(config: RunConfig) -> tuple[Policy, Schedule]:
     policy = load_policy(config.policy_path)
     schedule = resolve_schedule(config, policy)
     check_policy(policy)
+    for warning in policy.warnings:  # ignored keys, nothing enabled
+        log.warning(warning)
     if policy.leader_elect and not config.leader_elect:
         # The process's command line owns how it runs (the chart sets the flag for a Deployment).
         log.warning("the policy's leaderElection.leaderElect is not applied: leader election "

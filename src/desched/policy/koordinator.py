@@ -13,6 +13,7 @@ from desched.model.meta import LabelSelector
 from desched.policy.args import ArgsError, decode_args
 from desched.policy.errors import DecodeError, PolicyError, aggregate
 from desched.policy.model import Policy, ProfileConfig
+from desched.policy.unknown import describe, plugin_args_fields, unknown_fields
 from desched.policy.upstream import check_default_evictor
 from desched.predicates.labels import SelectorError, compile_selector, selector_is_empty
 from desched.util.duration import DurationError, parse_duration
@@ -178,6 +179,8 @@ def load_koordinator(path: str, doc: dict[str, Any]) -> Policy:
                       total=cfg.max_no_of_pods_to_evict_total),
         node_selector=node_selector, dry_run=cfg.dry_run, descheduling_interval=interval,
         leader_elect=bool(cfg.leader_election and cfg.leader_election.leader_elect),
+        # Decoding is strict: only the label selectors (lenient) can hold unknown keys.
+        warnings=describe(path, unknown_fields(doc, _Config) + plugin_args_fields(doc)),
     )
 
 

@@ -12,6 +12,7 @@ from desched.errors import InputError
 from desched.policy.errors import DecodeError
 from desched.policy.koordinator import load_koordinator
 from desched.policy.model import Policy
+from desched.policy.unknown import idle_warning
 from desched.policy.upstream import load_v1alpha2
 from desched.policy.v1alpha1 import load_v1alpha1
 from desched.snapshot.loader import describe_yaml_error
@@ -33,6 +34,13 @@ def _parse(path: str, text: str) -> dict[str, Any]:
     return doc
 
 
+_LOADERS = {
+    ("descheduler/v1alpha2", "DeschedulerPolicy"): load_v1alpha2,
+    ("descheduler/v1alpha1", "DeschedulerPolicy"): load_v1alpha1,
+    ("descheduler/v1alpha2", "DeschedulerConfiguration"): load_koordinator,
+}
+
+
 def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Policy:
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     if kind == "ConfigMap" and api_version == "v1" and depth == 0:
@@ -48,12 +56,12 @@ def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Poli
         key, text = next(iter(data.items()))
         return policy_from_document(f"{path}[{key}]", _parse(f"{path}[{key}]", str(text)),
                                     depth + 1)
-    if api_version == "descheduler/v1alpha2" and kind == "DeschedulerPolicy":
-        return load_v1alpha2(path, doc)
-    if api_version == "descheduler/v1alpha1" and kind == "DeschedulerPolicy":
-        return load_v1alpha1(path, doc)
-    if api_version == "descheduler/v1alpha2" and kind == "DeschedulerConfiguration":
-        return load_koordinator(path, doc)
+    loader = (_LOADERS.get((api_version, kind))
+              if isinstance(api_version, str) and isinstance(kind, str) else None)
+    if loader is not None:
+        policy = loader(path, doc)
+        policy.warnings.extend(idle_warning(policy))
+        return policy
     if not kind or not api_version:
         raise DecodeError(path, f"Object 'Kind' is missing or 'apiVersion' is missing; expected "
                                 f"{_ACCEPTED}")

@@ -44,3 +44,6 @@ class Policy:
     descheduling_interval: float = 0.0  # seconds; Koordinator's deschedulingInterval
     # Koordinator's leaderElection.leaderElect: only reported, --leader-elect decides.
     leader_elect: bool = False
+    # Things that load but do less than the file says (ignored keys, nothing enabled), one
+    # sentence each naming the file; the commands print or log them, nothing else reads them.
+    warnings: list[str] = field(default_factory=list)

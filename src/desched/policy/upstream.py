@@ -20,6 +20,7 @@ from desched.model.pod import SYSTEM_CRITICAL_PRIORITY
 from desched.policy.args import ArgsError, decode_args
 from desched.policy.errors import DecodeError, PolicyError, aggregate
 from desched.policy.model import MetricsProvider, Policy, ProfileConfig
+from desched.policy.unknown import describe, plugin_args_fields, unknown_fields
 from desched.predicates.labels import SelectorError, parse_selector_string
 
 # Upstream's spelling of each extension point key, and how its profile error names it.
@@ -252,6 +253,8 @@ def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
         grace_period_seconds=pol.grace_period_seconds,
         metrics_collector_enabled=bool(pol.metrics_collector and pol.metrics_collector.enabled),
         metrics_providers=providers,
+        warnings=describe(path, unknown_fields(doc, _Policy, extra=("apiVersion", "kind"))
+                          + plugin_args_fields(doc)),
     )
 
 

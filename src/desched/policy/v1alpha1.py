@@ -9,9 +9,11 @@ from typing import Any
 import msgspec
 
 from desched.framework.registry import registry
-from desched.policy.args import ArgsError, decode_args
+from desched.model.meta import LabelSelector
+from desched.policy.args import ArgsError, Namespaces, decode_args
 from desched.policy.errors import DecodeError, PolicyError, aggregate
 from desched.policy.model import Policy
+from desched.policy.unknown import describe, unknown_fields
 from desched.policy.upstream import load_v1alpha2
 
 _BALANCE = {"RemoveDuplicates", "LowNodeUtilization", "HighNodeUtilization",
@@ -65,6 +67,48 @@ class _V1alpha1(msgspec.Struct, rename="camel"):
     ignore_pvc_pods: bool | None = None
     max_no_of_pods_to_evict_per_node: int | None = None
     max_no_of_pods_to_evict_per_namespace: int | None = None
+
+
+# The whole v1alpha1 schema, only to find the keys conversion ignores (unknown fields). The
+# parameter sub-objects are dicts above (conversion reads them by key) and structs here.
+class _ThresholdsSchema(msgspec.Struct, rename="camel"):
+    use_deviation_thresholds: Any = None
+    thresholds: Any = None
+    target_thresholds: Any = None
+    number_of_nodes: Any = None
+
+
+class _RestartsSchema(msgspec.Struct, rename="camel"):
+    pod_restart_threshold: Any = None
+    including_init_containers: Any = None
+
+
+class _RemoveDuplicatesSchema(msgspec.Struct, rename="camel"):
+    exclude_owner_kinds: Any = None
+
+
+class _FailedPodsSchema(msgspec.Struct, rename="camel"):
+    exclude_owner_kinds: Any = None
+    min_pod_lifetime_seconds: Any = None
+    reasons: Any = None
+    including_init_containers: Any = None
+
+
+class _ParamsSchema(_Params, rename="camel"):
+    node_resource_utilization_thresholds: _ThresholdsSchema | None = None  # type: ignore[assignment]
+    pods_having_too_many_restarts: _RestartsSchema | None = None  # type: ignore[assignment]
+    remove_duplicates: _RemoveDuplicatesSchema | None = None  # type: ignore[assignment]
+    failed_pods: _FailedPodsSchema | None = None  # type: ignore[assignment]
+    namespaces: Namespaces | None = None  # type: ignore[assignment]
+    label_selector: LabelSelector | None = None  # type: ignore[assignment]
+
+
+class _StrategySchema(_Strategy):
+    params: _ParamsSchema | None = None
+
+
+class _V1alpha1Schema(_V1alpha1, rename="camel"):
+    strategies: dict[str, _StrategySchema | None] | None = None
 
 
 def _pick(src: dict[str, Any], *keys: str) -> dict[str, Any]:
@@ -177,4 +221,7 @@ def convert_v1alpha1(path: str, doc: dict[str, Any]) -> dict[str, Any]:
 def load_v1alpha1(path: str, doc: dict[str, Any]) -> Policy:
     policy = load_v1alpha2(path, convert_v1alpha1(path, doc))
     policy.format = "v1alpha1"
+    # About the file as written, not the v1alpha2 document converted from it.
+    policy.warnings = describe(path, unknown_fields(doc, _V1alpha1Schema,
+                                                   extra=("apiVersion", "kind")))
     return policy

@@ -1,0 +1,132 @@
+"""Warnings about a policy that loads but does less than it says: keys the decoder ignores
+(upstream decodes the top level leniently, so `profile:` for `profiles:` is silently dropped)
+and a policy that enables no plugin that evicts.
+
+These never change what loads: the walk runs over the raw document after it decoded, against the
+same msgspec schema, and reports each key that schema does not name. Keys under a strict struct
+(forbid_unknown_fields) have already failed decoding, so only lenient places ever report.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+import msgspec.inspect as mi
+
+from desched.framework.registry import registry
+from desched.policy.model import Policy
+
+# What plugin args may hold besides their fields (TypeMeta, accepted and dropped).
+ARGS_TYPE_META = ("apiVersion", "kind")
+
+
+@cache
+def _info(schema: Any) -> mi.Type:
+    return mi.type_info(schema)
+
+
+def nearest(name: str, known: Iterable[str]) -> str | None:
+    """The known name `name` most likely misspells: the same name in another case, else the
+    closest by difflib's ratio (0.6 or better), else None."""
+    by_lower = {k.lower(): k for k in known}
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
+    return by_lower[close[0]] if close else None
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _fits(value: Any, t: mi.Type) -> bool:
+    if isinstance(t, mi.Metadata):
+        return _fits(value, t.type)
+    if isinstance(t, (mi.StructType, mi.DictType)):
+        return isinstance(value, dict)
+    if isinstance(t, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType, mi.TupleType)):
+        return isinstance(value, list)
+    return False
+
+
+def _walk(value: Any, t: mi.Type, where: str, out: list[tuple[str, str | None]],
+          extra: tuple[str, ...] = ()) -> None:
+    if isinstance(t, mi.Metadata):
+        _walk(value, t.type, where, out, extra)
+    elif isinstance(t, mi.UnionType):
+        for alt in t.types:
+            if _fits(value, alt):
+                _walk(value, alt, where, out, extra)
+                return
+    elif isinstance(t, mi.StructType):
+        if not isinstance(value, dict):
+            return
+        fields = {f.encode_name: f.type for f in t.fields}
+        for key, item in value.items():
+            name = str(key)
+            if name in fields:
+                _walk(item, fields[name], _join(where, name), out)
+            elif name not in extra:
+                out.append((_join(where, name), nearest(name, [*fields, *extra])))
+    elif isinstance(t, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType)):
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                _walk(item, t.item_type, f"{where}[{i}]", out)
+    elif isinstance(t, mi.TupleType):
+        if isinstance(value, list):
+            for i, (item, item_type) in enumerate(zip(value, t.item_types, strict=False)):
+                _walk(item, item_type, f"{where}[{i}]", out)
+    elif isinstance(t, mi.DictType) and isinstance(value, dict):
+        for key, item in value.items():
+            _walk(item, t.value_type, _join(where, str(key)), out)
+
+
+def unknown_fields(value: Any, schema: Any, where: str = "",
+                   extra: tuple[str, ...] = ()) -> list[tuple[str, str | None]]:
+    """(path of each key `schema` does not name, the nearest known name or None), in document
+    order. `extra`: names also accepted at the top of `value`."""
+    out: list[tuple[str, str | None]] = []
+    _walk(value, _info(schema), where, out, extra)
+    return out
+
+
+def describe(path: str, found: list[tuple[str, str | None]]) -> list[str]:
+    """One warning sentence per unknown field, naming the file."""
+    return [f'{path}: unknown field "{field}"'
+            + (f' (did you mean "{near}"?)' if near else "") + "; it is ignored"
+            for field, near in found]
+
+
+def plugin_args_fields(doc: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """Unknown keys in each registered plugin's pluginConfig args (both v1alpha2 formats lay
+    profiles out the same way): only the args' lenient sub-structs can hold any."""
+    plugins = registry()
+    out: list[tuple[str, str | None]] = []
+    profiles = doc.get("profiles")
+    for i, profile in enumerate(profiles if isinstance(profiles, list) else []):
+        configs = profile.get("pluginConfig") if isinstance(profile, dict) else None
+        for j, pc in enumerate(configs if isinstance(configs, list) else []):
+            if not isinstance(pc, dict):
+                continue
+            name = pc.get("name")
+            spec = plugins.get(name) if isinstance(name, str) else None
+            if spec is not None and isinstance(pc.get("args"), dict):
+                out.extend(unknown_fields(pc["args"], spec.args_type,
+                                          f"profiles[{i}].pluginConfig[{j}].args",
+                                          ARGS_TYPE_META))
+    return out
+
+
+def idle_warning(policy: Policy) -> list[str]:
+    """A warning when no profile enables a deschedule or balance plugin: nothing gets evicted."""
+    if any(p.enabled.get("deschedule") or p.enabled.get("balance") for p in policy.profiles):
+        return []
+    text = f"{policy.path}: no deschedule or balance plugin is enabled; the policy evicts nothing"
+    if any("MigrationController" in p.enabled.get("evict", ()) for p in policy.profiles):
+        # `run` still carries out the PodMigrationJobs someone else creates.
+        text += (" by itself (MigrationController only carries out PodMigrationJobs created by "
+                 "others)")
+    return [text]
