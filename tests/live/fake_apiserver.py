@@ -48,12 +48,13 @@ class Emulator(kmock.KubernetesEmulator):
 def _kmock_answer(result: Answer) -> Any:
     # Every answer sets its status: kmock keeps the last status on the reaction otherwise, so
     # one 410 would turn every later answer of the same reaction into a 410.
-    return kmock.Response(status=result[0], payload=result[1])
+    headers = result[2] if len(result) > 2 else None  # type: ignore[misc]
+    return kmock.Response(status=result[0], payload=result[1], headers=headers)
 
 
 async def _aiohttp_answer(raw: aiohttp.web.BaseRequest,
                           result: Answer) -> aiohttp.web.StreamResponse:
-    code, payload = result
+    code, payload = result[0], result[1]
     if isinstance(payload, dict):
         return aiohttp.web.json_response(payload, status=code)
     response = aiohttp.web.StreamResponse(status=code)
@@ -81,6 +82,7 @@ class Fault:
     message: str
     times: int
     after: int = 0  # let this many matching requests through first
+    retry_after: int | None = None  # seconds, sent as a Retry-After header
 
 
 @dataclass
@@ -142,10 +144,11 @@ class FakeApiServer:
         return [e.params for e in self.log if e.verb == verb and e.plural == plural]
 
     def fail(self, verb: str, kind: str, code: int, message: str = "injected", times: int = 1,
-             after: int = 0) -> None:
+             after: int = 0, retry_after: int | None = None) -> None:
         """Answer the next `times` list/watch requests of `kind` (after `after` of them) with
-        an error status."""
-        self.faults.append(Fault(verb, BY_KIND[kind].label, code, message, times, after))
+        an error status (and a Retry-After header if given)."""
+        self.faults.append(Fault(verb, BY_KIND[kind].label, code, message, times, after,
+                                 retry_after))
 
     def _fault(self, verb: str, resource: str) -> Any:
         for fault in self.faults:
@@ -154,6 +157,9 @@ class FakeApiServer:
                     fault.after -= 1
                     continue
                 fault.times -= 1
+                if fault.retry_after is not None:
+                    return (fault.code, status(fault.code, fault.message),
+                            {"Retry-After": str(fault.retry_after)})
                 return fault.code, status(fault.code, fault.message)
         return None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from typing import Any
 
 import kmock
@@ -33,10 +34,11 @@ class Evictions:
     def __init__(self, api: FakeApiServer) -> None:
         self.api = api
         self.bodies: list[dict[str, Any]] = []  # every eviction request, in order
+        self.callers: list[tuple[float, str]] = []  # (monotonic time, bearer token) of each
         self.gets: list[str] = []  # pod GETs ("namespace/name")
-        # Scripted answers for the next requests: (status, message) or ("hang", seconds), the
-        # latter carrying the eviction out, then answering too late.
-        self.script: list[tuple[Any, Any]] = []
+        # Scripted answers for the next requests: (status, message[, Retry-After seconds]) or
+        # ("hang", seconds), the latter carrying the eviction out, then answering too late.
+        self.script: list[tuple[Any, ...]] = []
         self.delay = 0.0  # seconds before every answer
         self.on_request: Any = None  # called with each eviction body (tests stop runs here)
         # Serialises evictions: the budget check and the deletion are one step on a server.
@@ -63,17 +65,22 @@ class Evictions:
     async def evict(self, request: kmock.Request) -> kmock.Response:
         body = request.data if isinstance(request.data, dict) else json.loads(request.body)
         self.bodies.append(body)
+        # Who asked, and when: tells replicas apart (each has its own bearer token).
+        self.callers.append((time.monotonic(),
+                             request.headers.get("Authorization", "").removeprefix("Bearer ")))
         if self.on_request is not None:
             self.on_request(body)
         if self.delay:
             await asyncio.sleep(self.delay)
         hang = 0.0
         if self.script:
-            code, detail = self.script.pop(0)
+            code, detail, *retry_after = self.script.pop(0)
             if code == "hang":
                 hang = float(detail)
             else:
-                return kmock.Response(status=code, payload=status(code, str(detail)))
+                headers = {"Retry-After": str(retry_after[0])} if retry_after else None
+                return kmock.Response(status=code, payload=status(code, str(detail)),
+                                      headers=headers)
         async with self._lock:
             answer = await self._evict(request.namespace or "", request.name or "", body)
         if hang:

@@ -107,8 +107,8 @@ def config(tmp_path: Path, emulator: Emulator, **options: Any) -> RunConfig:
     if "policy_path" not in options:
         options["policy_path"] = policy_file(tmp_path)
     options.setdefault("kinds", KINDS)
-    return RunConfig(kubeconfig=kubeconfig(tmp_path, str(emulator.url).rstrip("/")),
-                     signals=False, connect_backoff=(0.01, 0.05),
+    options.setdefault("kubeconfig", kubeconfig(tmp_path, str(emulator.url).rstrip("/")))
+    return RunConfig(signals=False, connect_backoff=(0.01, 0.05),
                      eviction_backoff=(0.01, 0.02), **options)
 
 

@@ -1,0 +1,131 @@
+"""The fault-injection soak (tests/live/soak.py) and its invariants. The suite runs a short one;
+`DESCHED_SOAK=1` runs the long one docs/reliability.md reports (sizes from DESCHED_SOAK_PODS,
+DESCHED_SOAK_NODES and DESCHED_SOAK_CYCLES)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from fake_apiserver import Emulator, FakeApiServer
+from soak import FAULTS, PER_NODE, TOTAL, SoakResult, SoakSettings, run_soak
+from test_leader import FakeLeases
+from test_run import OLD, cluster, config, kubeconfig, owned, runner_for, until
+
+from desched.live.run import Runner
+
+pytestmark = pytest.mark.asyncio
+
+LONG = bool(os.environ.get("DESCHED_SOAK"))
+
+
+def settings() -> SoakSettings:
+    if not LONG:
+        return SoakSettings(nodes=20, pods=300, cycles=10, seed=7, fault_every=0.1,
+                            churn_every=0.05)
+    return SoakSettings(nodes=int(os.environ.get("DESCHED_SOAK_NODES", "1000")),
+                        pods=int(os.environ.get("DESCHED_SOAK_PODS", "30000")),
+                        cycles=int(os.environ.get("DESCHED_SOAK_CYCLES", "60")),
+                        seed=int(os.environ.get("DESCHED_SOAK_SEED", "1")),
+                        interval="1s", fault_every=0.05, churn_every=0.01)
+
+
+def check(result: SoakResult, cycles: int) -> None:
+    reports = result.reports
+    assert len(reports) >= cycles
+    # No crash: a runner ends only when told to (0) or when its Lease was lost (1).
+    assert set(result.exit_codes) <= {0, 1}
+    assert result.exit_codes.count(1) <= result.faults["lease lost mid-cycle"]
+    assert not [r for r in reports if r.result == "failed"]
+    evicted = [d for r in reports for d in r.log.decisions if d.outcome == "evicted"]
+    # No pod evicted twice, across cycles and runners.
+    twice = [k for k, n in Counter(f"{d.namespace}/{d.pod}" for d in evicted).items() if n > 1]
+    assert twice == []
+    # Never beyond the limits, in any cycle.
+    for report in reports:
+        done = [d for d in report.log.decisions if d.outcome == "evicted"]
+        assert len(done) <= TOTAL
+        assert max(Counter(d.node for d in done).values(), default=0) <= PER_NODE
+    # Never around a PodDisruptionBudget: evictions only (the server enforces budgets there),
+    # never a pod DELETE.
+    assert result.pod_deletes == 0
+    assert result.eviction_requests > 0
+    # Nothing left behind: tasks, connections.
+    assert result.tasks_left <= 0, result.tasks_left
+    assert result.fds_grown <= 2, result.fds_grown
+
+
+async def test_soak_with_fault_injection(tmp_path: Path, emulator: Emulator,
+                                         api: FakeApiServer) -> None:
+    wanted = settings()
+    kube = kubeconfig(tmp_path, str(emulator.url).rstrip("/"))
+    result = await run_soak(tmp_path, emulator, api, kube, wanted)
+    check(result, wanted.cycles)
+    assert set(result.faults) == set(FAULTS)  # every kind of fault happened
+    if len(result.rss) >= 30:
+        # Resident memory flat: under 5 % growth from the tenth cycle to the last.
+        assert result.rss[-1] <= result.rss[9] * 1.05, (result.rss[9], result.rss[-1])
+    evicted = sum(1 for r in result.reports for d in r.log.decisions if d.outcome == "evicted")
+    print(f"\nsoak: {len(result.reports)} cycles in {result.seconds:.1f}s, "
+          f"{result.eviction_requests} eviction requests, {evicted} evictions, "
+          f"{result.churned} churn steps, runners {result.exit_codes}, "
+          f"results {dict(Counter(r.result for r in result.reports))}, "
+          f"rss {result.rss[9] >> 20 if len(result.rss) > 9 else 0}->{result.rss[-1] >> 20} MiB, "
+          f"faults {dict(sorted(result.faults.items()))}")
+
+
+async def test_two_replicas_under_a_partition_never_evict_at_once(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
+    """Both replicas run with leader election; the leader is cut off from the Lease API. It
+    stops evicting within its renew deadline, the other takes over once the Lease expires, and
+    no eviction of one falls between evictions of the other."""
+    leases = FakeLeases(emulator)
+    evictions = cluster(api, old=0)
+    runners: dict[str, Runner] = {}
+    for token in ("replica-a", "replica-b"):
+        kube = tmp_path / f"kubeconfig-{token}"
+        kube.write_text(Path(kubeconfig(tmp_path, str(emulator.url).rstrip("/")))
+                        .read_text().replace("t0ken", token))
+        runners[token] = runner_for(config(
+            tmp_path, emulator, interval="50ms", leader_elect=True, lease_duration="1s",
+            renew_deadline="500ms", retry_period="100ms", lease_namespace="kube-system",
+            kubeconfig=str(kube)))
+
+    async def old_pods() -> None:  # something to evict all the time
+        for i in itertools.count():
+            await api.add("Pod", owned(f"aged-{i}", f"n{i % 2 + 1}", OLD))
+            await asyncio.sleep(0.03)
+
+    feeder = asyncio.create_task(old_pods())
+    tasks = {token: asyncio.create_task(r.run()) for token, r in runners.items()}
+    try:
+        await until(lambda: len(evictions.callers) >= 5, timeout=20)
+        leader = evictions.callers[-1][1]
+        other = next(t for t in runners if t != leader)
+        cut = time.monotonic()
+        leases.partitioned[leader] = 503
+        assert await asyncio.wait_for(tasks[leader], 10) == 1  # it knew it lost the lease
+        await until(lambda: evictions.callers[-1][1] == other, timeout=10)
+        taken = next(at for at, token in evictions.callers if token == other) - cut
+        await until(lambda: sum(1 for _, t in evictions.callers if t == other) >= 5)
+    finally:
+        feeder.cancel()
+        for runner in runners.values():
+            runner.request_stop("test")
+        await asyncio.gather(*tasks.values(), feeder, return_exceptions=True)
+    order = [token for _, token in sorted(evictions.callers)]
+    switches = sum(1 for a, b in itertools.pairwise(order) if a != b)
+    assert switches == 1 and order[0] == leader, order
+    # The old leader's last eviction came before the Lease could change hands (its duration
+    # after the last renewal), and the other took over only after that.
+    last = max(at for at, token in evictions.callers if token == leader)
+    assert last - cut < 1.0, last - cut
+    # Not before the Lease's duration since its last renewal (which preceded the cut by up to
+    # a retry period).
+    assert 1.0 - 0.1 - 0.05 <= taken < 10.0, taken
+    print(f"\nhand-over: first eviction by the new leader {taken:.2f}s after the partition")
