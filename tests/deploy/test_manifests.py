@@ -73,7 +73,7 @@ DEFAULT_RULES: dict[tuple[str, str], set[str]] = {
         "replicasets", "deployments", "statefulsets", "daemonsets")},
     ("batch", "jobs"): {"get", "list", "watch"},
     ("", "pods/eviction"): {"create"},
-    ("events.k8s.io", "events"): {"create", "patch"},
+    ("events.k8s.io", "events"): {"create"},
     ("metrics.k8s.io", "nodes"): {"get", "list"},
     ("metrics.k8s.io", "pods"): {"get", "list"},
     ("slo.koordinator.sh", "nodemetrics"): {"get", "list", "watch"},
@@ -375,6 +375,20 @@ def check_bound(docs: list[dict[str, Any]], role_kind: str, binding_kind: str) -
     return role
 
 
+DETECTOR_STATE_RULES = {("", "configmaps"): {"create", "get", "update"}}
+
+
+def test_detector_state_is_a_namespaced_role_on_one_configmap() -> None:
+    role = check_bound(rbac_objects("detector-state"), "Role", "RoleBinding")
+    assert rules_of(role) == DETECTOR_STATE_RULES
+    named = [r for r in role["rules"] if "resourceNames" in r]
+    assert named and all(r["resourceNames"] == ["desched-state"] for r in named)
+    assert "create" not in {v for r in named for v in r["verbs"]}
+    for overlay in ("job", "cronjob"):
+        resources = load_one(KUSTOMIZE / overlay / "kustomization.yaml")["resources"]
+        assert "../../rbac/detector-state" in resources
+
+
 def test_leader_election_is_a_namespaced_role_on_leases_only() -> None:
     role = check_bound(rbac_objects("leader-election"), "Role", "RoleBinding")
     rules = rules_of(role)
@@ -480,8 +494,8 @@ def test_kustomize_overlay_builds(overlay: str) -> None:
     kinds = sorted(d["kind"] for d in docs)
     expected = ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "ServiceAccount",
                 {"job": "Job", "cronjob": "CronJob", "deployment": "Deployment"}[overlay]]
-    if overlay == "deployment":
-        expected += ["Role", "RoleBinding"]
+    # The Lease's Role (Deployment), or the detector-state ConfigMap's (Job, CronJob).
+    expected += ["Role", "RoleBinding"]
     assert kinds == sorted(expected)
     cluster_scoped = {"ClusterRole", "ClusterRoleBinding"}
     for d in docs:
@@ -586,6 +600,7 @@ STANDARD_FUNCTIONS = {
     "list", "dict", "has", "keys", "get", "set", "merge", "fail", "sha256sum", "b64enc",
     "join", "split", "splitList", "regexMatch", "semverCompare", "toStrings", "first", "last",
     "hasKey", "pluck", "uniq", "without", "until", "add", "sub", "mul", "div", "max", "min",
+    "deepCopy", "omit",
 }
 KEYWORDS = {"if", "else", "end", "with", "range", "define", "template", "block", "true",
             "false", "nil"}
@@ -644,16 +659,38 @@ def test_chart_rbac_rules_match_the_plain_manifests() -> None:
     assert template_rules("pod-delete-rbac.yaml") == POD_DELETE_RULES
 
 
-# ---------------------------------------------------- Helm chart rendered (needs a helm binary)
+# ---------------------------------------------------- Helm chart rendered (Helm's own engine)
+# The `helm` binary when it is on PATH, else Helm's template engine as a library
+# (helm-python-sdk, a test dependency): both are Helm itself, not a re-implementation.
 HELM = shutil.which("helm")
+try:
+    from helm_python.chart import Chart as HelmChart
+    from helm_python.chart import lint as helm_lint
+    from helm_python.errors import HelmError
+except ImportError:  # pragma: no cover - the test extras install it
+    HelmChart = None
 needs_helm = pytest.mark.skipif(
-    HELM is None, reason="helm is not on PATH: the chart is checked statically only (the tests "
-                         "above); install helm to render it")
+    HELM is None and HelmChart is None,
+    reason="neither helm nor helm-python-sdk is installed: the chart is checked statically only")
 
 
 def helm_template(tmp_path: Path, values: dict[str, Any] | None = None,
                   *, expect_failure: bool = False) -> list[dict[str, Any]] | str:
-    assert HELM is not None
+    """`helm template desched CHART --namespace kube-system [--values ...]`: the documents, or
+    (expect_failure) the error."""
+    if HELM is None:
+        assert HelmChart is not None
+        try:
+            with HelmChart.load(str(CHART)) as chart:
+                out = chart.render(values=values or {}, name="desched",
+                                   namespace="kube-system", is_install=True)
+        except HelmError as err:
+            assert expect_failure, str(err)
+            return str(err)
+        assert not expect_failure, "rendered without an error"
+        text = "\n---\n".join(body for path, body in sorted(out.items())
+                              if not path.endswith("NOTES.txt"))
+        return [d for d in yaml.safe_load_all(text) if d]
     cmd = [HELM, "template", "desched", str(CHART), "--namespace", "kube-system"]
     if values:
         path = tmp_path / "values.yaml"
@@ -665,6 +702,14 @@ def helm_template(tmp_path: Path, values: dict[str, Any] | None = None,
         return proc.stderr
     assert proc.returncode == 0, proc.stderr
     return [d for d in yaml.safe_load_all(proc.stdout) if d]
+
+
+def helm_notes(values: dict[str, Any] | None = None) -> str:
+    assert HelmChart is not None
+    with HelmChart.load(str(CHART)) as chart:
+        out = chart.render(values=values or {}, name="desched", namespace="kube-system",
+                           is_install=True)
+    return next(body for path, body in out.items() if path.endswith("NOTES.txt"))
 
 
 def rendered(tmp_path: Path, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -680,7 +725,11 @@ def named(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 
 @needs_helm
 def test_helm_lint() -> None:
-    assert HELM is not None
+    if HELM is None:
+        report = helm_lint(str(CHART), strict=True)
+        assert report["errors"] == [] and not [
+            m for m in report["messages"] if m["severity"] >= 2], report
+        return
     proc = subprocess.run([HELM, "lint", str(CHART)], capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -690,8 +739,9 @@ def test_helm_lint() -> None:
 def test_helm_default_renders_a_cronjob(tmp_path: Path) -> None:
     docs = rendered(tmp_path)
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob",
-                     "ServiceAccount"]
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob", "Role",
+                     "RoleBinding", "ServiceAccount"]
+    assert rules_of(named(docs, "Role")) == DETECTOR_STATE_RULES
     cron = named(docs, "CronJob")
     assert cron["spec"]["schedule"] == "*/2 * * * *"
     assert cron["spec"]["concurrencyPolicy"] == "Forbid"
@@ -852,3 +902,73 @@ def test_dockerignore_keeps_what_the_build_copies() -> None:
     for path in (".venv/bin/python", ".git/HEAD", "tests/test_cli.py", "bench/README.md",
                  "src/desched/__pycache__/cli.cpython-311.pyc"):
         assert ignored(path), path
+
+
+# ------------------------------------------------- upstream's chart values, unchanged (issue 11)
+UPSTREAM_VALUES = Path(__file__).with_name("upstream-values.yaml")
+
+
+def run_context(args: list[str]) -> Any:
+    """The rendered container args parsed by `desched run` itself (upstream's pflag spellings
+    normalised as the command does): unknown flags and bad values fail here."""
+    from desched.cli import run as run_command
+
+    assert args[0] == "run"
+    return run_command.make_context("run", list(args[1:]))
+
+
+@needs_helm
+@pytest.mark.parametrize("variant", ["CronJob", "Deployment"])
+def test_upstream_chart_values_render_a_workload_desched_runs(tmp_path: Path,
+                                                              variant: str) -> None:
+    values = yaml.safe_load(UPSTREAM_VALUES.read_text())
+    if variant == "Deployment":
+        values.update(kind="Deployment", replicas=2, leaderElection={
+            "enabled": True, "leaseDuration": "15s", "renewDeadline": "10s",
+            "retryPeriod": "2s", "resourceLock": "leases", "resourceName": "descheduler",
+            "resourceNamescape": "descheduling"})
+    docs = rendered(tmp_path, values)
+    workload = named(docs, variant)
+    spec = pod_spec(workload)
+    (container,) = spec["containers"]
+    args = container["args"]
+    ctx = run_context(args)
+    assert ctx.params["verbosity"] == 3  # cmdOptions {v: 3}
+    assert ctx.params["policy_path"] == POLICY_PATH
+    if variant == "CronJob":
+        assert ctx.params["once"]
+    else:
+        assert ctx.params["interval"] == "5m" and ctx.params["leader_elect"]
+        assert ctx.params["leader_elect_lease_duration"] == "15s"
+        assert ctx.params["leader_elect_resource_name"] == "descheduler"
+        # upstream's misspelt key is honoured
+        assert ctx.params["leader_elect_resource_namespace"] == "descheduling"
+        role = next(d for d in by_kind(docs, "Role")
+                    if d["metadata"]["namespace"] == "descheduling")
+        assert rules_of(role) == {("coordination.k8s.io", "leases"): LEASE_VERBS}
+    # Upstream's image cannot run desched; its HTTPS probe on 10258 is pointed at desched's
+    # plain-HTTP health port, upstream's container-port list gives way to desched's ports.
+    assert container["image"] == f"desched:{project_version()}"
+    probe = container["livenessProbe"]
+    assert probe["httpGet"] == {"path": "/healthz", "port": "health", "scheme": "HTTP"}
+    assert probe["initialDelaySeconds"] == 3
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"metrics": METRICS_PORT, "health": HEALTH_PORT}
+    assert ctx.params["health_address"] == f":{HEALTH_PORT}"
+    assert container["securityContext"]["runAsUser"] == 1000  # the user's choice is kept
+    # The policy upstream's chart ships is valid for desched as it is.
+    cm = named(docs, "ConfigMap")
+    path = tmp_path / "policy.yaml"
+    path.write_text(cm["data"]["policy.yaml"])
+    from desched.framework.runner import check_policy
+    from desched.policy.loader import load_policy
+
+    check_policy(load_policy(str(path)))
+
+
+def test_upstream_values_notes_say_what_was_adapted() -> None:
+    if HelmChart is None:
+        pytest.skip("helm-python-sdk is not installed")
+    notes = helm_notes(yaml.safe_load(UPSTREAM_VALUES.read_text()))
+    assert "ConfigMap desched-state" in notes
+    assert "the desched image\nis used instead" in notes

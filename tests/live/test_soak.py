@@ -32,7 +32,8 @@ def settings() -> SoakSettings:
                         pods=int(os.environ.get("DESCHED_SOAK_PODS", "30000")),
                         cycles=int(os.environ.get("DESCHED_SOAK_CYCLES", "60")),
                         seed=int(os.environ.get("DESCHED_SOAK_SEED", "1")),
-                        interval="1s", fault_every=0.05, churn_every=0.01)
+                        interval="1s", fault_every=0.05, churn_every=0.01,
+                        max_seconds=float(os.environ.get("DESCHED_SOAK_SECONDS", "1800")))
 
 
 def check(result: SoakResult, cycles: int) -> None:

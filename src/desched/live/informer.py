@@ -298,6 +298,9 @@ class Informer:
             raise
         if not events and time.monotonic() - started < 1.0:
             raise ConnectionLost(f"watch {resource.label}: the stream ended at once, empty")
+        # A stream that stayed open is a working watch even if its kind was quiet (no events,
+        # no bookmarks yet): without this, a quiet kind's backoff would only ever grow.
+        self.backoff.reset()
 
     async def _apply(self, lines: AsyncIterator[bytes]) -> int:
         """Apply the events of one watch stream; returns how many lines it had."""

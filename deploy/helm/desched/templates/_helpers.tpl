@@ -51,10 +51,37 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/*
+The image repository. Upstream's (left in a values file written for upstream's chart) holds the Go
+descheduler, which does not take desched's arguments: desched's own image is used instead.
+*/}}
+{{- define "desched.imageRepository" -}}
+{{- if eq .Values.image.repository "registry.k8s.io/descheduler/descheduler" -}}
+desched
+{{- else -}}
+{{- .Values.image.repository -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A listener's port: `ports.metrics` / `ports.health`. Upstream's chart has `ports` as a list of
+container ports instead; with such values desched's defaults apply.
+*/}}
+{{- define "desched.port" -}}
+{{- $root := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- if and (kindIs "map" $root.Values.ports) (hasKey $root.Values.ports $name) -}}
+{{- index $root.Values.ports $name -}}
+{{- else -}}
+{{- ternary 10258 10259 (eq $name "metrics") -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 Namespace of the leader-election Lease.
 */}}
 {{- define "desched.leaseNamespace" -}}
-{{- default .Release.Namespace .Values.leaderElection.resourceNamespace -}}
+{{- /* upstream's chart still honours its misspelt resourceNamescape */ -}}
+{{- default (default .Release.Namespace .Values.leaderElection.resourceNamescape) .Values.leaderElection.resourceNamespace -}}
 {{- end -}}
 
 {{/*
@@ -97,8 +124,8 @@ The `desched run` arguments (DESIGN §1.1), one YAML list item per argument.
 - {{ printf "--leader-elect-resource-name=%s" (default "desched" .Values.leaderElection.resourceName) | quote }}
 - {{ printf "--leader-elect-resource-namespace=%s" (include "desched.leaseNamespace" .) | quote }}
 {{- end }}
-- {{ printf "--metrics-address=:%v" .Values.ports.metrics | quote }}
-- {{ printf "--health-address=:%v" .Values.ports.health | quote }}
+- {{ printf "--metrics-address=:%v" (include "desched.port" (list . "metrics")) | quote }}
+- {{ printf "--health-address=:%v" (include "desched.port" (list . "health")) | quote }}
 {{- range $key, $value := .Values.cmdOptions }}
 {{- if kindIs "bool" $value }}
 {{- if $value }}
@@ -146,7 +173,7 @@ spec:
   {{- end }}
   containers:
   - name: desched
-    image: {{ printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag | toString) | quote }}
+    image: {{ printf "%s:%s" (include "desched.imageRepository" .) (default .Chart.AppVersion .Values.image.tag | toString) | quote }}
     imagePullPolicy: {{ .Values.image.pullPolicy }}
     command:
     - desched
@@ -163,14 +190,20 @@ spec:
     {{- end }}
     ports:
     - name: metrics
-      containerPort: {{ .Values.ports.metrics }}
+      containerPort: {{ (include "desched.port" (list . "metrics")) }}
       protocol: TCP
     - name: health
-      containerPort: {{ .Values.ports.health }}
+      containerPort: {{ (include "desched.port" (list . "health")) }}
       protocol: TCP
     {{- with .Values.livenessProbe }}
     livenessProbe:
-      {{- toYaml . | nindent 6 }}
+      {{- /* desched serves /healthz over HTTP on the health port only: upstream's values
+      (HTTPS on 10258) are pointed there, the rest of the probe is kept */}}
+      {{- $probe := deepCopy . }}
+      {{- if $probe.httpGet }}
+      {{- $_ := set $probe "httpGet" (merge (dict "port" "health" "scheme" "HTTP") (omit $probe.httpGet "port" "scheme")) }}
+      {{- end }}
+      {{- toYaml $probe | nindent 6 }}
     {{- end }}
     {{- if eq .Values.kind "Deployment" }}
     {{- with .Values.readinessProbe }}
