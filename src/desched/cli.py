@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from desched.errors import InputError
+from desched.errors import InputError, one_line
 from desched.upstream_flags import upstream_options
 
 
@@ -104,7 +104,7 @@ def validate(policy_path: str) -> None:
 def _warn(warnings: list[str]) -> None:
     """The policy's warnings (ignored keys, nothing enabled), on stderr: never an error."""
     for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {one_line(warning)}", err=True)
 
 
 @main.command()

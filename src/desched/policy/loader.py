@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from desched.errors import InputError
+from desched.errors import InputError, quote
 from desched.policy.errors import DecodeError
 from desched.policy.koordinator import load_koordinator
 from desched.policy.model import Policy
@@ -16,6 +16,7 @@ from desched.policy.unknown import idle_warning
 from desched.policy.upstream import load_v1alpha2
 from desched.policy.v1alpha1 import load_v1alpha1
 from desched.snapshot.loader import describe_yaml_error
+from desched.util import yamlguard
 
 _ACCEPTED = ("descheduler/v1alpha2 DeschedulerPolicy, descheduler/v1alpha1 DeschedulerPolicy, "
              "descheduler/v1alpha2 DeschedulerConfiguration or a ConfigMap holding one")
@@ -23,9 +24,11 @@ _ACCEPTED = ("descheduler/v1alpha2 DeschedulerPolicy, descheduler/v1alpha1 Desch
 
 def _parse(path: str, text: str) -> dict[str, Any]:
     try:
-        docs = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
+        docs = [d for d in yamlguard.load_all(text) if d is not None]
     except yaml.YAMLError as err:
         raise InputError(path, f"invalid YAML: {describe_yaml_error(err)}") from None
+    except yamlguard.YamlLimitError as err:
+        raise InputError(path, str(err)) from None
     if len(docs) != 1:
         raise InputError(path, f"expected one policy document, found {len(docs)}")
     doc = docs[0]
@@ -54,6 +57,9 @@ def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Poli
                                        f"expected one holding the policy")
             data = {keys[0]: data[keys[0]]}
         key, text = next(iter(data.items()))
+        if not isinstance(text, str):  # its Python repr is no policy (and may be huge)
+            raise InputError(path, f"data[{quote(key)}] must be a string, got "
+                                   f"{type(text).__name__}")
         return policy_from_document(f"{path}[{key}]", _parse(f"{path}[{key}]", str(text)),
                                     depth + 1)
     loader = (_LOADERS.get((api_version, kind))

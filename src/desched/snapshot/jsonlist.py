@@ -59,7 +59,7 @@ def find_list(data: mmap.mmap, size: int) -> ListLayout | None:
     opening = prefix[:-1] if prefix.endswith(b",") else prefix
     try:
         msgspec.json.decode(opening + b"}")
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     first = match.end()
     tail_start = max(first, size - _TAIL_WINDOW)
@@ -73,7 +73,7 @@ def find_list(data: mmap.mmap, size: int) -> ListLayout | None:
         rest = tail[cut + 1:]
         try:
             header = msgspec.json.decode(prefix + b' "items": [] ' + rest, type=_Header)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             continue
         return ListLayout(header.kind, header.api_version, first, tail_start + cut)
 

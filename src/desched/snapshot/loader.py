@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 import msgspec
 import yaml
 
-from desched.errors import InputError
+from desched.errors import InputError, one_line
 from desched.model.kinds import (
     JSON_DECODERS,
     KIND_GROUPS,
@@ -37,6 +37,7 @@ from desched.model.kinds import (
 from desched.model.pod import detach
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.jsonlist import ItemError, Items, ListLayout, find_list, skip_item
+from desched.util import yamlguard
 from desched.util.progress import Progress
 
 Warn = Callable[[str], None]
@@ -64,11 +65,14 @@ _ITEM_HEAD = re.compile(
 # Measured (15,000 pods, 94 MB of `kubectl get -o yaml`): 52 s and 3.6 GB peak, against 1.3 s and
 # 77 MB for the same objects as a JSON list.
 _YAML_WARN_BYTES = 64 << 20
+# msgspec and json recurse once per nesting level and raise RecursionError near Python's
+# recursion limit (about 1,000 levels; Kubernetes objects nest about 15).
+_TOO_DEEP = "nesting too deep to decode"
 _BATCH = 500  # objects handed to the snapshot at a time, and pages released between them
 
 
 def _stderr_warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+    print(f"warning: {one_line(message)}", file=sys.stderr)
 
 
 def _guess_list_kind(data: Buffer) -> str | None:
@@ -105,7 +109,7 @@ class _Reader:
         if guess is not None and decoder is not None:
             try:
                 page = decoder.decode(data)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 page = None  # not what the hint said; the general path reports real errors
             if page is not None and page.kind == guess:
                 if self._accept(guess[: -len("List")], page.api_version):
@@ -118,6 +122,8 @@ class _Reader:
             head = _header.decode(data)
         except msgspec.DecodeError as err:
             raise self._fail(where, err) from None
+        except RecursionError:
+            raise self._fail(where, _TOO_DEEP) from None
         if head.items is not None and head.kind.endswith("List"):
             item_kind = head.kind[: -len("List")]
             for index, raw in enumerate(head.items):
@@ -127,6 +133,8 @@ class _Reader:
                         ih = _item_header.decode(raw)
                     except msgspec.DecodeError as err:
                         raise self._fail(f"{where} item {index}", err) from None
+                    except RecursionError:
+                        raise self._fail(f"{where} item {index}", _TOO_DEEP) from None
                     kind, version = ih.kind, ih.api_version
                 if self._accept(kind, version):
                     yield (self._decode(kind, raw, f"{where} item {index}"),)
@@ -141,6 +149,8 @@ class _Reader:
             return JSON_DECODERS[kind].decode(data)
         except msgspec.DecodeError as err:
             raise self._fail(f"{where} ({kind})", err) from None
+        except RecursionError:
+            raise self._fail(f"{where} ({kind})", _TOO_DEEP) from None
 
     def json_file(self, handle: Any) -> Iterator[Batch]:
         self.size = size = os.fstat(handle.fileno()).st_size
@@ -161,7 +171,7 @@ class _Reader:
         try:
             _header.decode(data)  # a skip-scan: one document, or several concatenated?
             documents: list[bytes] = [data]
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             documents = self._split_json(data)
         for index, doc in enumerate(documents):
             yield from self.json_document(doc, f"document {index + 1}")
@@ -189,7 +199,7 @@ class _Reader:
                 if decoder is not None and guess is not None:
                     # A failure means the guess was not the item's end, or a bad item: look
                     # exactly below.
-                    with contextlib.suppress(msgspec.DecodeError):
+                    with contextlib.suppress(msgspec.DecodeError, RecursionError):
                         obj, end = decoder.decode(view[pos:guess]), guess
                 if end < 0:
                     end = items.exact_end(pos, index)
@@ -210,6 +220,8 @@ class _Reader:
                 index += 1
         except ItemError as err:
             raise self._fail(f"{where} item {err.index}", err) from None
+        except RecursionError:
+            raise self._fail(f"{where} item {index}", _TOO_DEEP) from None
         if batch:
             yield tuple(batch)
         self.position = self.size
@@ -226,6 +238,8 @@ class _Reader:
             head = _item_header.decode(view[pos:skip_item(view, pos, index)])
         except msgspec.DecodeError as err:
             raise self._fail(f"{where} item {index}", err) from None
+        except RecursionError:
+            raise self._fail(f"{where} item {index}", _TOO_DEEP) from None
         return head.kind, head.api_version
 
     def _json_lines(self, mm: mmap.mmap, size: int) -> Iterator[Batch]:
@@ -259,14 +273,18 @@ class _Reader:
                 _, end = decoder.raw_decode(text, pos)
             except json.JSONDecodeError as err:
                 raise InputError(self.path, f"invalid JSON: {err}") from None
+            except RecursionError:
+                raise InputError(self.path, f"invalid JSON: {_TOO_DEEP}") from None
             out.append(text[pos:end].encode())
             pos = end
 
     def yaml_file(self, text: str) -> Iterator[Batch]:
         try:
-            documents = list(yaml.load_all(text, Loader=_YamlLoader))
+            documents = yamlguard.load_all(text, _YamlLoader)
         except yaml.YAMLError as err:
             raise InputError(self.path, f"invalid YAML: {describe_yaml_error(err)}") from None
+        except yamlguard.YamlLimitError as err:
+            raise InputError(self.path, str(err)) from None
         for index, doc in enumerate(documents):
             if doc is None:
                 continue

@@ -1,0 +1,99 @@
+"""Hostile input through the real CLI: deep nesting, alias bombs, bad values that used to crash
+(exit 1 or 139) or hang. Each must be one error line and exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_cli import CLUSTER, NOW, POLICY, assert_input_error, desched, write
+
+POD_HEAD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+
+
+def _laughs(levels: int = 12) -> list[str]:
+    """Nested aliases: 9**levels nodes once expanded, a few hundred bytes as text."""
+    lines = ["x0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"x{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return lines
+
+
+def test_deeply_nested_yaml_policy(tmp_path: Path) -> None:
+    # libyaml 0.2.5's scanner stops this one at 1,000 levels itself; older ones do not.
+    path = write(tmp_path / "deep.yaml", "[" * 50000 + "]" * 50000 + "\n")
+    assert_input_error(desched("validate", "--policy", path), "deep.yaml", "nesting")
+
+
+def test_deeply_nested_block_yaml_policy(tmp_path: Path) -> None:
+    text = "a:\n" + "".join(" " * (i + 1) + "-\n" for i in range(3000))
+    path = write(tmp_path / "deep.yaml", text)
+    assert_input_error(desched("validate", "--policy", path), "deep.yaml", "nesting deeper than")
+
+
+def test_deeply_nested_yaml_snapshot(tmp_path: Path) -> None:
+    path = write(tmp_path / "deep.yaml", POD_HEAD + "x: " + "{a: " * 50000 + "}" * 50000 + "\n")
+    assert_input_error(desched("simulate", "--policy", POLICY, "--snapshot", path, "--now", NOW),
+                       "deep.yaml", "nesting deeper than")
+
+
+def test_deeply_nested_json_snapshots(tmp_path: Path) -> None:
+    deep = "{\"a\":" * 10000 + "1" + "}" * 10000
+    pod = '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":' + deep + "}}"
+    cases = {
+        "one.json": pod + "\n",
+        "two.json": pod + pod,  # concatenated documents: split by the json module
+        "list.json": '{"apiVersion":"v1","kind":"List","items":[' + pod + "]}",
+        "pretty.json": '{"apiVersion":"v1","kind":"PodList",\n "items":[\n  ' + pod + "\n ]}",
+        "array.json": "[" * 50000 + "]" * 50000,
+    }
+    for name, text in cases.items():
+        path = write(tmp_path / name, text)
+        proc = desched("simulate", "--policy", POLICY, "--snapshot", path, "--now", NOW)
+        assert_input_error(proc, name, "nesting too deep")
+
+
+def test_alias_bomb_snapshot(tmp_path: Path) -> None:
+    path = write(tmp_path / "bomb.yaml", POD_HEAD + "\n".join(_laughs()) + "\n")
+    assert_input_error(desched("simulate", "--policy", POLICY, "--snapshot", path, "--now", NOW),
+                       "bomb.yaml", "aliases expand to more than")
+
+
+def test_alias_bomb_in_a_configmap_policy(tmp_path: Path) -> None:
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n" + "\n".join(_laughs())
+    path = write(tmp_path / "cm.yaml", text + "\ndata: {policy.yaml: *a11}\n")
+    assert_input_error(desched("validate", "--policy", path), "cm.yaml",
+                       "aliases expand to more than")
+
+
+def test_recursive_alias(tmp_path: Path) -> None:
+    path = write(tmp_path / "rec.yaml", "apiVersion: v1\nkind: Pod\nmetadata: &m {x: *m}\n")
+    assert_input_error(desched("simulate", "--policy", POLICY, "--snapshot", path, "--now", NOW),
+                       "rec.yaml", "alias")
+
+
+def test_a_few_aliases_still_load(tmp_path: Path) -> None:
+    policy = Path(POLICY).read_text(encoding="utf-8").replace(
+        "      evictLocalStoragePods: false", "      evictLocalStoragePods: &f false\n"
+        "      evictSystemCriticalPods: *f")
+    path = write(tmp_path / "p.yaml", policy)
+    proc = desched("validate", "--policy", path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_configmap_data_must_be_a_string(tmp_path: Path) -> None:
+    path = write(tmp_path / "cm.yaml", """\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: c}
+        data:
+          policy.yaml: {apiVersion: descheduler/v1alpha2, kind: DeschedulerPolicy}
+        """)
+    assert_input_error(desched("validate", "--policy", path),
+                       'cm.yaml: data["policy.yaml"] must be a string')
+
+
+def test_cluster_example_is_unaffected() -> None:
+    proc = desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--now", NOW,
+                   "--output", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["evictions"]
