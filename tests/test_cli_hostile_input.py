@@ -97,3 +97,38 @@ def test_cluster_example_is_unaffected() -> None:
                    "--output", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["evictions"]
+
+
+ANTI_AFFINITY_POLICY = """\
+    apiVersion: descheduler/v1alpha2
+    kind: DeschedulerPolicy
+    profiles:
+    - name: p
+      pluginConfig: [{name: RemovePodsViolatingInterPodAntiAffinity}]
+      plugins: {deschedule: {enabled: [RemovePodsViolatingInterPodAntiAffinity]}}
+    """
+
+
+def test_invalid_quantity_reached_through_qos(tmp_path: Path) -> None:
+    """RemovePodsViolatingInterPodAntiAffinity sorts by QoS, which parsed limits and requests
+    unchecked (exit 1); quantities are now checked as the pod is decoded."""
+    snapshot = write(tmp_path / "s.yaml", """\
+        apiVersion: v1
+        kind: List
+        items:
+        - {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: 4}}}
+        - {apiVersion: v1, kind: Node, metadata: {name: n2}, status: {allocatable: {cpu: 4}}}
+        - apiVersion: v1
+          kind: Pod
+          metadata: {name: p1, namespace: default, labels: {app: a}}
+          spec:
+            nodeName: n1
+            containers: [{name: c, resources: {limits: {cpu: "1.5.3"}}}]
+            affinity:
+              podAntiAffinity:
+                requiredDuringSchedulingIgnoredDuringExecution:
+                - {labelSelector: {matchLabels: {app: a}}, topologyKey: kubernetes.io/hostname}
+        """)
+    policy = write(tmp_path / "p.yaml", ANTI_AFFINITY_POLICY)
+    proc = desched("simulate", "--policy", policy, "--snapshot", snapshot, "--now", NOW)
+    assert_input_error(proc, "s.yaml", '"default/p1"', "1.5.3", "limits")

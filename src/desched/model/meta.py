@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import msgspec
 
+from desched.model.quantity import parse_quantity
+
 
 class Shared(str):
     """A string value that repeats across objects (namespaces, label values, images, owner UIDs...).
@@ -20,27 +22,49 @@ class Shared(str):
     __slots__ = ()
 
 
+class Quantity(Shared):
+    """A resource quantity (`250m`, `1Gi`, or a JSON number), checked to parse when decoded: an
+    invalid one is an error at its field's path, never later in whichever computation reads it
+    first (requests, QoS, fit)."""
+
+    __slots__ = ()
+
+
 _shared: dict[object, Shared] = {}
+_quantities: dict[object, Quantity] = {}
 
 
-def _new_shared(obj: Any) -> Shared:
+def _text(obj: Any) -> str:
     if isinstance(obj, bool) or not isinstance(obj, str | int | float):
         # TypeError makes msgspec report a validation error at the field's path.
         raise TypeError(f"Expected `str`, got `{'null' if obj is None else type(obj).__name__}`")
-    text = obj if isinstance(obj, str) else repr(obj) if isinstance(obj, float) else str(obj)
-    found = _shared[obj] = Shared(text)
+    return obj if isinstance(obj, str) else repr(obj) if isinstance(obj, float) else str(obj)
+
+
+def _new_shared(obj: Any) -> Shared:
+    found = _shared[obj] = Shared(_text(obj))
+    return found
+
+
+def _new_quantity(obj: Any) -> Quantity:
+    text = _text(obj)
+    parse_quantity(text)  # QuantityError is a ValueError: msgspec names the field's path
+    found = _quantities[obj] = Quantity(text)
     return found
 
 
 def shared_hook(typ: type, obj: Any) -> Any:
     """msgspec dec_hook: the one Shared instance for a string (a number, as a YAML quantity like
-    `cpu: 2` is, becomes its decimal text). Shared is the models' only custom type, and this runs
-    millions of times per snapshot: keep it to one dict lookup."""
+    `cpu: 2` is, becomes its decimal text). Shared and Quantity are the models' only custom
+    types, and this runs millions of times per snapshot: keep it to one dict lookup."""
+    cache = _quantities if typ is Quantity else _shared
     try:
-        found = _shared.get(obj)
+        found = cache.get(obj)
     except TypeError:  # unhashable: a list or map where a string belongs
         found = None
-    return found if found is not None else _new_shared(obj)
+    if found is not None:
+        return found
+    return _new_quantity(obj) if typ is Quantity else _new_shared(obj)
 
 
 # Kubernetes timestamps always carry a zone (RFC 3339); a naive one is invalid input, rejected

@@ -15,6 +15,7 @@ from desched.model.meta import (
     LabelSelector,
     ObjectMeta,
     OwnerReference,
+    Quantity,
     Shared,
     Time,
     controller_ref,
@@ -22,7 +23,6 @@ from desched.model.meta import (
 )
 from desched.model.quantity import QuantityError, resource_amount
 
-Quantity = Shared  # JSON numbers are accepted and kept as their text
 # Closed value sets decode to one shared string object each (msgspec returns the Literal's value).
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""]
 ConditionStatus = Literal["True", "False", "Unknown", ""]
@@ -419,7 +419,10 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
         if self.status.qos_class:
             return self.status.qos_class
         if not self.cached_qos:
-            self.cached_qos = self._compute_qos()
+            try:
+                self.cached_qos = self._compute_qos()
+            except QuantityError as err:  # only pods built in code: decoding checks quantities
+                raise InputError("snapshot", f"pod {self.key}: {err}") from None
         return self.cached_qos
 
     def _compute_qos(self) -> str:

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 import msgspec
 import yaml
 
-from desched.errors import InputError, one_line
+from desched.errors import InputError, one_line, quote
 from desched.model.kinds import (
     JSON_DECODERS,
     KIND_GROUPS,
@@ -56,7 +56,17 @@ class _ItemHeader(msgspec.Struct, rename="camel"):
     api_version: str = ""
 
 
+class _Meta(msgspec.Struct):
+    name: str = ""
+    namespace: str = ""
+
+
+class _Named(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
 _header = msgspec.json.Decoder(_Header)
+_named = msgspec.json.Decoder(_Named)
 _item_header = msgspec.json.Decoder(_ItemHeader)
 _KIND = re.compile(rb'"kind"\s*:\s*"([A-Za-z0-9]+List)"')
 # An item whose first keys are apiVersion then kind (kubectl sorts keys); plain names only.
@@ -148,7 +158,7 @@ class _Reader:
         try:
             return JSON_DECODERS[kind].decode(data)
         except msgspec.DecodeError as err:
-            raise self._fail(f"{where} ({kind})", err) from None
+            raise self._fail(f"{where} ({kind}{_name_of(data)})", err) from None
         except RecursionError:
             raise self._fail(f"{where} ({kind})", _TOO_DEEP) from None
 
@@ -296,6 +306,16 @@ class _Reader:
             except (TypeError, msgspec.EncodeError) as err:
                 raise InputError(self.path, f"document {index + 1}: {err}") from None
             yield from self._json_general(data, f"document {index + 1}")
+
+
+def _name_of(data: Buffer) -> str:
+    """` namespace/name` of an object that failed to decode, when its metadata is readable."""
+    try:
+        meta = _named.decode(data).metadata
+    except (msgspec.DecodeError, RecursionError):
+        return ""
+    name = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+    return f" {quote(name)}" if name else ""
 
 
 def describe_yaml_error(err: yaml.YAMLError) -> str:
