@@ -132,3 +132,26 @@ def test_invalid_quantity_reached_through_qos(tmp_path: Path) -> None:
     policy = write(tmp_path / "p.yaml", ANTI_AFFINITY_POLICY)
     proc = desched("simulate", "--policy", policy, "--snapshot", snapshot, "--now", NOW)
     assert_input_error(proc, "s.yaml", '"default/p1"', "1.5.3", "limits")
+
+
+KOORD_POLICY = """\
+    apiVersion: descheduler/v1alpha2
+    kind: DeschedulerConfiguration
+    deschedulingInterval: 60s
+    profiles:
+    - name: koord
+      pluginConfig: [{name: PodLifeTime, args: {maxPodLifeTimeSeconds: 60}}]
+      plugins: {deschedule: {enabled: [{name: PodLifeTime}]}}
+    """
+
+
+def test_cycles_past_the_end_of_time(tmp_path: Path) -> None:
+    policy = write(tmp_path / "k.yaml", KOORD_POLICY)
+    for now, cycles in (("9999-12-31T23:59:00Z", "3"), ("0001-01-01T00:00:00Z", "1"),
+                        (NOW, "300000000000")):
+        proc = desched("simulate", "--policy", policy, "--snapshot", CLUSTER, "--now", now,
+                       "--cycles", cycles)
+        assert_input_error(proc, "--now", "representable time")
+    proc = desched("simulate", "--policy", policy, "--snapshot", CLUSTER, "--now", NOW,
+                   "--cycles", "3")
+    assert proc.returncode == 0, proc.stderr

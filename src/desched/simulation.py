@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from desched.errors import InputError
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
 from desched.framework.runner import Descheduler, check_policy
@@ -13,6 +14,24 @@ from desched.policy.loader import load_policy
 from desched.policy.model import Policy
 from desched.scheduler.placement import reschedule
 from desched.snapshot.loader import load_snapshot
+from desched.util.duration import MAX_SECONDS, format_duration
+
+# Plugins add and subtract policy durations (Go's, at most about 292 years) to and from the
+# clock; every cycle's clock must leave that much room inside datetime's years 1 to 9999.
+_HEADROOM = timedelta(seconds=MAX_SECONDS)
+
+
+def _check_clock(now: datetime, interval: float, cycles: int) -> None:
+    """InputError when a cycle's clock, one deschedulingInterval after the other, give or take
+    the longest duration a policy can hold, is beyond the years datetime represents."""
+    try:
+        _ = (now - _HEADROOM, now + timedelta(seconds=interval * (cycles - 1)) + _HEADROOM)
+    except OverflowError:
+        span = (f" and {cycles} cycles {format_duration(interval)} apart" if cycles > 1
+                and interval else "")
+        raise InputError("--now", f"{now.isoformat()}{span} is too close to the limits of "
+                                  f"representable time (years 1 to 9999, less "
+                                  f"{_HEADROOM.days // 365} years for policy durations)") from None
 
 
 @dataclass
@@ -41,6 +60,7 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime, c
                    do_reschedule: bool, log: DecisionLog | None = None) -> SimulationResult:
     policy = load_policy(policy_path)
     check_policy(policy)  # before the snapshot, which can take seconds to load
+    _check_clock(now, policy.descheduling_interval, cycles)
     snapshot = load_snapshot(snapshot_paths)
     nodes, pods = len(snapshot.nodes), len(snapshot.pods)
     executor = SimulationExecutor(snapshot)

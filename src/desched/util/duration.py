@@ -6,7 +6,7 @@ import re
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
           "h": 3600.0}
-_MAX_SECONDS = (2**63 - 1) / 1e9
+MAX_SECONDS = (2**63 - 1) / 1e9
 _PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
@@ -32,7 +32,7 @@ def parse_duration(text: str) -> float:
             raise DurationError(f'time: invalid duration "{text}"')
         total += float(match.group(1)) * _UNITS[match.group(2)]
         pos = match.end()
-    if total > _MAX_SECONDS:  # Go's Duration is an int64 of nanoseconds
+    if total > MAX_SECONDS:  # Go's Duration is an int64 of nanoseconds
         raise DurationError(f'time: invalid duration "{text}"')
     return sign * total
 
