@@ -155,3 +155,21 @@ def test_cycles_past_the_end_of_time(tmp_path: Path) -> None:
     proc = desched("simulate", "--policy", policy, "--snapshot", CLUSTER, "--now", NOW,
                    "--cycles", "3")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_control_characters_in_names_are_quoted(tmp_path: Path) -> None:
+    head = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
+    cases = {
+        "config.yaml": (head + '- name: "a\\nb"\n  pluginConfig: [{name: "X\\nY"}]\n',
+                        'in profile "a\\nb": plugin "X\\nY" in pluginConfig not registered'),
+        "enabled.yaml": (head + '- name: "a\\rb"\n'
+                         '  plugins: {balance: {enabled: ["X\\u2028Y", "Plain"]}}\n',
+                         'non-existing plugins: ["X\\u2028Y" Plain]'),
+        "koord.yaml": ("apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n"
+                       'profiles:\n- name: "k\\x85"\n  plugins: {balance: {enabled: '
+                       '[{name: "Z\\"\\n"}]}}\n',
+                       'profile "k\\x85": balance plugin "Z\\"\\n" is not registered'),
+    }
+    for name, (text, needle) in cases.items():
+        path = write(tmp_path / name, text)
+        assert_input_error(desched("validate", "--policy", path), name, needle)

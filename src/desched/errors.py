@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def one_line(text: str) -> str:
     """`text` with every unprintable character (newlines, other line breaks such as U+2028,
@@ -16,6 +18,16 @@ def quote(value: object) -> str:
     (`"a\\nb"`), so a name can neither break the line nor pass for message text."""
     text = str(value).replace("\\", "\\\\").replace('"', '\\"')
     return f'"{one_line(text)}"'
+
+
+def shown(value: object) -> str:
+    """A user-supplied name where upstream's message prints it bare: bare when it is a plain
+    name (letters, digits, `-._/:`), else quoted as `quote` does."""
+    text = str(value)
+    return text if _PLAIN.fullmatch(text) else quote(text)
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9._/:-]+")
 
 
 class InputError(Exception):

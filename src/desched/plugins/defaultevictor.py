@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 import msgspec
 
-from desched.errors import InputError
+from desched.errors import InputError, quote, shown
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.model.meta import LabelSelector
@@ -175,9 +175,10 @@ class DefaultEvictor:
             if pc is None and self.handle.snapshot.placeholder:
                 return SYSTEM_CRITICAL_PRIORITY  # looked up in the cluster's snapshot later
             if pc is None:
-                raise InputError((self.handle.profile and f"profile {self.handle.profile}") or "",
+                raise InputError((self.handle.profile and f"profile {shown(self.handle.profile)}")
+                                 or "",
                                  f"unable to get priority value from the priority class: "
-                                 f'priorityclasses.scheduling.k8s.io "{pt.name}" not found')
+                                 f"priorityclasses.scheduling.k8s.io {quote(pt.name)} not found")
             value = pc.value
         if value > SYSTEM_CRITICAL_PRIORITY:
             raise InputError("", f"priority threshold can't be greater than "

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from desched.errors import InputError
+from desched.errors import InputError, quote
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.model.node import Node
@@ -157,8 +157,8 @@ class LowNodeUtilization:
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         problem = build_problem(args)
         if problem is not None:
-            raise InputError("", f'unable to create "{handle.profile}" profile: unable to build '
-                                 f"LowNodeUtilization plugin: {problem}")
+            raise InputError("", f"unable to create {quote(handle.profile)} profile: unable to "
+                                 f"build LowNodeUtilization plugin: {problem}")
         self.args = args
         self.handle = handle
         self.threshold_names = list(args.thresholds)

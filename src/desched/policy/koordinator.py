@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from desched.errors import quote, shown
 from desched.framework.evictor import Limits
 from desched.framework.registry import PluginSpec, registry
 from desched.model.meta import LabelSelector
@@ -140,7 +141,7 @@ def load_koordinator(path: str, doc: dict[str, Any]) -> Policy:
         if not profile.name:
             errs.append(f"profiles[{i}].name: Required value")
         elif profile.name in seen:
-            errs.append(f'profiles[{i}].name: Duplicate value: "{profile.name}"')
+            errs.append(f"profiles[{i}].name: Duplicate value: {quote(profile.name)}")
         seen.add(profile.name)
         names: set[str] = set()
         for j, pc in enumerate(profile.plugin_config):
@@ -192,19 +193,18 @@ def _build_profile(path: str, profile: _Profile, plugins: dict[str, PluginSpec])
         "evict": _merge(_DEFAULTS["evict"], ps.evict),
         "filter": _merge(_DEFAULTS["filter"], ps.filter),
     }
-    where = f'profile "{profile.name}"'
+    where = f"profile {quote(profile.name)}"
     for ep, names in enabled.items():
         for i, name in enumerate(names):
             # mergePluginSet keeps repeated names; the framework then refuses them.
             if name in names[:i]:
-                raise PolicyError(path, f'{where}: plugin "{name}" already registered as "{ep}"')
+                raise PolicyError(path, f'{where}: plugin {quote(name)} already registered as '
+                                        f'"{ep}"')
             spec = plugins.get(name)
             if spec is None:
-                raise PolicyError(path, f"{where}: {ep} plugin {name!r} is not registered"
-                                  .replace("'", '"'))
+                raise PolicyError(path, f"{where}: {ep} plugin {quote(name)} is not registered")
             if ep not in spec.extension_points:
-                raise PolicyError(path, f"{where}: plugin {name!r} does not extend {ep}"
-                                  .replace("'", '"'))
+                raise PolicyError(path, f"{where}: plugin {quote(name)} does not extend {ep}")
     if not enabled["evict"]:
         raise PolicyError(path, f"{where}: no evict plugin is enabled")
     if len(enabled["evict"]) > 1:
@@ -219,7 +219,8 @@ def _build_profile(path: str, profile: _Profile, plugins: dict[str, PluginSpec])
     for name in sorted(wanted, key=lambda n: (n not in raw_args, n)):
         spec = plugins.get(name)
         if spec is None:
-            raise PolicyError(path, f"{where}: plugin {name} in pluginConfig not registered")
+            raise PolicyError(path, f"{where}: plugin {shown(name)} in pluginConfig not "
+                                    f"registered")
         try:
             args = decode_args(spec.args_type, raw_args.get(name), spec.args_kind or f"{name}Args")
         except ArgsError as err:
@@ -227,7 +228,7 @@ def _build_profile(path: str, profile: _Profile, plugins: dict[str, PluginSpec])
         spec.default(args)
         plugin_errs = spec.validate(args)
         if plugin_errs:
-            errs.append(f"{where}: {name}: {aggregate(plugin_errs)}")
+            errs.append(f"{where}: {shown(name)}: {aggregate(plugin_errs)}")
         cfg.args[name] = args
     if "DefaultEvictor" in cfg.args:
         problem = check_default_evictor(cfg.args["DefaultEvictor"])

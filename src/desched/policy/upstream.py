@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from desched.errors import quote, shown
 from desched.framework.evictor import Limits
 from desched.framework.registry import PluginSpec, registry
 from desched.model.pod import SYSTEM_CRITICAL_PRIORITY
@@ -220,12 +221,12 @@ def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
     for profile, entries in zip(pol.profiles, decoded, strict=True):
         for name, args, spec in entries:
             if spec is None:
-                errs.append(f"in profile {profile.name}: plugin {name} in pluginConfig not "
-                            f"registered")
+                errs.append(f"in profile {shown(profile.name)}: plugin {shown(name)} in "
+                            f"pluginConfig not registered")
                 continue
             plugin_errs = spec.validate(args)
             if plugin_errs:
-                errs.append(f"in profile {profile.name}: {aggregate(plugin_errs)}")
+                errs.append(f"in profile {shown(profile.name)}: {aggregate(plugin_errs)}")
     errs.extend(_validate_top_level(pol))
     if errs:
         raise PolicyError(path, errs)
@@ -288,21 +289,21 @@ def _build_profile(path: str, profile: _Profile,
         plugins[name].default(args)
     problem = check_default_evictor(cfg.args["DefaultEvictor"])
     if problem:
-        raise PolicyError(path, f"in profile {profile.name}: {problem}")
+        raise PolicyError(path, f"in profile {shown(profile.name)}: {problem}")
 
     # Profile construction checks (upstream NewProfile).
     for ep, key in _EP_KEYS.items():
         missing = [n for n in cfg.enabled[ep]
                    if n not in plugins or ep not in plugins[n].extension_points]
         if missing:
-            listed = "[" + " ".join(missing) + "]"
-            raise PolicyError(path, f"unable to create {profile.name!r} profile: profile "
-                                    f"{profile.name!r} configures {key} extension point of "
-                                    f"non-existing plugins: {listed}".replace("'", '"'))
+            listed = "[" + " ".join(shown(n) for n in missing) + "]"
+            raise PolicyError(path, f"unable to create {quote(profile.name)} profile: profile "
+                                    f"{quote(profile.name)} configures {key} extension point of "
+                                    f"non-existing plugins: {listed}")
     for ep in _EP_KEYS:
         for name in cfg.enabled[ep]:
             if name not in cfg.args:
-                raise PolicyError(path, f'unable to create "{profile.name}" profile: unable to '
-                                        f'build {name} plugin: unable to find "{name}" plugin '
-                                        f'config')
+                raise PolicyError(path, f"unable to create {quote(profile.name)} profile: unable "
+                                        f"to build {shown(name)} plugin: unable to find "
+                                        f"{quote(name)} plugin config")
     return cfg

@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from desched.errors import shown
 from desched.framework.registry import registry
 from desched.model.meta import LabelSelector
 from desched.policy.args import ArgsError, Namespaces, decode_args
@@ -175,7 +176,7 @@ def convert_v1alpha1(path: str, doc: dict[str, Any]) -> dict[str, Any]:
     profiles: list[dict[str, Any]] = []
     for name, strategy in strategies.items():
         if name not in _BALANCE and name not in _DESCHEDULE:
-            raise PolicyError(path, f"unknown strategy name: {name}")
+            raise PolicyError(path, f"unknown strategy name: {shown(name)}")
         strategy = strategy or {}
         if not strategy.get("enabled"):
             continue
