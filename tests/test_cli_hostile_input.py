@@ -173,3 +173,64 @@ def test_control_characters_in_names_are_quoted(tmp_path: Path) -> None:
     for name, (text, needle) in cases.items():
         path = write(tmp_path / name, text)
         assert_input_error(desched("validate", "--policy", path), name, needle)
+
+
+def _plt(args: str) -> str:
+    return ("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n"
+            f"  pluginConfig: [{{name: PodLifeTime, args: {args}}}]\n"
+            "  plugins: {deschedule: {enabled: [PodLifeTime]}}\n")
+
+
+KOORD_HEAD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n"
+# Input upstream (or Koordinator) refuses, with what the one error line must say.
+REFUSED = {
+    "selector-key": (_plt('{maxPodLifeTimeSeconds: 5, labelSelector: {matchLabels: {"a b": v}}}'),
+                     ['key: Invalid value: "a b": name part must consist of']),
+    "selector-prefix": (_plt("{maxPodLifeTimeSeconds: 5, labelSelector: {matchExpressions: "
+                             "[{key: Bad_Prefix/app, operator: Exists}]}}"),
+                        ["prefix part a lowercase RFC 1123 subdomain"]),
+    "selector-value": (_plt("{maxPodLifeTimeSeconds: 5, labelSelector: {matchLabels: {app: "
+                            + "v" * 64 + "}}}"), ["must be no more than 63 characters"]),
+    "selector-in-empty": (_plt("{maxPodLifeTimeSeconds: 5, labelSelector: {matchExpressions: "
+                               "[{key: app, operator: In}]}}"), ["values set can't be empty"]),
+    "koord-node-selector": (KOORD_HEAD + 'nodeSelector: {matchLabels: {"x/y/z": a}}\n',
+                            ["nodeSelector", "qualified name"]),
+    "node-selector-string": ("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n"
+                             "nodeSelector: 'a b=c'\n", ["nodeSelector"]),
+    "arabic-digit-duration": (KOORD_HEAD + 'deschedulingInterval: "\\u0665m"\n',
+                              ['time: invalid duration "\u0665m"']),
+    "leader-election-duration": (KOORD_HEAD + "leaderElection: {renewDeadline: 10 s}\n",
+                                 ['time: invalid duration "10 s"']),
+    "nan-threshold": (
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n"
+        "  pluginConfig: [{name: LowNodeUtilization, args: {thresholds: {cpu: .nan}, "
+        "targetThresholds: {cpu: 50}}}]\n  plugins: {balance: {enabled: [LowNodeUtilization]}}\n",
+        ["unsupported value: NaN"]),
+    "int32-overflow": (
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n"
+        "  pluginConfig: [{name: RemovePodsHavingTooManyRestarts, "
+        "args: {podRestartThreshold: 18446744073709551616}}]\n"
+        "  plugins: {deschedule: {enabled: [RemovePodsHavingTooManyRestarts]}}\n",
+        ["cannot unmarshal number 18446744073709551616 into Go struct field "
+         "RemovePodsHavingTooManyRestartsArgs.podRestartThreshold of type int32"]),
+    "exit-code-overflow": (_plt("{exitCodes: [1, 4294967296]}"),
+                           ["PodLifeTimeArgs.exitCodes of type int32"]),
+}
+
+
+def test_input_upstream_refuses_is_refused(tmp_path: Path) -> None:
+    for name, (text, needles) in REFUSED.items():
+        path = write(tmp_path / f"{name}.yaml", text)
+        assert_input_error(desched("validate", "--policy", path), f"{name}.yaml", *needles)
+
+
+def test_non_string_where_a_string_belongs_in_a_snapshot(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.yaml", """\
+        apiVersion: v1
+        kind: Pod
+        metadata:
+          name: p
+          ownerReferences: [{kind: 5, name: rs, uid: u, controller: true}]
+        """)
+    assert_input_error(desched("simulate", "--policy", POLICY, "--snapshot", path, "--now", NOW),
+                       "s.yaml", "Expected `str`, got `int`", "ownerReferences[0].kind")

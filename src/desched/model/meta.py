@@ -34,15 +34,24 @@ _shared: dict[object, Shared] = {}
 _quantities: dict[object, Quantity] = {}
 
 
+def _json_type(obj: Any) -> str:
+    names = {type(None): "null", bool: "bool", int: "int", float: "float", list: "array",
+             dict: "object"}
+    return names.get(type(obj), type(obj).__name__)
+
+
 def _text(obj: Any) -> str:
     if isinstance(obj, bool) or not isinstance(obj, str | int | float):
         # TypeError makes msgspec report a validation error at the field's path.
-        raise TypeError(f"Expected `str`, got `{'null' if obj is None else type(obj).__name__}`")
+        raise TypeError(f"Expected `str | int | float`, got `{_json_type(obj)}`")
     return obj if isinstance(obj, str) else repr(obj) if isinstance(obj, float) else str(obj)
 
 
 def _new_shared(obj: Any) -> Shared:
-    found = _shared[obj] = Shared(_text(obj))
+    # Only quantities may be JSON numbers (`cpu: 2`); `kind: 5` is no Kubernetes object.
+    if not isinstance(obj, str):
+        raise TypeError(f"Expected `str`, got `{_json_type(obj)}`")
+    found = _shared[obj] = Shared(obj)
     return found
 
 

@@ -26,8 +26,8 @@ _DECIMAL = {
 }
 # <sign><digits>[.<digits>] or <sign>.<digits>, then the suffix.
 _QUANTITY = re.compile(
-    r"^([+-]?)(\d+\.?\d*|\.\d+)"
-    r"(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
+    r"^([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)"
+    r"(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
 )
 _NANO = Fraction(1, 10**9)
 

@@ -26,7 +26,7 @@ from desched.plugins.nodeutilization_common import (
     sort_by_total_usage,
     validate_thresholds,
 )
-from desched.policy.args import Namespaces
+from desched.policy.args import Int64, Namespaces
 from desched.usage.requests import RequestedUsage
 
 ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
@@ -35,7 +35,7 @@ EVICTION_MODES = frozenset({ONLY_THRESHOLDING_RESOURCES})
 
 class HighNodeUtilizationArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     thresholds: dict[str, float] = {}
-    number_of_nodes: int = 0
+    number_of_nodes: Int64 = 0
     eviction_modes: list[str] = []
     evictable_namespaces: Namespaces | None = None
 

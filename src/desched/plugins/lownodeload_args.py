@@ -13,7 +13,7 @@ import msgspec
 
 from desched.model.meta import LabelSelector
 from desched.plugins.lownodeload_detector import Condition
-from desched.policy.args import Namespaces
+from desched.policy.args import Int64, Namespaces
 from desched.predicates.labels import Matcher, SelectorError, compile_selector
 from desched.util.duration import DurationError, parse_duration
 
@@ -25,9 +25,9 @@ DEFAULT_CONSECUTIVE_ABNORMALITIES = 5
 DEFAULT_CONSECUTIVE_NORMALITIES = 3
 
 Thresholds = dict[str, float]
-Weights = dict[str, int]
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
 UInt32 = Annotated[int, msgspec.Meta(ge=0, le=2**32 - 1)]
+Weights = dict[str, Int64]
 
 
 class LoadAnomalyCondition(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
@@ -60,7 +60,7 @@ class LowNodeLoadArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True
     paused: bool | None = None
     dry_run: bool | None = None
     number_of_nodes: Int32 | None = None
-    node_metric_expiration_seconds: int | None = None
+    node_metric_expiration_seconds: Int64 | None = None
     evictable_namespaces: Namespaces | None = None
     node_selector: LabelSelector | None = None
     pod_selectors: list[LowNodeLoadPodSelector] | None = None
@@ -275,7 +275,7 @@ def validate(args: LowNodeLoadArgs, pools: list[Pool]) -> list[str]:
         if ps.selector is None:
             continue
         try:
-            compile_selector(ps.selector)
+            compile_selector(ps.selector, validate=True)
         except SelectorError as err:
             # Go prints the selector pointer's address here; it is not reproducible.
             shown = f'config.LowNodeLoadPodSelector{{Name:"{ps.name}", ' \
@@ -290,7 +290,7 @@ def _validate_pool(path: str, pool: Pool) -> list[str]:
     errs: list[str] = []
     if pool.node_selector is not None:
         try:
-            pool.matcher = compile_selector(pool.node_selector)
+            pool.matcher = compile_selector(pool.node_selector, validate=True)
         except SelectorError as err:
             errs.append(_invalid(f"{path}.nodeSelector", go_selector(pool.node_selector),
                                  str(err)))

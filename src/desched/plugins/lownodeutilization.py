@@ -40,7 +40,7 @@ from desched.plugins.nodeutilization_common import (
     sort_by_total_usage,
     validate_thresholds,
 )
-from desched.policy.args import Namespaces
+from desched.policy.args import Int64, Namespaces
 from desched.usage.base import (
     KUBERNETES_METRICS,
     PROMETHEUS,
@@ -72,7 +72,7 @@ class LowNodeUtilizationArgs(msgspec.Struct, rename="camel", forbid_unknown_fiel
     use_deviation_thresholds: bool = False
     thresholds: dict[str, float] = {}
     target_thresholds: dict[str, float] = {}
-    number_of_nodes: int = 0
+    number_of_nodes: Int64 = 0
     metrics_utilization: MetricsUtilization | None = None
     evictable_namespaces: Namespaces | None = None
     eviction_limits: EvictionLimits | None = None

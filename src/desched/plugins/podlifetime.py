@@ -16,6 +16,7 @@ from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import ContainerStatus, Pod
 from desched.policy.args import (
+    Int32,
     Namespaces,
     namespace_allowed,
     validate_label_selector,
@@ -53,7 +54,7 @@ class PodLifeTimeArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True
     max_pod_life_time_seconds: int | None = None
     states: list[str] = []
     conditions: list[ConditionFilter] = []
-    exit_codes: list[int] = []
+    exit_codes: list[Int32] = []
     including_init_containers: bool = False
     including_ephemeral_containers: bool = False
 

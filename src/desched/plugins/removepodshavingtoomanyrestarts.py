@@ -13,6 +13,7 @@ from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.policy.args import (
+    Int32,
     Namespaces,
     namespace_allowed,
     validate_label_selector,
@@ -28,7 +29,7 @@ class RemovePodsHavingTooManyRestartsArgs(msgspec.Struct, rename="camel",
                                           forbid_unknown_fields=True):
     namespaces: Namespaces | None = None
     label_selector: LabelSelector | None = None
-    pod_restart_threshold: int = 0
+    pod_restart_threshold: Int32 = 0
     including_init_containers: bool = False
     states: list[str] = []
 

@@ -153,15 +153,21 @@ def load_koordinator(path: str, doc: dict[str, Any]) -> Policy:
     node_selector = None
     if cfg.node_selector is not None and not selector_is_empty(cfg.node_selector):
         try:
-            node_selector = compile_selector(cfg.node_selector)
+            node_selector = compile_selector(cfg.node_selector, validate=True)
         except SelectorError as err:
             errs.append(f"nodeSelector: Invalid value: {err}")
     interval = 0.0
-    if cfg.descheduling_interval:
-        try:
+    election = cfg.leader_election or _LeaderElection()
+    try:
+        if cfg.descheduling_interval:
             interval = parse_duration(cfg.descheduling_interval)
-        except DurationError as err:
-            raise DecodeError(path, str(err)) from None
+        # metav1.Duration fields: unused here, but Koordinator refuses the file over a bad one.
+        for duration in (election.lease_duration, election.renew_deadline,
+                         election.retry_period):
+            if duration is not None:
+                parse_duration(duration)
+    except DurationError as err:
+        raise DecodeError(path, str(err)) from None
     if errs:
         raise PolicyError(path, errs)
 
@@ -238,7 +244,7 @@ def _build_profile(path: str, profile: _Profile, plugins: dict[str, PluginSpec])
         raise PolicyError(path, errs)
     if profile.node_selector is not None and not selector_is_empty(profile.node_selector):
         try:
-            cfg.node_selector = compile_selector(profile.node_selector)
+            cfg.node_selector = compile_selector(profile.node_selector, validate=True)
         except SelectorError as err:
             raise PolicyError(path, f"{where}: nodeSelector: {err}") from None
     return cfg

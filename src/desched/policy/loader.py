@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,26 @@ def _parse(path: str, text: str) -> dict[str, Any]:
         raise InputError(path, str(err)) from None
     if len(docs) != 1:
         raise InputError(path, f"expected one policy document, found {len(docs)}")
+    bad = _non_finite(docs[0])
+    if bad is not None:  # upstream converts YAML to JSON first, which has no NaN or infinity
+        raise DecodeError(path, f"error converting YAML to JSON: json: unsupported value: {bad}")
     doc = docs[0]
     if not isinstance(doc, dict):
         raise InputError(path, f"expected a policy object, got {type(doc).__name__}")
     return doc
+
+
+def _non_finite(doc: Any) -> str | None:
+    """Go's name for the first NaN or infinite number in `doc`, else None."""
+    stack, seen = [doc], set()
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return "NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf"
+        if isinstance(value, dict | list) and id(value) not in seen:
+            seen.add(id(value))  # aliases share objects: each is walked once
+            stack.extend(value.values() if isinstance(value, dict) else value)
+    return None
 
 
 _LOADERS = {

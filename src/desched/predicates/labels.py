@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
+from desched.errors import quote
 from desched.model.meta import LabelSelector
 
 Matcher = Callable[[Mapping[str, str]], bool]
@@ -58,16 +59,90 @@ def _all(checks: list[Matcher]) -> Matcher:
     return lambda labels: all(check(labels) for check in checks)
 
 
-def compile_selector(selector: LabelSelector | None) -> Matcher:
+# apimachinery's validation.IsQualifiedName (label keys) and IsValidLabelValue, which
+# labels.NewRequirement applies to every requirement of a selector.
+_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_NAME_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+             "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+             "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+_PREFIX_MSG = ("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+               "characters, '-' or '.', and must start and end with an alphanumeric character "
+               "(e.g. 'example.com', regex used for validation is "
+               "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', "
+              "'_' or '.', and must start and end with an alphanumeric character (e.g. "
+              "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+              "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+
+def _quoted(text: str) -> str:
+    return quote(text)
+
+
+def label_key_problem(key: str) -> str | None:
+    """IsQualifiedName's first complaint about a label key, or None."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return ("a qualified name must consist of alphanumeric characters, '-', '_' or '.', and "
+                "must start and end with an alphanumeric character (e.g. 'MyName',  or "
+                "'my.name',  or '123-abc', regex used for validation is "
+                "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain "
+                "prefix and '/' (e.g. 'example.com/MyName')")
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            return "prefix part must be non-empty"
+        if len(prefix) > 253:
+            return "prefix part must be no more than 253 characters"
+        if not _SUBDOMAIN.fullmatch(prefix):
+            return _PREFIX_MSG
+    if not name:
+        return "name part must be non-empty"
+    if len(name) > 63:
+        return "name part must be no more than 63 characters"
+    if not _NAME.fullmatch(name):
+        return _NAME_MSG
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """IsValidLabelValue's first complaint, or None."""
+    if len(value) > 63:
+        return "must be no more than 63 characters"
+    if value and not _NAME.fullmatch(value):
+        return _VALUE_MSG
+    return None
+
+
+def _check_requirement(key: str, values: Iterable[str]) -> None:
+    problem = label_key_problem(key)
+    if problem is not None:
+        raise SelectorError(f"key: Invalid value: {_quoted(key)}: {problem}")
+    for i, value in enumerate(values):
+        problem = label_value_problem(value)
+        if problem is not None:
+            raise SelectorError(f"values[{i}]: Invalid value: {_quoted(value)}: {problem}")
+
+
+def compile_selector(selector: LabelSelector | None, validate: bool = False) -> Matcher:
     """A matcher for a LabelSelector. None matches nothing and an empty selector everything,
-    as metav1.LabelSelectorAsSelector does."""
+    as metav1.LabelSelectorAsSelector does. `validate` checks keys and values as
+    labels.NewRequirement does (policies; a snapshot's objects were validated by the API
+    server, and their selectors are compiled in hot loops)."""
     if selector is None:
         return _match_none
+    if validate:
+        for key, value in (selector.match_labels or {}).items():
+            _check_requirement(key, (value,))
     checks: list[Matcher] = [_equals(k, v) for k, v in (selector.match_labels or {}).items()]
     for req in selector.match_expressions or []:
         op = req.operator
         if op not in _VALID_OPS:
-            raise SelectorError(f'"{op}" is not a valid label selector operator')
+            raise SelectorError(f"{_quoted(op)} is not a valid label selector operator")
+        if validate:
+            _check_requirement(req.key, req.values)
         if op in ("In", "NotIn") and not req.values:
             raise SelectorError("values: Invalid value: []string(nil): for 'in', 'notin' "
                                 "operators, values set can't be empty")
@@ -113,15 +188,22 @@ def parse_selector_string(text: str) -> Matcher:
     while pos < len(tokens):
         tok = take()
         if tok == "!":
-            checks.append(_absent(take()))
+            key = take()
+            _check_requirement(key, ())
+            checks.append(_absent(key))
         elif pos >= len(tokens) or tokens[pos] == ",":
+            _check_requirement(tok, ())
             checks.append(_exists(tok))
         else:
             op = take()
             if op in ("=", "=="):
-                checks.append(_equals(tok, value()))
+                wanted = value()
+                _check_requirement(tok, (wanted,))
+                checks.append(_equals(tok, wanted))
             elif op == "!=":
-                checks.append(_not_equals(tok, value()))
+                wanted = value()
+                _check_requirement(tok, (wanted,))
+                checks.append(_not_equals(tok, wanted))
             elif op in ("in", "notin"):
                 if take() != "(":
                     raise SelectorError(f"expected '(' after {op} in selector {text!r}")
@@ -129,6 +211,7 @@ def parse_selector_string(text: str) -> Matcher:
                 while (item := take()) != ")":
                     if item != ",":
                         values.add(item)
+                _check_requirement(tok, sorted(values))
                 matcher = _in if op == "in" else _not_in
                 checks.append(matcher(tok, frozenset(values)))
             else:

@@ -7,7 +7,7 @@ import re
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
           "h": 3600.0}
 MAX_SECONDS = (2**63 - 1) / 1e9
-_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
 
 
 class DurationError(ValueError):
@@ -27,7 +27,7 @@ def parse_duration(text: str) -> float:
     while pos < len(body):
         match = _PART.match(body, pos)
         if match is None:
-            if re.match(r"\d+\.?\d*$", body[pos:]):
+            if re.match(r"[0-9]+\.?[0-9]*$", body[pos:]):
                 raise DurationError(f'time: missing unit in duration "{text}"')
             raise DurationError(f'time: invalid duration "{text}"')
         total += float(match.group(1)) * _UNITS[match.group(2)]
