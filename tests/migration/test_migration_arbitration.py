@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from migration_helpers import deployment, pmj, replica, workload
+from migration_helpers import pmj, replica
 
-from builders import node, pod, snapshot
+from builders import deployment, node, pod, snapshot, workload
 from desched.migration.arbitration import (
     Arbitrator,
     MigrationLedger,
@@ -16,11 +16,11 @@ from desched.migration.arbitration import (
     Verdict,
     sort_jobs,
 )
-from desched.migration.limits import WorkloadResolver
 from desched.model.meta import LabelSelector
 from desched.model.pod import Pod
 from desched.policy.args import Namespaces
 from desched.predicates.labels import compile_selector
+from desched.snapshot.workloads import WorkloadResolver
 
 EVICT = {"descheduler.alpha.kubernetes.io/evict": ""}
 NODES = [node("n1"), node("n2"), node("n3")]

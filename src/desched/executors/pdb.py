@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 
-from desched.migration.limits import Workload, WorkloadResolver
-
-# Healthy for the disruption controller is what a workload counts as available: active (not
-# terminating, not finished) and Ready.
-from desched.migration.limits import is_available as is_healthy
 from desched.model.objects import PodDisruptionBudget
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.snapshot.workloads import Workload, WorkloadResolver
+
+# Healthy for the disruption controller is what a workload counts as available: active (not
+# terminating, not finished) and Ready.
+from desched.snapshot.workloads import is_available as is_healthy
 
 TOO_MANY_REQUESTS = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE_PDBS = ("This pod has more than one PodDisruptionBudget, which the eviction "

@@ -58,7 +58,6 @@ from desched.migration.jobdoc import (
     PMJ_PATH,
 )
 from desched.migration.limiter import ObjectLimiters
-from desched.migration.limits import WorkloadResolver
 from desched.migration.objectlimits import PodObjectLimits
 from desched.model.objects import PodMigrationJob
 from desched.model.pod import Pod
@@ -69,6 +68,7 @@ from desched.plugins.migrationcontroller_args import (
 )
 from desched.policy.model import Policy
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.snapshot.workloads import WorkloadResolver
 from desched.util.duration import format_duration, parse_duration
 
 log = desched_logging.get_logger("desched.migration")

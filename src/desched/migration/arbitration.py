@@ -21,14 +21,7 @@ from datetime import datetime, timedelta
 from typing import Final, Literal
 
 from desched.migration.jobdoc import ACTIVE_PHASES, duration_seconds
-from desched.migration.limits import (
-    IntOrPercent,
-    Unresolved,
-    Workload,
-    WorkloadResolver,
-    get_max_migrating,
-    get_max_unavailable,
-)
+from desched.migration.limits import IntOrPercent, get_max_migrating, get_max_unavailable
 from desched.model.koord import EVICTION_COST_ANNOTATION, eviction_cost
 from desched.model.meta import controller_ref
 from desched.model.objects import PodMigrationJob
@@ -36,6 +29,7 @@ from desched.model.pod import SYSTEM_CRITICAL_PRIORITY, Pod
 from desched.policy.args import Namespaces
 from desched.predicates.labels import Matcher
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.snapshot.workloads import Unresolved, Workload, WorkloadResolver
 
 EVICT_ANNOTATION: Final = "descheduler.alpha.kubernetes.io/evict"
 PASSED_ARBITRATION_ANNOTATION: Final = "descheduler.koordinator.sh/passed-arbitration"

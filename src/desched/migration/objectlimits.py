@@ -10,13 +10,9 @@ from __future__ import annotations
 
 from desched.migration.arbitration import MigrationLedger
 from desched.migration.limiter import NAMESPACE, WORKLOAD, ObjectLimiters, int_value
-from desched.migration.limits import (
-    IntOrPercent,
-    IntOrStringError,
-    Workload,
-    get_max_migrating,
-)
+from desched.migration.limits import IntOrPercent, IntOrStringError, get_max_migrating
 from desched.model.pod import Pod
+from desched.snapshot.workloads import Workload
 
 
 class PodObjectLimits:

@@ -25,7 +25,6 @@ from desched.migration.arbitration import (
     Verdict,
 )
 from desched.migration.limiter import ObjectLimiters
-from desched.migration.limits import WorkloadResolver
 from desched.migration.objectlimits import PodObjectLimits
 from desched.migration.policies import EVICTION, eviction_policy_for
 from desched.model.node import Node
@@ -42,6 +41,7 @@ from desched.plugins.migrationcontroller_args import (
 from desched.predicates.labels import parse_selector_string
 from desched.predicates.nodefit import fit_failures, pod_fits_any_other_node
 from desched.scheduler.placement import choose_node
+from desched.snapshot.workloads import WorkloadResolver
 
 __all__ = ["ArbitrationArgs", "MigrationController", "MigrationControllerArgs",
            "MigrationObjectLimiter", "default", "validate"]
