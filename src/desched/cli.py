@@ -18,9 +18,10 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-def _parse_now(value: str | None) -> datetime:
+def _parse_now(value: str | None) -> datetime | None:
+    """None without --now: the simulation then runs at the snapshot's own time."""
     if not value:
-        return datetime.now(UTC)
+        return None
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
@@ -110,7 +111,9 @@ def _warn(warnings: list[str]) -> None:
 @main.command()
 @_policy_option
 @_snapshot_option
-@click.option("--now", "now_text", help="Fix the clock (RFC 3339).")
+@click.option("--now", "now_text",
+              help="Fix the clock (RFC 3339). Default: the snapshot's capture time, else its "
+                   "newest timestamp.")
 @click.option("--cycles", type=click.IntRange(min=1), default=1, show_default=True,
               help="Descheduling cycles to run over the snapshot, one deschedulingInterval "
                    "apart; state such as LowNodeLoad's anomaly detector carries over.")
@@ -155,7 +158,9 @@ def _exit_fast() -> None:
 @_snapshot_option
 @click.option("--pod", "pod_ref", help="NAMESPACE/NAME of the pod to explain.")
 @click.option("--node", "node_name", help="Explain every pod on this node.")
-@click.option("--now", "now_text", help="Fix the clock (RFC 3339).")
+@click.option("--now", "now_text",
+              help="Fix the clock (RFC 3339). Default: the snapshot's capture time, else its "
+                   "newest timestamp.")
 def explain(policy_path: str, snapshots: tuple[str, ...], pod_ref: str | None,
             node_name: str | None, now_text: str | None) -> None:
     """Explain why a pod (or each pod on a node) would or would not be evicted."""

@@ -8,12 +8,12 @@ from desched.framework.decisions import DecisionLog
 from desched.simulation import run_simulation
 
 
-def explain_run(policy_path: str, snapshot_paths: list[str], now: datetime,
+def explain_run(policy_path: str, snapshot_paths: list[str], now: datetime | None,
                 pod_ref: str | None, node_name: str | None) -> str:
     log = DecisionLog(explain_pods=frozenset({pod_ref}) if pod_ref else frozenset(),
                       explain_nodes=frozenset({node_name}) if node_name else frozenset())
     result = run_simulation(policy_path, snapshot_paths, now, 1, False, log)
-    lines: list[str] = []
+    lines: list[str] = [f"clock: {result.clock.describe()}"]
     target = f"pod {pod_ref}" if pod_ref else f"node {node_name}"
     relevant = [d for d in log.decisions
                 if (pod_ref and f"{d.namespace}/{d.pod}" == pod_ref)

@@ -14,6 +14,7 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
     log = result.log
     return {
         "cycles": result.cycles,
+        "clock": {"now": result.clock.now, "source": result.clock.source},
         "evictions": [
             {"cycle": d.cycle, "namespace": d.namespace, "pod": d.pod, "node": d.node,
              "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
@@ -44,7 +45,8 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
 
 def render_text(result: SimulationResult) -> str:
     lines = [f"policy {result.policy.path} ({result.policy.format}); snapshot: "
-             f"{result.nodes} nodes, {result.pods} pods"]
+             f"{result.nodes} nodes, {result.pods} pods",
+             f"clock: {result.clock.describe()}"]
     by_cycle: dict[int, list[str]] = {}
     for d in result.log.decisions:
         if d.outcome == "evicted":

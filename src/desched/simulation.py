@@ -13,6 +13,7 @@ from desched.framework.types import Clock
 from desched.policy.loader import load_policy
 from desched.policy.model import Policy
 from desched.scheduler.placement import reschedule
+from desched.snapshot.clock import SimulationClock, fixed_clock, snapshot_clock
 from desched.snapshot.loader import load_snapshot
 from desched.util.duration import MAX_SECONDS, format_duration
 
@@ -50,18 +51,26 @@ class SimulationResult:
     cycles: int
     log: DecisionLog
     summaries: list[CycleSummary]
+    clock: SimulationClock
 
     @property
     def evictions(self) -> list[Decision]:
         return self.log.evictions()
 
 
-def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime, cycles: int,
-                   do_reschedule: bool, log: DecisionLog | None = None) -> SimulationResult:
+def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | None,
+                   cycles: int, do_reschedule: bool,
+                   log: DecisionLog | None = None) -> SimulationResult:
+    """`now` None: the snapshot's own time (snapshot/clock.py)."""
     policy = load_policy(policy_path)
     check_policy(policy)  # before the snapshot, which can take seconds to load
-    _check_clock(now, policy.descheduling_interval, cycles)
+    if now is not None:
+        _check_clock(now, policy.descheduling_interval, cycles)  # before the slow load
     snapshot = load_snapshot(snapshot_paths)
+    sim_clock = fixed_clock(now) if now is not None else snapshot_clock(snapshot)
+    if now is None:
+        now = sim_clock.now
+        _check_clock(now, policy.descheduling_interval, cycles)
     nodes, pods = len(snapshot.nodes), len(snapshot.pods)
     executor = SimulationExecutor(snapshot)
     clock = Clock(now)
@@ -89,4 +98,4 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime, c
         executor.evicted.clear()
         summaries.append(summary)
     return SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
-                            summaries)
+                            summaries, sim_clock)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,7 @@ async def test_capture_loads_as_the_same_objects(api: FakeApiServer, client: Api
     total = populate(api)
     out = tmp_path / "cluster.jsonl"
     notes: list[str] = []
+    before = datetime.now(UTC)
     written = await capture(client, out, page_size=2, note=notes.append)
     assert written == total
     assert sorted(notes) == sorted(
@@ -101,11 +103,16 @@ async def test_capture_loads_as_the_same_objects(api: FakeApiServer, client: Api
 
     raw = out.read_bytes()
     assert b"managedFields" not in raw
-    pages = [json.loads(line) for line in raw.splitlines()]
+    *pages, info = [json.loads(line) for line in raw.splitlines()]
     kinds = [page["kind"] for page in pages]
     assert kinds.count("PodList") == 3  # 5 pods, 2 a page
     assert kinds.count("NodeList") == 2
     assert all(set(page) == {"kind", "apiVersion", "metadata", "items"} for page in pages)
+    # The last line records when the capture finished: simulate's default clock.
+    assert (info["apiVersion"], info["kind"]) == ("desched.io/v1alpha1", "SnapshotInfo")
+    captured = datetime.fromisoformat(info["metadata"]["creationTimestamp"])
+    assert before - timedelta(seconds=1) <= captured <= datetime.now(UTC)
+    assert info["server"] == client.server
     assert not (tmp_path / "cluster.jsonl.partial").exists()
 
     warnings: list[str] = []
@@ -116,6 +123,7 @@ async def test_capture_loads_as_the_same_objects(api: FakeApiServer, client: Api
     assert loaded.nodes["n2"].allocatable["cpu"] == 8000
     assert len(loaded.pods_by_owner_uid["rs-1"]) == 4
     assert dict(loaded.namespace_labels("prod")) == {"team": "prod"}
+    assert loaded.captured_at == captured
 
     # The live informers over the same server see exactly the same objects.
     informers = make_informers(client, backoff=fast())
@@ -134,7 +142,7 @@ async def test_items_are_copied_byte_for_byte(api: FakeApiServer, client: ApiCli
     api.add_now("Pod", original)
     out = tmp_path / "pods.jsonl"
     assert await capture(client, out, ["Pod"]) == 1
-    (page,) = [json.loads(line) for line in out.read_bytes().splitlines()]
+    page, _info = [json.loads(line) for line in out.read_bytes().splitlines()]
     item = page["items"][0]
     expected = {k: v for k, v in original.items()}
     expected["metadata"] = {k: v for k, v in original["metadata"].items()
@@ -153,7 +161,8 @@ async def test_expired_continue_token_lists_the_kind_again(
     notes: list[str] = []
     assert await capture(client, out, ["Pod"], page_size=2, note=notes.append) == 5
     assert notes == ["pods changed too much while being listed; listing it again"]
-    assert len(out.read_bytes().splitlines()) == 3  # the first attempt's page is gone
+    # The first attempt's page is gone: three pages and the SnapshotInfo line.
+    assert len(out.read_bytes().splitlines()) == 4
     assert len(load_snapshot([str(out)]).pods) == 5
 
 

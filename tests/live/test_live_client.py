@@ -146,7 +146,8 @@ def test_no_configuration_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_resources_cover_every_snapshot_kind() -> None:
-    assert set(BY_KIND) == set(KIND_GROUPS) == set(TYPES)
+    # Every kind but the SnapshotInfo desched writes itself.
+    assert set(BY_KIND) == set(KIND_GROUPS) - {"SnapshotInfo"} == set(TYPES) - {"SnapshotInfo"}
     for resource in RESOURCES:
         assert resource.group in KIND_GROUPS[resource.kind]
     assert BY_KIND["Pod"].path == "/api/v1/pods"

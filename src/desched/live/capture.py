@@ -7,6 +7,9 @@ item. It is server-side-apply bookkeeping, about 40% of a pod's bytes at scale
 kind, apiVersion and resourceVersion; the continue token is dropped. Items are otherwise copied
 byte for byte (never decoded and re-encoded), so nothing the loader reads is lost.
 
+The last line is a SnapshotInfo document (desched.io/v1alpha1) recording when the capture
+finished: `simulate` and `explain` run at that time unless told otherwise.
+
 Kinds the server does not serve (CRDs that are not installed, no metrics-server) are skipped with
 a note. The file is written under a temporary name and renamed at the end, so a failed capture
 never leaves a partial snapshot behind.
@@ -18,6 +21,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,6 +31,7 @@ from desched.errors import InputError
 from desched.live.client import ApiClient, ApiError, ConnectionLost
 from desched.live.informer import Backoff
 from desched.live.resources import Resource, resources_for
+from desched.model.objects import SNAPSHOT_INFO_API_VERSION
 from desched.util.progress import Progress
 
 Note = Callable[[str], None]
@@ -82,6 +87,15 @@ def page_line(body: bytes, resource: Resource) -> tuple[bytes, int, str]:
     return line + b"\n", len(items), page.metadata.continue_
 
 
+def info_line(finished: datetime, server: str) -> bytes:
+    """The SnapshotInfo document: when the capture finished (simulate's default clock)."""
+    return _encoder.encode({
+        "apiVersion": SNAPSHOT_INFO_API_VERSION, "kind": "SnapshotInfo",
+        "metadata": {"name": "snapshot",
+                     "creationTimestamp": finished.strftime("%Y-%m-%dT%H:%M:%SZ")},
+        "server": server}) + b"\n"
+
+
 class _Restart(Exception):
     """The continue token expired while paging: list the kind again from the start."""
 
@@ -108,6 +122,7 @@ async def capture(client: ApiClient, out_path: str | os.PathLike[str],
             for resource in resources:
                 await _capture_kind(client, resource, handle, page_size, attempts,
                                     backoff or Backoff(), note, tally)
+            handle.write(info_line(datetime.now(UTC), client.server))
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)

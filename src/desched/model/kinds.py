@@ -19,6 +19,7 @@ from desched.model.objects import (
     PodMigrationJob,
     PriorityClass,
     Reservation,
+    SnapshotInfo,
 )
 from desched.model.pod import Pod
 
@@ -41,6 +42,7 @@ KIND_GROUPS: dict[str, tuple[str, ...]] = {
     "PodMetrics": ("metrics.k8s.io",),
     "PodMigrationJob": ("scheduling.koordinator.sh",),
     "Reservation": ("scheduling.koordinator.sh",),
+    "SnapshotInfo": ("desched.io",),
 }
 
 TYPES: dict[str, type] = {
@@ -55,6 +57,7 @@ TYPES: dict[str, type] = {
     "PodMetrics": PodMetrics,
     "PodMigrationJob": PodMigrationJob,
     "Reservation": Reservation,
+    "SnapshotInfo": SnapshotInfo,
     **{t.__name__: t for t in WORKLOAD_TYPES},
 }
 

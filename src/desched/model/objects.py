@@ -249,3 +249,17 @@ class Reservation(msgspec.Struct, tag_field="kind", tag="Reservation", rename="c
     metadata: ObjectMeta = _meta()
     spec: ReservationSpec = msgspec.field(default_factory=ReservationSpec)
     status: ReservationStatus = msgspec.field(default_factory=ReservationStatus)
+
+
+# --- desched.io/v1alpha1 ----------------------------------------------------------------------
+
+SNAPSHOT_INFO_API_VERSION = "desched.io/v1alpha1"
+
+
+class SnapshotInfo(msgspec.Struct, tag_field="kind", tag="SnapshotInfo", rename="camel",
+                   omit_defaults=True):
+    """What `desched snapshot` records about a capture: metadata.creationTimestamp is when the
+    capture finished (the clock simulate and explain use by default), `server` where from."""
+
+    metadata: ObjectMeta = _meta()
+    server: str = ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from desched.errors import InputError
@@ -20,6 +21,7 @@ from desched.model.objects import (
     PodMigrationJob,
     PriorityClass,
     Reservation,
+    SnapshotInfo,
 )
 from desched.model.pod import Pod
 from desched.predicates.labels import Matcher, SelectorError, compile_selector
@@ -76,6 +78,8 @@ class ClusterSnapshot:
         self.metrics_pods: dict[str, PodMetrics] = {}
         self.migration_jobs: dict[str, PodMigrationJob] = {}
         self.reservations: dict[str, Reservation] = {}
+        # When `desched snapshot` finished capturing (the latest, over several files).
+        self.captured_at: datetime | None = None
         self._pdb_selectors: dict[int, Matcher] = {}
         # namespace -> (its PDB count when built, the budgets by one of their matchLabels pairs
         # (None: no matchLabels) with their position and matcher).
@@ -133,6 +137,10 @@ class ClusterSnapshot:
             self.migration_jobs[meta.name] = obj
         elif isinstance(obj, Reservation):
             self.reservations[meta.name] = obj
+        elif isinstance(obj, SnapshotInfo):
+            at = meta.creation_timestamp
+            if at is not None and (self.captured_at is None or at > self.captured_at):
+                self.captured_at = at
 
     def add_all(self, objs: tuple[Any, ...]) -> None:
         """Add a page of objects; a page of pods takes a tight loop (150k pods at load)."""
