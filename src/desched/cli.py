@@ -119,19 +119,24 @@ def _warn(warnings: list[str]) -> None:
                    "apart; state such as LowNodeLoad's anomaly detector carries over.")
 @click.option("--reschedule", is_flag=True,
               help="Recreate evicted owned pods and place them between cycles.")
+@click.option("--scheduler", type=click.Choice(["kube-default", "koord-load-aware"]),
+              default="kube-default", show_default=True,
+              help="The scheduler model --reschedule places replacements with: kube-scheduler's "
+                   "default profile, or koord-scheduler with LoadAwareScheduling.")
 @click.option("--output", type=click.Choice(["text", "json", "html"]), default="text",
               show_default=True, help="Report format: text for reading, json for tools "
               "(DESIGN §1.2), html for a browser.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here, not stdout.")
 def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None, cycles: int,
-             reschedule: bool, output: str, out_path: str | None) -> None:
+             reschedule: bool, scheduler: str, output: str, out_path: str | None) -> None:
     """Run the policy against a cluster snapshot and report what it would evict."""
     from desched.report import render
     from desched.simulation import run_simulation
 
     _one_stdin(policy_path, snapshots)
     now = _parse_now(now_text)
-    result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule)
+    result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule,
+                            scheduler=scheduler)
     _warn(result.policy.warnings)
     text = render(result, output)
     if out_path:

@@ -12,8 +12,14 @@ from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock
 from desched.policy.loader import load_policy
 from desched.policy.model import Policy
+from desched.scheduler.model import KUBE_DEFAULT, scheduler_model
 from desched.scheduler.placement import reschedule
-from desched.snapshot.clock import SimulationClock, fixed_clock, snapshot_clock
+from desched.snapshot.clock import (
+    SimulationClock,
+    advance_metrics,
+    fixed_clock,
+    snapshot_clock,
+)
 from desched.snapshot.loader import load_snapshot
 from desched.util.duration import MAX_SECONDS, format_duration
 
@@ -60,8 +66,11 @@ class SimulationResult:
 
 def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | None,
                    cycles: int, do_reschedule: bool,
-                   log: DecisionLog | None = None) -> SimulationResult:
-    """`now` None: the snapshot's own time (snapshot/clock.py)."""
+                   log: DecisionLog | None = None, *,
+                   scheduler: str = KUBE_DEFAULT) -> SimulationResult:
+    """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
+    that places replacements with `do_reschedule`."""
+    model = scheduler_model(scheduler)
     policy = load_policy(policy_path)
     check_policy(policy)  # before the snapshot, which can take seconds to load
     if now is not None:
@@ -79,7 +88,9 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
     for cycle in range(1, cycles + 1):
         # Cycles are a descheduling interval apart when the policy sets one (Koordinator's
         # deschedulingInterval), so timeouts and metric expiry play out as they would live.
-        clock.now = now + timedelta(seconds=policy.descheduling_interval * (cycle - 1))
+        moment = now + timedelta(seconds=policy.descheduling_interval * (cycle - 1))
+        advance_metrics(snapshot, moment - clock.now)
+        clock.now = moment
         summary = CycleSummary(cycle, descheduler.run_cycle(cycle))
         if policy.dry_run:
             # Koordinator's dryRun evicts nothing: the cycle ran on its own copy of the facts
@@ -90,7 +101,8 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
             executor = descheduler.executor = SimulationExecutor(snapshot)
             descheduler.evictor.executor = executor
         elif do_reschedule and executor.evicted:
-            placed = reschedule(executor.evicted, snapshot, cycle, descheduler.nodes())
+            placed = reschedule(executor.evicted, snapshot, cycle, descheduler.nodes(), model,
+                                clock.now)
             summary.placements = [(new.key, node) for _, new, node in placed]
             for old, _, node in placed:
                 if node is not None:

@@ -40,7 +40,7 @@ from desched.plugins.migrationcontroller_args import (
 )
 from desched.predicates.labels import parse_selector_string
 from desched.predicates.nodefit import fit_failures, pod_fits_any_other_node
-from desched.scheduler.placement import choose_node
+from desched.scheduler.kube_default import KubeDefault
 from desched.snapshot.workloads import WorkloadResolver
 
 __all__ = ["ArbitrationArgs", "MigrationController", "MigrationControllerArgs",
@@ -186,9 +186,11 @@ class MigrationController:
         others = [n for n in snapshot.ready_nodes() if n.name != pod.node_name]
         candidates = [n for n in others if self._room(pod, n)]
         # The scheduler counts reserved resources as used, which spreads Reservations;
-        # choose_node does not see them, so nodes holding none yet are tried first.
+        # the model does not see them, so nodes holding none yet are tried first.
         fresh = [n for n in candidates if n.name not in self._reserved]
-        chosen = choose_node(pod, fresh, snapshot) or choose_node(pod, candidates, snapshot)
+        model, now = KubeDefault(), self.handle.clock.now
+        chosen = (model.place(pod, fresh, snapshot, now).node
+                  or model.place(pod, candidates, snapshot, now).node)
         if chosen is None:
             failures = fit_failures(pod, candidates, snapshot)
             failures.update({n.name: "taken by this cycle's Reservations"
@@ -197,7 +199,7 @@ class MigrationController:
             more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
             return None, (f"ReservationFirst: no other node can take a Reservation for the pod"
                           f"{': ' + detail + more if detail else ' (no other ready node)'}")
-        return chosen.name, ""
+        return chosen, ""
 
     def _hold(self, pod: Pod, node_name: str) -> None:
         """The Reservation of a migration that started holds its node's room for the cycle."""

@@ -1,68 +1,101 @@
-"""Placing a pod: filter nodes with the shared NodeFit predicates, score by least allocated
-(kube-scheduler's default NodeResourcesFit strategy over cpu and memory), ties by name."""
+"""Replacements for evicted pods, as their controllers would create them, placed by a scheduler
+model; the evicted pod's measured usage moves with it, so later cycles see the load where the
+replacement runs (DESIGN §1.6)."""
 
 from __future__ import annotations
+
+import re
+from datetime import datetime
 
 import msgspec
 
 from desched.model.meta import Shared
 from desched.model.node import Node
+from desched.model.objects import PodMetricInfo
 from desched.model.pod import Pod, PodCondition
-from desched.predicates.nodefit import affinity_space, node_fit
+from desched.scheduler.model import SchedulerModel
 from desched.snapshot.cluster import ClusterSnapshot
 
-
-def _free_share(node: Node, snapshot: ClusterSnapshot, pod: Pod) -> float:
-    used = snapshot.node_requested(node.name)
-    score = 0.0
-    for resource in ("cpu", "memory"):
-        capacity = node.allocatable.get(resource, 0)
-        if capacity > 0:
-            after = used.get(resource, 0) + pod.requests.get(resource, 0)
-            score += max(0.0, (capacity - after) / capacity)
-    return score
+_SUFFIX = re.compile(r"-r\d+$")
 
 
-def choose_node(pod: Pod, nodes: list[Node], snapshot: ClusterSnapshot) -> Node | None:
-    feasible = [n for n in affinity_space(pod, nodes, snapshot)
-                if node_fit(pod, n, snapshot) is None]
-    if not feasible:
-        return None
-    return max(feasible, key=lambda n: (_free_share(n, snapshot, pod), n.name))
+def _stamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def replacement(pod: Pod, cycle: int) -> Pod:
-    """The pod a controller would create for an evicted one: StatefulSet and DaemonSet pods keep
-    their name, others get a new one; it is unscheduled and has no status yet."""
+def replacement(pod: Pod, cycle: int, now: datetime) -> Pod:
+    """The pod a controller creates for an evicted one: new (created now, no restarts, no
+    status yet); StatefulSet and DaemonSet pods keep their name, others get a new one."""
     kinds = {ref.kind for ref in pod.metadata.owner_references}
-    name = pod.name if kinds & {"StatefulSet", "DaemonSet"} else f"{pod.name}-r{cycle}"
+    base = _SUFFIX.sub("", pod.name)
+    name = pod.name if kinds & {"StatefulSet", "DaemonSet"} else f"{base}-r{cycle}"
     meta = msgspec.structs.replace(pod.metadata, name=name, uid=f"{pod.metadata.uid}-r{cycle}",
-                                   deletion_timestamp=None)
+                                   creation_timestamp=now, deletion_timestamp=None)
     spec = msgspec.structs.replace(pod.spec, node_name="")
-    status = type(pod.status)(phase="Pending")
+    status = type(pod.status)(phase="Pending", qos_class=pod.status.qos_class)
     return Pod(metadata=meta, spec=spec, status=status)
 
 
-def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int,
-               nodes: list[Node]) -> list[tuple[Pod, Pod, str | None]]:
-    """Recreate owned evicted pods and place each; returns (evicted pod, replacement, node name
-    or None when no node fits)."""
+def bind(pod: Pod, node: str, now: datetime) -> Pod:
+    """The replacement running on `node`: Running and Ready since `now`, as its controller
+    expects, with every container started and none restarted."""
+    ready = PodCondition(type=Shared("Ready"), status="True", last_transition_time=now)
+    status = type(pod.status)(
+        phase="Running", qos_class=pod.status.qos_class, start_time=now,
+        conditions=msgspec.Raw(msgspec.json.encode([{
+            "type": "Ready", "status": "True", "lastTransitionTime": _stamp(now)}])))
+    bound = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node),
+                                    status=status)
+    bound.cached_conditions = (ready,)
+    bound.cached_ready = True
+    return bound
+
+
+def carry_usage(snapshot: ClusterSnapshot, old: Pod, new: Pod, now: datetime) -> None:
+    """Move the evicted pod's measured usage to its replacement: the NodeMetric podsMetric entry
+    (from the old node's metric to the new node's) and its PodMetrics (metrics.k8s.io)."""
+    metric = snapshot.node_metrics.get(old.node_name)
+    entry: PodMetricInfo | None = None
+    if metric is not None:
+        kept = []
+        for e in metric.status.pods_metric:
+            if f"{e.namespace or 'default'}/{e.name}" == old.key and entry is None:
+                entry = e
+            else:
+                kept.append(e)
+        if entry is not None:
+            snapshot.node_metrics[old.node_name] = msgspec.structs.replace(
+                metric, status=msgspec.structs.replace(metric.status, pods_metric=tuple(kept)))
+    target = snapshot.node_metrics.get(new.node_name) if new.node_name else None
+    if entry is not None and target is not None:
+        moved = msgspec.structs.replace(entry, name=new.name, namespace=new.namespace)
+        snapshot.node_metrics[new.node_name] = msgspec.structs.replace(
+            target, status=msgspec.structs.replace(
+                target.status, pods_metric=(*target.status.pods_metric, moved)))
+    sample = snapshot.metrics_pods.get(old.key)
+    if sample is not None and new.node_name:
+        snapshot.metrics_pods[new.key] = msgspec.structs.replace(
+            sample, metadata=msgspec.structs.replace(sample.metadata, name=new.name),
+            timestamp=now)
+
+
+def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes: list[Node],
+               model: SchedulerModel, now: datetime) -> list[tuple[Pod, Pod, str | None]]:
+    """Recreate owned evicted pods and place each with the model; returns (evicted pod,
+    replacement, node name or None when no node fits)."""
     placed: list[tuple[Pod, Pod, str | None]] = []
     for old in evicted:
         if not old.metadata.owner_references:
             continue
-        pod = replacement(old, cycle)
+        pod = replacement(old, cycle, now)
+        target: str | None
         if old.is_daemonset:
-            target = next((n for n in nodes if n.name == old.node_name), None)
+            target = old.node_name if old.node_name in snapshot.nodes else None
         else:
-            target = choose_node(pod, nodes, snapshot)
+            target = model.place(pod, nodes, snapshot, now).node
         if target is not None:
-            pod = msgspec.structs.replace(pod, spec=msgspec.structs.replace(
-                pod.spec, node_name=target.name), status=type(pod.status)(phase="Running"))
-            # The replacement is assumed to become Ready, as its controller expects.
-            pod.cached_conditions = (PodCondition(type=Shared("Ready"), status="True"),)
-            pod.cached_ready = True
+            pod = bind(pod, target, now)
         snapshot.add_pod(pod)
-        placed.append((old, pod, target.name if target is not None else None))
+        carry_usage(snapshot, old, pod, now)
+        placed.append((old, pod, target))
     return placed
-

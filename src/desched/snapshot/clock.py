@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -100,3 +100,21 @@ def newest_timestamp(snapshot: ClusterSnapshot) -> tuple[datetime, str] | None:
             if at is not None and (found is None or at > found[0]):
                 found = (at, f"Pod {pod.key} condition lastTransitionTime")
     return found
+
+
+def advance_metrics(snapshot: ClusterSnapshot, by: timedelta) -> None:
+    """Move every usage sample's time forward with the simulated clock: between simulated
+    cycles the metrics agents keep reporting, so the metrics stay as fresh as when captured
+    instead of expiring."""
+    if not by:
+        return
+    for name, metric in snapshot.node_metrics.items():
+        updated = metric.status.update_time
+        if updated is not None:
+            snapshot.node_metrics[name] = msgspec.structs.replace(
+                metric, status=msgspec.structs.replace(metric.status, update_time=updated + by))
+    samples: tuple[dict[str, Any], ...] = (snapshot.metrics_nodes, snapshot.metrics_pods)
+    for objects in samples:
+        for key, sample in objects.items():
+            if sample.timestamp is not None:
+                objects[key] = msgspec.structs.replace(sample, timestamp=sample.timestamp + by)

@@ -1,0 +1,126 @@
+"""`koord-load-aware`: koord-scheduler with Koordinator's LoadAwareScheduling plugin, at its
+default arguments (filterExpiredNodeMetrics true, nodeMetricExpirationSeconds 180, usageThresholds
+cpu 65% memory 95%, resourceWeights cpu 1 memory 1, estimatedScalingFactors cpu 85% memory 70%).
+
+Filters: kube-default's filters, then LoadAwareScheduling's: a node whose NodeMetric expired is
+unschedulable, one without a NodeMetric passes (no load data: plain scheduling), and a node whose
+measured usage ratio reaches a usage threshold is unschedulable (measured usage only, so a burst
+of new pods is not refused on estimates). Score: least estimated usage, per resource
+(allocatable - estimated) * 100 / allocatable, weighted by resourceWeights, where estimated is the
+NodeMetric usage plus an estimate for each pod on the node that the metric does not report yet
+(and for the pod being placed): its limit when above its request, else request x scaling factor,
+250m cpu / 200Mi memory when it requests nothing. Nodes without a NodeMetric score by that estimate
+for every pod. Left out: kube-scheduler's own scores (LoadAwareScheduling dominates with
+koord-scheduler's default weights), prodUsageThresholds, aggregated (percentile) usage, and
+custom thresholds from node annotations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from desched.model.node import Node
+from desched.model.pod import Pod
+from desched.model.quantity import resource_amount
+from desched.scheduler.kube_default import KubeDefault
+from desched.scheduler.model import LOAD_AWARE, Placement, best
+from desched.snapshot.cluster import ClusterSnapshot
+from desched.usage.nodemetric import NodeLoad, expiry_problem, read_node_load
+
+USAGE_THRESHOLDS = {"cpu": 65, "memory": 95}
+RESOURCE_WEIGHTS = {"cpu": 1, "memory": 1}
+SCALING_FACTORS = {"cpu": 85, "memory": 70}
+EXPIRATION_SECONDS = 180
+DEFAULT_REQUESTS = {"cpu": 250, "memory": 200 * 1024 * 1024}  # millicores, bytes
+_RESOURCES = tuple(RESOURCE_WEIGHTS)
+
+
+def pod_limits(pod: Pod) -> dict[str, int]:
+    limits: dict[str, int] = {}
+    for container in pod.spec.containers:
+        if container.resources is not None:
+            for name, quantity in container.resources.limits.items():
+                limits[name] = limits.get(name, 0) + resource_amount(name, quantity)
+    return limits
+
+
+def estimated_usage(pod: Pod) -> dict[str, int]:
+    """LoadAwareScheduling's default estimator for a pod the metrics do not report yet."""
+    requests, limits = pod.requests, pod_limits(pod)
+    out: dict[str, int] = {}
+    for name in _RESOURCES:
+        request, limit = requests.get(name, 0), limits.get(name, 0)
+        if limit > request:
+            out[name] = limit
+        elif request == 0:
+            out[name] = DEFAULT_REQUESTS[name]
+        else:
+            out[name] = request * SCALING_FACTORS[name] // 100
+    return out
+
+
+class LoadAware:
+    name = LOAD_AWARE
+
+    def __init__(self) -> None:
+        self.requests_model = KubeDefault()
+
+    def place(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+              now: datetime) -> Placement:
+        feasible, why = self.requests_model.feasible(pod, nodes, snapshot)
+        if not feasible:
+            return Placement(None, why)
+        scores: dict[str, float] = {}
+        refused: dict[str, int] = {}
+        for node in feasible:
+            verdict = self.node_score(pod, node, snapshot, now)
+            if isinstance(verdict, str):
+                refused[verdict] = refused.get(verdict, 0) + 1
+            else:
+                scores[node.name] = verdict
+        if not scores:
+            shown = ", ".join(f"{n} {r}" for r, n in sorted(refused.items(), key=lambda x: -x[1]))
+            return Placement(None, f"0/{len(feasible)} nodes are available: {shown}")
+        chosen = best(scores)
+        return Placement(chosen, f"least estimated usage (score {scores[chosen]:.1f} of "
+                                 f"{len(scores)} node(s) under the usage thresholds)")
+
+    def node_score(self, pod: Pod, node: Node, snapshot: ClusterSnapshot,
+                   now: datetime) -> float | str:
+        """The node's score, or why LoadAwareScheduling filters it out."""
+        metric = snapshot.node_metrics.get(node.name)
+        load: NodeLoad | None = None
+        if metric is not None:
+            if expiry_problem(metric, now, EXPIRATION_SECONDS) is not None:
+                return "node(s) nodeMetric expired"
+            got = read_node_load(node, snapshot, _RESOURCES, now, EXPIRATION_SECONDS)
+            load = got if isinstance(got, NodeLoad) else None
+        measured = dict.fromkeys(_RESOURCES, 0)
+        reported: set[str] = set()
+        if load is not None:
+            reported = set(load.pod_usage)
+            for name in _RESOURCES:
+                measured[name] = load.usage.get(name, 0)
+            leaving = load.pod_usage.get(pod.key) if pod.node_name == node.name else None
+            for name, amount in (leaving or {}).items():
+                measured[name] = max(0, measured[name] - amount)
+            for name, limit in USAGE_THRESHOLDS.items():
+                capacity = node.allocatable.get(name, 0)
+                if capacity > 0 and measured[name] * 100 >= limit * capacity:
+                    return f"node(s) {name} usage exceed threshold"
+        estimated = dict(measured)
+        for other in snapshot.pods_on_node(node.name):
+            if other is pod or other.key in reported:
+                continue
+            for name, amount in estimated_usage(other).items():
+                estimated[name] += amount
+        for name, amount in estimated_usage(pod).items():
+            estimated[name] += amount
+        total = weight_sum = 0.0
+        for name, weight in RESOURCE_WEIGHTS.items():
+            capacity = node.allocatable.get(name, 0)
+            share = max(0.0, (capacity - estimated[name]) * 100.0 / capacity) if capacity else 0
+            total += weight * share
+            weight_sum += weight
+        return total / weight_sum

@@ -1,0 +1,51 @@
+"""Scheduler models: where a scheduler would place a pod, for `simulate --reschedule` and the
+PingPongGuard. Both models filter with the shared predicates (predicates/) and score the nodes
+that pass; ties go to the node name (kube-scheduler picks among ties at random)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from desched.model.node import Node
+from desched.model.pod import Pod
+from desched.snapshot.cluster import ClusterSnapshot
+
+KUBE_DEFAULT = "kube-default"
+LOAD_AWARE = "koord-load-aware"
+MODELS = (KUBE_DEFAULT, LOAD_AWARE)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    node: str | None  # None: no node passes the filters
+    why: str  # the winning score, or why nothing fits
+
+
+class SchedulerModel(Protocol):
+    name: str
+
+    def place(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+              now: datetime) -> Placement:
+        """Where `pod` would land. A pod still bound to a node is placed as if it had left it
+        (its requests and usage no longer count there): the question is where its replacement
+        goes once it is evicted."""
+        ...
+
+
+def scheduler_model(name: str) -> SchedulerModel:
+    from desched.scheduler.kube_default import KubeDefault
+    from desched.scheduler.load_aware import LoadAware
+
+    if name == LOAD_AWARE:
+        return LoadAware()
+    if name == KUBE_DEFAULT:
+        return KubeDefault()
+    raise ValueError(f"unknown scheduler model {name!r}: expected one of {', '.join(MODELS)}")
+
+
+def best(scores: dict[str, float]) -> str:
+    """The highest score; ties by node name, so a simulation is reproducible."""
+    return max(scores, key=lambda n: (scores[n], n))
