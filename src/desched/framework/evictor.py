@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from desched.framework.decisions import DecisionLog
 from desched.model.pod import Pod
@@ -147,6 +147,10 @@ class ProfileEvictor:
     filters: list[FilterChain] = field(default_factory=list)
     pre_eviction_filters: list[FilterChain] = field(default_factory=list)
     evict_plugin: EvictPlugin | None = None  # Koordinator profiles (MigrationController)
+    # The profile's plugin instances by name, and which one is asking the filters now: a
+    # filter may judge an eviction by the plugin that wants it (PingPongGuard).
+    plugins: dict[str, Any] = field(default_factory=dict)
+    asking: str = ""
 
     def filter_reason(self, pod: Pod) -> str | None:
         for plugin in self.filters:
@@ -164,6 +168,7 @@ class ProfileEvictor:
 
     def filter(self, pod: Pod, plugin: str) -> bool:
         # filter_reason inlined: every plugin asks this for most pods, every cycle.
+        self.asking = plugin
         for check in self.filters:
             reason = check.filter(pod)
             if reason is not None:
@@ -172,6 +177,7 @@ class ProfileEvictor:
         return True
 
     def pre_eviction_filter(self, pod: Pod, plugin: str) -> bool:
+        self.asking = plugin
         for check in self.pre_eviction_filters:
             reason = check.pre_eviction_filter(pod)
             if reason is not None:

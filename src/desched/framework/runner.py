@@ -48,6 +48,7 @@ def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evicto
             instances[name] = specs[name].factory(cfg.args[name], handle)
         return instances[name]
 
+    pe.plugins = instances
     pe.filters = [instance(n) for n in cfg.enabled.get("filter", [])]
     pe.pre_eviction_filters = [instance(n) for n in cfg.enabled.get("preevictionfilter", [])]
     evict_plugins = cfg.enabled.get("evict", [])

@@ -232,6 +232,8 @@ class LowNodeLoad:
         self.marked: dict[tuple[bool, str], State] = {}
         self.marked_normal: set[tuple[bool, str]] = set()
         self._noted: set[tuple[str, str]] = set()
+        # This cycle's measured nodes, as pods move: what PingPongGuard asks about a target.
+        self.measured: dict[str, NodeInfo] = {}
 
     def note(self, text: str, node: str = "") -> None:
         """A reason about a node (or the run) rather than a pod. Once per cycle."""
@@ -240,6 +242,23 @@ class LowNodeLoad:
         self._noted.add((node, text))
         log.info("%s/%s: %s", self.handle.profile, self.handle.plugin, text)
         self.handle.note(text, node)
+
+    def over_thresholds_after(self, node: str, pod: Pod) -> str | None:
+        """Whether `node` would be over its high thresholds with `pod`'s measured usage added
+        (PingPongGuard's question); None when it would not, or was not measured this cycle."""
+        target = self.measured.get(node)
+        if target is None:
+            return None
+        source = self.measured.get(pod.node_name)
+        moved = source.load.pod_usage.get(pod.key, {}) if source is not None else {}
+        usage = {name: amount + moved.get(name, 0) for name, amount in target.usage.items()}
+        usage[PODS] = usage.get(PODS, 0) + 1
+        hot = over(usage, target.high)
+        if not hot:
+            return None
+        shown = ", ".join(f"{name} {_show(name, usage[name], target.capacity.get(name, 0))}"
+                          for name in hot)
+        return f"LowNodeLoad would find it over its high thresholds ({shown})"
 
     def passes_filters(self, pod: Pod) -> bool:
         """Koordinator's podFilter: evictableNamespaces, the profile's evict filter, then any
@@ -263,6 +282,7 @@ class LowNodeLoad:
         self.marked.clear()
         self.marked_normal.clear()
         self._noted.clear()
+        self.measured.clear()
         if self.interval_warning:
             self.note(self.interval_warning)
         processed: set[str] = set()
@@ -341,6 +361,7 @@ class _PoolRun:
                     prod_high[name] = threshold_amount(
                         _clamp(mean + self.prod_high_pct.get(name, 0.0)), cap)
             infos.append(NodeInfo(load, capacity, low, high, prod_low, prod_high))
+        plugin.measured.update((info.name, info) for info in infos)
         return infos
 
     # -- the pool algorithm -----------------------------------------------------------------------

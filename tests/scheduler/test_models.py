@@ -1,0 +1,166 @@
+"""The scheduler models' filters and scores against kube-scheduler's default profile and
+Koordinator's LoadAwareScheduling (defaults: usage thresholds cpu 65% memory 95%, estimated
+scaling factors cpu 85% memory 70%, NodeMetric expiry 180 s)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from builders import NOW, decode, node, pod, snapshot
+from desched.scheduler.kube_default import KubeDefault, balanced_allocation, least_allocated
+from desched.scheduler.load_aware import LoadAware, estimated_usage
+from desched.scheduler.model import scheduler_model
+
+STAMP = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def place(model: Any, p: Any, *objects: Any) -> str | None:
+    snap = snapshot(p, *objects)
+    return model.place(snap.pods[p.key], snap.ready_nodes(), snap, NOW).node
+
+
+def test_least_allocated_and_balanced_allocation_scores() -> None:
+    assert least_allocated({"cpu": 0.25, "memory": 0.75}) == 50.0
+    assert balanced_allocation({"cpu": 0.5, "memory": 0.5}) == 100.0
+    assert balanced_allocation({"cpu": 0.2, "memory": 0.6}) == pytest.approx(80.0)
+
+
+def test_kube_default_prefers_the_least_requested_node() -> None:
+    new = pod("new", node_name="", cpu="500m")
+    busy = [pod(f"b{i}", "n1", cpu="1") for i in range(3)]
+    assert place(KubeDefault(), new, node("n1"), node("n2"), *busy) == "n2"
+
+
+def test_a_pod_still_bound_is_placed_as_if_it_had_left() -> None:
+    """The ping-pong case: the hot node is the lightest by requests once the pod is gone."""
+    leaving = pod("leaving", "n1", cpu="2")
+    others = [pod(f"o{i}", "n2", cpu="1") for i in range(2)]
+    assert place(KubeDefault(), leaving, node("n1"), node("n2"), *others) == "n1"
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    # A required node affinity wins over free room.
+    ({"nodeSelector": {"pool": "b"}}, "n1"),
+    # An untolerated NoSchedule taint filters the emptier node.
+    ({}, "n1"),
+])
+def test_kube_default_filters(spec: dict[str, Any], expected: str) -> None:
+    taints = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}] if not spec else None
+    nodes = [node("n1", labels={"pool": "b"}), node("n2", labels={"pool": "a"}, taints=taints)]
+    busy = pod("busy", "n1", cpu="2")
+    assert place(KubeDefault(), pod("new", node_name="", spec=spec), *nodes, busy) == expected
+
+
+def test_prefer_no_schedule_taints_weigh_three_times_least_allocated() -> None:
+    soft = [{"key": "spot", "value": "x", "effect": "PreferNoSchedule"}]
+    busy = pod("busy", "n1", cpu="1")
+    assert place(KubeDefault(), pod("new", node_name=""), node("n1"),
+                 node("n2", taints=soft), busy) == "n1"
+
+
+def test_preferred_node_affinity_weighs_twice_least_allocated() -> None:
+    spec = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "preference": {"matchExpressions": [
+            {"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}}
+    busy = pod("busy", "n1", cpu="1")
+    nodes = [node("n1", labels={"disk": "ssd"}), node("n2")]
+    assert place(KubeDefault(), pod("new", node_name="", spec=spec), *nodes, busy) == "n1"
+
+
+def test_topology_spread_do_not_schedule_filters_the_crowded_domain() -> None:
+    labels = {"app": "web"}
+    spec = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                                           "whenUnsatisfiable": "DoNotSchedule",
+                                           "labelSelector": {"matchLabels": labels}}]}
+    nodes = [node("n1", cpu="64", labels={"zone": "a"}), node("n2", labels={"zone": "b"})]
+    web = [pod("w1", "n2", labels=labels, cpu="3")]
+    # n2 is fuller by requests but zone b... holds the only replica: zone a must get the next.
+    new = pod("new", node_name="", labels=labels, spec=spec)
+    assert place(KubeDefault(), new, *nodes, *web) == "n1"
+    web2 = [pod("w1", "n1", labels=labels), pod("w2", "n1", labels=labels)]
+    assert place(KubeDefault(), new, *nodes, *web2) == "n2"
+
+
+def test_running_pods_required_anti_affinity_keeps_the_pod_away() -> None:
+    anti = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname",
+         "labelSelector": {"matchLabels": {"app": "web"}}}]}}}
+    guard = pod("guard", "n2", spec=anti, cpu="3")
+    new = pod("new", node_name="", labels={"app": "web"})
+    # n2 has the most room after the guard's 3 cpu... no: n1 is busier; still n2 is refused.
+    busy = pod("busy", "n1", cpu="3500m")
+    assert place(KubeDefault(), new, node("n1"), node("n2"), guard, busy) == "n1"
+
+
+def test_required_pod_affinity_needs_a_matching_pod_in_the_domain() -> None:
+    aff = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname",
+         "labelSelector": {"matchLabels": {"app": "db"}}}]}}}
+    db = pod("db", "n1", labels={"app": "db"}, cpu="3")
+    assert place(KubeDefault(), pod("new", node_name="", spec=aff), node("n1"), node("n2"),
+                 db) == "n1"
+
+
+def test_nothing_fits_says_why() -> None:
+    snap = snapshot(node("n1", cpu="1"), pod("big", node_name="", cpu="2"))
+    placement = KubeDefault().place(snap.pods["default/big"], snap.ready_nodes(), snap, NOW)
+    assert placement.node is None
+    assert placement.why == "0/1 nodes are available: 1 insufficient cpu"
+
+
+# -- koord-load-aware ----------------------------------------------------------------------------
+
+def metric(name: str, pods: dict[str, str], system: str = "0", age: int = 30) -> Any:
+    from datetime import timedelta
+    updated = (NOW - timedelta(seconds=age)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return decode("NodeMetric", {"metadata": {"name": name}, "status": {
+        "updateTime": updated,
+        "nodeMetric": {"nodeUsage": {"resources": {"cpu": "0"}},
+                       "systemUsage": {"resources": {"cpu": system}}},
+        "podsMetric": [{"namespace": "default", "name": p, "podUsage": {"resources": {"cpu": cpu}}}
+                       for p, cpu in pods.items()]}})
+
+
+def test_estimated_usage_of_an_unreported_pod() -> None:
+    assert estimated_usage(pod("p", cpu="1", memory="1Gi")) == {
+        "cpu": 850, "memory": 1024 ** 3 * 70 // 100}
+    assert estimated_usage(pod("q", cpu=None, memory=None)) == {
+        "cpu": 250, "memory": 200 * 1024 * 1024}
+    limited = pod("l", spec={"containers": [{"name": "c", "resources": {
+        "requests": {"cpu": "1"}, "limits": {"cpu": "2"}}}]})
+    assert estimated_usage(limited)["cpu"] == 2000
+
+
+def test_load_aware_places_by_measured_usage_where_requests_would_not() -> None:
+    """n1 is light by requests but hot by usage: kube-default picks it, load-aware does not."""
+    hot = pod("hot", "n1", cpu="100m")
+    calm = [pod(f"c{i}", "n2", cpu="1") for i in range(2)]
+    objects = [node("n1"), node("n2"), hot, *calm,
+               metric("n1", {"hot": "2800m"}), metric("n2", {"c0": "200m", "c1": "200m"})]
+    new = pod("new", node_name="", cpu="100m")
+    assert place(KubeDefault(), new, *objects) == "n1"
+    assert place(LoadAware(), new, *objects) == "n2"
+
+
+def test_load_aware_filters_nodes_at_the_usage_threshold_and_expired_metrics() -> None:
+    objects = [node("n1"), node("n2"), pod("a", "n1"), pod("b", "n2"),
+               metric("n1", {"a": "2600m"}),  # 65% of 4 cpu: unschedulable
+               metric("n2", {"b": "100m"}, age=181)]  # expired: unschedulable
+    snap = snapshot(pod("new", node_name=""), *objects)
+    placement = LoadAware().place(snap.pods["default/new"], snap.ready_nodes(), snap, NOW)
+    assert placement.node is None
+    assert "1 node(s) cpu usage exceed threshold" in placement.why
+    assert "1 node(s) nodeMetric expired" in placement.why
+
+
+def test_a_node_without_nodemetric_is_scheduled_on_estimates() -> None:
+    objects = [node("n1"), node("n2"), pod("a", "n1", cpu="1"),
+               metric("n1", {"a": "3"})]
+    assert place(LoadAware(), pod("new", node_name=""), *objects) == "n2"
+
+
+def test_unknown_model_name() -> None:
+    with pytest.raises(ValueError, match="unknown scheduler model 'x'"):
+        scheduler_model("x")
