@@ -1,0 +1,71 @@
+"""Replacement pods (DESIGN §1.6): new, placed by the model, carrying the evicted pod's usage;
+metric times advance with the simulated clock."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from builders import NOW, decode, node, pod, snapshot
+from desched.scheduler.kube_default import KubeDefault
+from desched.scheduler.placement import reschedule
+from desched.snapshot.clock import advance_metrics
+
+
+def nodemetric(name: str, pods: dict[str, str]) -> Any:
+    return decode("NodeMetric", {"metadata": {"name": name}, "status": {
+        "updateTime": (NOW - timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "nodeMetric": {"systemUsage": {"resources": {"cpu": "0"}}},
+        "podsMetric": [{"namespace": "default", "name": p, "podUsage": {"resources": {"cpu": c}}}
+                       for p, c in pods.items()]}})
+
+
+def test_a_replacement_is_a_new_running_ready_pod_with_the_usage_of_the_old() -> None:
+    old = pod("web-1", "n1", created="2026-10-01T00:00:00Z",
+              status={"containerStatuses": [{"restartCount": 7}]})
+    snap = snapshot(node("n1"), node("n2"), old, pod("busy", "n1", cpu="3"),
+                    nodemetric("n1", {"web-1": "1500m", "busy": "100m"}), nodemetric("n2", {}),
+                    decode("PodMetrics", {"metadata": {"name": "web-1", "namespace": "default"},
+                                          "timestamp": "2026-11-22T11:59:00Z",
+                                          "containers": [{"name": "c", "usage": {"cpu": "1"}}]}))
+    snap.remove_pod(old)
+    later = NOW + timedelta(minutes=10)
+    ((gone, new, where),) = reschedule([old], snap, 3, snap.ready_nodes(), KubeDefault(), later)
+    assert (gone, where) == (old, "n2")
+    assert new.name == "web-1-r3" and new.node_name == "n2"
+    assert new.metadata.creation_timestamp == later
+    assert new.status.start_time == later
+    assert new.status.phase == "Running" and new.ready
+    assert sum(c.restart_count for c in new.status.container_statuses) == 0
+    assert snap.pods["default/web-1-r3"] is new
+    # The measured usage moved with it: off n1's NodeMetric, onto n2's, and a PodMetrics.
+    assert [e.name for e in snap.node_metrics["n1"].status.pods_metric] == ["busy"]
+    moved = snap.node_metrics["n2"].status.pods_metric
+    assert [(e.name, e.pod_usage.resources["cpu"]) for e in moved if e.pod_usage] == [
+        ("web-1-r3", "1500m")]
+    assert snap.metrics_pods["default/web-1-r3"].timestamp == later
+
+
+def test_a_replacement_of_a_replacement_does_not_grow_its_name() -> None:
+    old = pod("web-1-r3", "n1")
+    snap = snapshot(node("n1"), old)
+    snap.remove_pod(old)
+    ((_, new, _),) = reschedule([old], snap, 5, snap.ready_nodes(), KubeDefault(), NOW)
+    assert new.name == "web-1-r5"
+
+
+def test_bare_pods_are_not_recreated() -> None:
+    old = pod("bare", "n1", owner=None)
+    snap = snapshot(node("n1"), old)
+    snap.remove_pod(old)
+    assert reschedule([old], snap, 1, snap.ready_nodes(), KubeDefault(), NOW) == []
+
+
+def test_metric_times_advance_with_the_clock() -> None:
+    snap = snapshot(node("n1"), nodemetric("n1", {}),
+                    decode("NodeMetrics", {"metadata": {"name": "n1"},
+                                           "timestamp": "2026-11-22T11:59:00Z"}))
+    before = snap.node_metrics["n1"].status.update_time
+    advance_metrics(snap, timedelta(seconds=600))
+    assert snap.node_metrics["n1"].status.update_time == before + timedelta(seconds=600)
+    assert snap.metrics_nodes["n1"].timestamp.isoformat() == "2026-11-22T12:09:00+00:00"
