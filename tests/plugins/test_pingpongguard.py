@@ -69,3 +69,70 @@ def test_a_bad_scheduler_is_one_line_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert len(proc.stderr.splitlines()) == 1
     assert 'scheduler: Unsupported value: "default"' in proc.stderr
+
+
+LNU_POLICY = """
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+- name: default
+  pluginConfig:
+  - name: LowNodeUtilization
+    args:
+      thresholds: {cpu: 20}
+      targetThresholds: {cpu: 50}
+  - name: PingPongGuard
+  plugins:
+    balance: {enabled: [LowNodeUtilization]}
+    preEvictionFilter: {enabled: [PingPongGuard]}
+"""
+
+
+def lnu_cluster() -> list[dict[str, Any]]:
+    def node(name: str, zone: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": name, "labels": {"zone": zone, "kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}}
+
+    def pod(name: str, node: str, cpu: str, prefer_c: bool) -> dict[str, Any]:
+        spec: dict[str, Any] = {"nodeName": node, "containers": [
+            {"name": "c", "image": "app:1", "resources": {"requests": {"cpu": cpu}}}]}
+        if prefer_c:
+            spec["affinity"] = {"nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
+                    "matchExpressions": [{"key": "zone", "operator": "In", "values": ["c"]}]}}]}}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": name, "namespace": "default", "uid": name,
+            "creationTimestamp": "2026-11-20T00:00:00Z",
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "uid": "rs",
+                                 "controller": True}]},
+            "spec": spec, "status": {"phase": "Running"}}
+
+    return [node("n1", "a"), node("n2", "b"), node("n3", "c"),
+            *(pod(f"hot-{i}", "n1", "800m", True) for i in range(3)),
+            pod("mid", "n3", "1800m", False)]
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_target_the_evicting_plugin_would_find_overutilized_is_refused(
+        tmp_path: Path, guarded: bool) -> None:
+    """n1 is over 50% cpu, n2 idle, n3 at 45%. The pods prefer zone c: kube-default sends a
+    replacement to n3, which LowNodeUtilization would then find over its 50% target."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(LNU_POLICY if guarded else LNU_POLICY.replace(
+        "    preEvictionFilter: {enabled: [PingPongGuard]}\n", ""))
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": lnu_cluster()}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "desched", "simulate", "--policy", str(policy), "--snapshot",
+         str(cluster), "--now", "2026-11-22T12:00:00Z", "--output", "json"],
+        capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)
+    if not guarded:
+        assert [e["node"] for e in run["evictions"]] == ["n1"]
+        return
+    assert run["evictions"] == []
+    reasons = {s["reason"] for s in run["skipped"]}
+    assert ("replacement would land on n3 (kube-default), where LowNodeUtilization would find "
+            "it overutilized (cpu 65% > 50%)") in reasons

@@ -33,11 +33,14 @@ from desched.plugins.nodeutilization_common import (
     classify_and_build,
     describe_over,
     deviation_thresholds,
+    fmt_pct,
     go_list,
     name_list,
+    node_capacity,
     pool_has_room,
     resource_names,
     sort_by_total_usage,
+    to_percentages,
     validate_thresholds,
 )
 from desched.policy.args import Int64, Namespaces
@@ -45,6 +48,7 @@ from desched.usage.base import (
     KUBERNETES_METRICS,
     PROMETHEUS,
     MetricsSettings,
+    PodUsageError,
     UsageSource,
     UsageUnavailable,
     abort,
@@ -174,6 +178,8 @@ class LowNodeUtilization:
         self.excluded = frozenset(ns.exclude) if ns is not None else frozenset()
         limits = args.eviction_limits
         self.node_limit = limits.node if limits is not None else None
+        # This run's usage source and target thresholds: what PingPongGuard asks about.
+        self._run: tuple[UsageSource, Percentages] | None = None
 
     def _usage_source(self) -> UsageSource | None:
         """This run's source, or None (reason recorded) when the policy gives no client for it.
@@ -207,6 +213,26 @@ class LowNodeUtilization:
                                         a.thresholds, a.target_thresholds)
         return dict(a.thresholds), dict(a.target_thresholds)
 
+    def over_thresholds_after(self, node: str, pod: Pod) -> str | None:
+        """Whether `node` would be overutilized (above the target thresholds) with `pod`'s usage
+        added, as this run measures it; None when not, or when the run did not measure it."""
+        if self._run is None or node not in self.handle.snapshot.nodes:
+            return None
+        usage, high = self._run
+        try:
+            current, moved = usage.node_usage(node), usage.pod_usage(pod)
+        except (KeyError, PodUsageError):
+            return None
+        after = {r: amount + moved.get(r, 0) for r, amount in current.items()}
+        if "pods" in after:
+            after["pods"] += 1
+        pct = to_percentages(after, node_capacity(self.handle.snapshot.nodes[node]))
+        if not above_threshold(pct, high):
+            return None
+        shown = ", ".join(f"{r} {fmt_pct(pct[r])}% > {fmt_pct(limit)}%"
+                          for r, limit in high.items() if pct.get(r, 0.0) > limit)
+        return f"LowNodeUtilization would find it overutilized ({shown})"
+
     def _removable(self, pod: Pod) -> bool:
         return self.handle.filter(pod)
 
@@ -233,8 +259,15 @@ class LowNodeUtilization:
         if measured is None:
             return
         usage, nodes = measured
+
+        def thresholds(percentages: dict[str, Percentages]) -> tuple[Percentages, Percentages]:
+            found = self._thresholds(percentages)
+            self._run = (usage, found[1])
+            return found
+
+        self._run = None
         low, high = classify_and_build(
-            nodes, usage, self.names, self._thresholds,
+            nodes, usage, self.names, thresholds,
             # Unschedulable nodes are never destinations, but may be sources.
             lambda node, pct, lo: not node.spec.unschedulable and below_threshold(pct, lo),
             lambda node, pct, hi: above_threshold(pct, hi))

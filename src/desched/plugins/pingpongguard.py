@@ -5,7 +5,8 @@ Enabled as a filter (upstream `preEvictionFilter` or `filter`, Koordinator `filt
 pod is evicted it asks a scheduler model where the pod's replacement would land, the pod itself
 gone: on the pod's own node, the eviction gains nothing and is refused; on a node the evicting
 plugin would itself find over its thresholds after the placement (LowNodeLoad's high thresholds
-on measured usage), it only moves the hotspot and is refused too. A pod that fits nowhere else is
+on measured usage, LowNodeUtilization's targetThresholds), it only moves the hotspot and is
+refused too. A pod that fits nowhere else is
 let through: whether it may be evicted then is the evicting plugin's own nodeFit question.
 """
 
