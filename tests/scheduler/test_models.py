@@ -164,3 +164,56 @@ def test_a_node_without_nodemetric_is_scheduled_on_estimates() -> None:
 def test_unknown_model_name() -> None:
     with pytest.raises(ValueError, match="unknown scheduler model 'x'"):
         scheduler_model("x")
+
+
+# -- the incremental ranking equals the exact search ----------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def placements(draw: Any) -> tuple[list[Any], list[Any]]:
+    nodes = []
+    for i in range(draw(st.integers(2, 8))):
+        taints = [{"key": "spot", "value": "x", "effect": "PreferNoSchedule"}] \
+            if draw(st.booleans()) else None
+        nodes.append(node(f"n{i}", cpu=draw(st.sampled_from(["2", "4", "8"])),
+                          memory=draw(st.sampled_from(["4Gi", "8Gi"])),
+                          labels={"disk": draw(st.sampled_from(["ssd", "hdd"])),
+                                  "kubernetes.io/hostname": f"n{i}"}, taints=taints))
+    pods = []
+    for i in range(draw(st.integers(0, 12))):
+        pods.append(pod(f"p{i}", f"n{draw(st.integers(0, len(nodes) - 1))}",
+                        cpu=draw(st.sampled_from(["100m", "500m", "1"])),
+                        memory=draw(st.sampled_from(["128Mi", "1Gi"]))))
+    return nodes, pods
+
+
+PREFER_SSD = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 5, "preference": {"matchExpressions": [
+        {"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}}
+
+
+@settings(max_examples=150, deadline=None)
+@given(placements(), st.lists(st.tuples(st.sampled_from(["100m", "700m", "2"]), st.booleans(),
+                                        st.booleans()), min_size=1, max_size=8))
+def test_ranked_placement_equals_the_exact_search(case: tuple[list[Any], list[Any]],
+                                                  steps: list[tuple[str, bool, bool]]) -> None:
+    nodes, running = case
+    snap = snapshot(*nodes, *running)
+    model = KubeDefault()
+    for i, (cpu, prefer, bound) in enumerate(steps):
+        if bound and snap.pods:  # the guard's question: a running pod, as if it left
+            subject = sorted(snap.pods.values(), key=lambda p: p.key)[i % len(snap.pods)]
+        else:
+            subject = pod(f"new{i}", node_name="", cpu=cpu, spec=PREFER_SSD if prefer else None)
+        ready = snap.ready_nodes()
+        ranked = model.place(subject, ready, snap, NOW).node
+        exact = model._place(subject, ready, snap).node
+        assert ranked == exact, (subject.key, subject.node_name)
+        if ranked is not None and not subject.node_name:
+            from desched.scheduler.placement import bind
+            snap.add_pod(bind(subject, ranked, NOW))
+        elif subject.node_name and i % 2:
+            snap.remove_pod(subject)

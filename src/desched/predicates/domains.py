@@ -82,12 +82,17 @@ def blocked_by_existing_anti_affinity(snapshot: ClusterSnapshot, pod: Pod,
 
 
 def _with_required_anti_affinity(snapshot: ClusterSnapshot) -> list[Pod]:
-    """The pods with required anti-affinity terms (few, in most clusters), found once per pod
-    addition; removed pods are dropped as they are read."""
+    """The pods with required anti-affinity terms (few, in most clusters): found once, then
+    caught up with the pods added since; removed pods are dropped as they are read."""
     cached = snapshot.caches.get("required-anti-affinity")
-    if cached is None or cached[0] != snapshot.additions:
+    added = snapshot.added_since_finish
+    if cached is None or (not snapshot.finished and cached[0] != snapshot.additions):
         found = [p for p in snapshot.pods.values() if anti_affinity_terms(p)]
-        cached = snapshot.caches["required-anti-affinity"] = (snapshot.additions, found)
+        cached = snapshot.caches["required-anti-affinity"] = [snapshot.additions, found,
+                                                               len(added)]
+    elif cached[2] < len(added):
+        cached[1].extend(p for p in added[cached[2]:] if anti_affinity_terms(p))
+        cached[2] = len(added)
     current = snapshot.pods
     pods: list[Pod] = cached[1]
     return [p for p in pods if current.get(p.key) is p]

@@ -94,6 +94,10 @@ class ClusterSnapshot:
         # that pods only go away, unless `additions` changed since they were filled.
         self.caches: dict[str, Any] = {}
         self.additions = 0
+        # Pods added after finish() (replacements, re-added dry-run pods), in order: indices
+        # built once over the snapshot catch up on these instead of rebuilding.
+        self.finished = False
+        self.added_since_finish: list[Pod] = []
         # The node of every pod removed, in order: a node can only start to fit a pod it did
         # not fit when pods leave it, so cached "fits nowhere" answers re-check just these.
         self.removed_from: list[str] = []
@@ -164,6 +168,8 @@ class ClusterSnapshot:
             self.remove_pod(pods[key])
         pods[key] = pod
         self.additions += 1
+        if self.finished:
+            self.added_since_finish.append(pod)
         node_name = pod.spec.node_name
         if node_name:
             self._node_requested.pop(node_name, None)
@@ -199,6 +205,7 @@ class ClusterSnapshot:
 
     def finish(self) -> None:
         """Resolve what can only be resolved once everything is read."""
+        self.finished = True
         for name in self.pods_by_namespace:
             if name not in self.namespaces:
                 # A namespace referenced by pods but not dumped: it exists, with no labels.
