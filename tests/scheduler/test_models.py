@@ -187,7 +187,13 @@ def placements(draw: Any) -> tuple[list[Any], list[Any]]:
         pods.append(pod(f"p{i}", f"n{draw(st.integers(0, len(nodes) - 1))}",
                         cpu=draw(st.sampled_from(["100m", "500m", "1"])),
                         memory=draw(st.sampled_from(["128Mi", "1Gi"]))))
-    return nodes, pods
+    metrics = []
+    for n in nodes:  # some nodes report usage (LoadAware reads it), some do not
+        if draw(st.booleans()):
+            mine = {p.name: draw(st.sampled_from(["50m", "900m", "2500m"]))
+                    for p in pods if p.node_name == n.name}
+            metrics.append(metric(n.name, mine))
+    return nodes, [*pods, *metrics]
 
 
 PREFER_SSD = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
@@ -202,7 +208,7 @@ def test_ranked_placement_equals_the_exact_search(case: tuple[list[Any], list[An
                                                   steps: list[tuple[str, bool, bool]]) -> None:
     nodes, running = case
     snap = snapshot(*nodes, *running)
-    model = KubeDefault()
+    model, load_aware = KubeDefault(), LoadAware()
     for i, (cpu, prefer, bound) in enumerate(steps):
         if bound and snap.pods:  # the guard's question: a running pod, as if it left
             subject = sorted(snap.pods.values(), key=lambda p: p.key)[i % len(snap.pods)]
@@ -212,6 +218,8 @@ def test_ranked_placement_equals_the_exact_search(case: tuple[list[Any], list[An
         ranked = model.place(subject, ready, snap, NOW).node
         exact = model._place(subject, ready, snap).node
         assert ranked == exact, (subject.key, subject.node_name)
+        by_usage = load_aware.place(subject, ready, snap, NOW).node
+        assert by_usage == load_aware._place(subject, ready, snap, NOW).node, subject.key
         if ranked is not None and not subject.node_name:
             from desched.scheduler.placement import bind
             snap.add_pod(bind(subject, ranked, NOW))

@@ -80,6 +80,17 @@ def _fit(pod: Pod, node: Node, snapshot: ClusterSnapshot, prepared: _Prepared) -
     return None
 
 
+def prepare_fit(pod: Pod) -> _Prepared:
+    """What node_fit compiles from the pod, for many `fit_prepared` calls."""
+    return _prepare(pod)
+
+
+def fit_prepared(pod: Pod, node: Node, snapshot: ClusterSnapshot,
+                 prepared: _Prepared) -> str | None:
+    """node_fit with the pod's compiled parts from `prepare_fit`."""
+    return _fit(pod, node, snapshot, prepared)
+
+
 def node_fit(pod: Pod, node: Node, snapshot: ClusterSnapshot) -> str | None:
     """Why `pod` cannot be placed on `node`, or None when it fits. Checks, in order:
     schedulable, nodeSelector + required node affinity, NoSchedule/NoExecute taints, the pod's

@@ -28,9 +28,16 @@ from desched.predicates.domains import (
     term_domains,
 )
 from desched.predicates.nodeaffinity import preferred_weigher
-from desched.predicates.nodefit import affinity_space, node_fit, placement_signature
+from desched.predicates.nodefit import (
+    affinity_space,
+    fit_prepared,
+    node_fit,
+    placement_signature,
+    prepare_fit,
+)
 from desched.predicates.taints import tolerates_taint
 from desched.scheduler.model import KUBE_DEFAULT, Placement, best
+from desched.scheduler.ranking import Class, Entry, Ranking
 from desched.snapshot.cluster import ClusterSnapshot
 
 _encoder = msgspec.json.Encoder(enc_hook=str)
@@ -50,11 +57,13 @@ def requested_without(pod: Pod, node: Node, snapshot: ClusterSnapshot) -> dict[s
 
 
 def _fractions(pod: Pod, node: Node, snapshot: ClusterSnapshot) -> dict[str, float]:
-    used = requested_without(pod, node, snapshot)
+    used = (snapshot.node_requested(node.metadata.name) if pod.spec.node_name != node.metadata.name
+            else requested_without(pod, node, snapshot))
+    allocatable, requests = node.allocatable, pod.requests
     out: dict[str, float] = {}
     for name in _RESOURCES:
-        capacity = node.allocatable.get(name, 0)
-        after = used.get(name, 0) + pod.requests.get(name, 0)
+        capacity = allocatable.get(name, 0)
+        after = used.get(name, 0) + requests.get(name, 0)
         out[name] = min(1.0, after / capacity) if capacity > 0 else 1.0
     return out
 
@@ -84,90 +93,12 @@ def _normalize(raw: dict[str, float], reverse: bool = False) -> dict[str, float]
     return {n: ((high - v) if reverse else (v - low)) * 100.0 / span for n, v in raw.items()}
 
 
-def _simple(pod: Pod) -> bool:
+def simple(pod: Pod) -> bool:
     """No score or filter of the pod depends on pods of other nodes (no topology spread, no pod
     (anti-)affinity of its own): each node's verdict and score change only with its own pods."""
     affinity = pod.spec.affinity
     return not pod.spec.topology_spread_constraints and (
         affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None))
-
-
-_Class = tuple[float, float]  # (untolerated PreferNoSchedule taints, preferred affinity weight)
-
-
-class _Ranking:
-    """The feasible nodes of one placement signature with their resource scores, grouped by
-    the node-static parts of the score, kept up to date with the nodes whose pods changed.
-    Replacements of one workload are placed one after the other: each placement re-checks the
-    few nodes that changed instead of every node."""
-
-    def __init__(self, pod: Pod, candidates: Sequence[Node], snapshot: ClusterSnapshot) -> None:
-        self.pod = pod
-        self.nodes = {n.name: n for n in candidates}
-        self.classes: dict[_Class, dict[str, tuple[float, str]]] = {}
-        self.where: dict[str, _Class] = {}
-        self.weigh = preferred_weigher(pod)
-        self._mark(snapshot)
-        for node in candidates:
-            self.update(node, snapshot)
-
-    def _mark(self, snapshot: ClusterSnapshot) -> None:
-        self.added, self.removed = len(snapshot.added_since_finish), snapshot.removed_from
-        self.removed_seen = len(self.removed)
-
-    def current(self, snapshot: ClusterSnapshot) -> bool:
-        """Catch up with the pods added and removed since; False when the removal log
-        restarted (the ranking must be rebuilt)."""
-        if snapshot.removed_from is not self.removed:
-            return False
-        touched = {p.node_name for p in snapshot.added_since_finish[self.added:]}
-        touched.update(self.removed[self.removed_seen:])
-        self._mark(snapshot)
-        for name in touched:
-            node = self.nodes.get(name)
-            if node is not None:
-                self.update(node, snapshot)
-        return True
-
-    def update(self, node: Node, snapshot: ClusterSnapshot) -> None:
-        name = node.name
-        old = self.where.pop(name, None)
-        if old is not None:
-            self.classes[old].pop(name, None)
-        if node_fit(self.pod, node, snapshot) is not None:
-            return
-        cls = (_untolerated(self.pod, node), float(self.weigh(node)))
-        fractions = _fractions(self.pod, node, snapshot)
-        self.classes.setdefault(cls, {})[name] = (
-            least_allocated(fractions) + balanced_allocation(fractions), name)
-        self.where[name] = cls
-
-    def best(self, exclude: set[str], extra: tuple[_Class, tuple[float, str]] | None
-             ) -> tuple[str, float, int] | None:
-        """(node, score, feasible count) over the feasible nodes not in `exclude`, and `extra`
-        (a node judged apart: the one the pod leaves)."""
-        tops: dict[_Class, tuple[float, str]] = {}
-        count = 0
-        for cls, members in self.classes.items():
-            hidden = {n: members.pop(n) for n in exclude if n in members}
-            if members:
-                tops[cls] = max(members.values())
-                count += len(members)
-            members.update(hidden)
-        if extra is not None:
-            cls, entry = extra
-            tops[cls] = max(tops.get(cls, entry), entry)
-            count += 1
-        if not tops:
-            return None
-        taints = _normalize({f"{c}": c[0] for c in tops}, reverse=True)
-        weights = _normalize({f"{c}": c[1] for c in tops})
-        static = (WEIGHTS["PodTopologySpread"] + WEIGHTS["InterPodAffinity"]) * 100.0
-        scored = [(top[0] + WEIGHTS["TaintToleration"] * taints[f"{c}"]
-                   + WEIGHTS["NodeAffinity"] * weights[f"{c}"] + static, top[1])
-                  for c, top in tops.items()]
-        score, name = max(scored)
-        return name, score, count
 
 
 def _untolerated(pod: Pod, node: Node) -> float:
@@ -176,18 +107,23 @@ def _untolerated(pod: Pod, node: Node) -> float:
 
 
 _RANKINGS_MAX = 256
+# For a pod a Ranking serves: the weights of the node-static scores, and the scores that are 100
+# on every node (it has no topology spread or pod affinity terms).
+_STATIC = (float(WEIGHTS["TaintToleration"]), float(WEIGHTS["NodeAffinity"]),
+           (WEIGHTS["PodTopologySpread"] + WEIGHTS["InterPodAffinity"]) * 100.0)
 
 
 class KubeDefault:
     name = KUBE_DEFAULT
 
     def __init__(self) -> None:
-        # (id of the snapshot, placement signature, preferred node affinity, nodes) -> ranking
-        self._rankings: dict[tuple[int, bytes, bytes, int], _Ranking] = {}
+        # (id of the snapshot, placement signature, preferred node affinity, id of the node
+        # list) -> ranking
+        self._rankings: dict[tuple[int, bytes, bytes, int], Ranking] = {}
 
     def place(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
               now: datetime) -> Placement:
-        if _simple(pod) and snapshot.finished:
+        if simple(pod) and snapshot.finished:
             placed = self._place_ranked(pod, nodes, snapshot)
             if placed is not None:
                 return placed
@@ -198,29 +134,41 @@ class KubeDefault:
         affinity = pod.spec.affinity
         preferred = (affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
                      if affinity is not None and affinity.node_affinity is not None else ())
-        key = (id(snapshot), placement_signature(pod), _encoder.encode(preferred),
-               hash(tuple(n.name for n in nodes)))
+        key = (id(snapshot), placement_signature(pod), _encoder.encode(preferred), id(nodes))
         ranking = self._rankings.get(key)
-        if ranking is None or not ranking.current(snapshot):
+        if ranking is None or ranking.source is not nodes or not ranking.current(snapshot):
             if len(self._rankings) >= _RANKINGS_MAX:
                 self._rankings.clear()
-            ranking = self._rankings[key] = _Ranking(
-                _stranger(pod), affinity_space(pod, nodes, snapshot), snapshot)
+            ranking = self._rankings[key] = Ranking(
+                nodes, affinity_space(pod, nodes, snapshot), snapshot,
+                self.entry(stranger(pod), snapshot))
         exclude = blocked_by_existing_anti_affinity(snapshot, pod, nodes, pod)
         own = ranking.nodes.get(pod.node_name) if pod.node_name else None
-        extra: tuple[_Class, tuple[float, str]] | None = None
+        extra: tuple[Class, float] | None = None
         if pod.node_name:
             exclude.add(pod.node_name)  # the node the pod leaves is judged apart
         if own is not None and own.name not in blocked_by_existing_anti_affinity(
-                snapshot, pod, [own], pod) and node_fit(pod, own, snapshot) is None:
-            fractions = _fractions(pod, own, snapshot)  # its own requests no longer count
-            extra = ((_untolerated(pod, own), float(ranking.weigh(own))),
-                     (least_allocated(fractions) + balanced_allocation(fractions), own.name))
-        found = ranking.best(exclude, extra)
+                snapshot, pod, [own], pod):
+            extra = self.entry(pod, snapshot)(own)  # its own requests no longer count there
+        found = ranking.best(exclude, extra, pod.node_name, weighted=_STATIC)
         if found is None:
             return None  # the exact path says why nothing fits
         chosen, score, count = found
         return Placement(chosen, f"score {score:.1f} of {count} feasible node(s)")
+
+    @staticmethod
+    def entry(pod: Pod, snapshot: ClusterSnapshot) -> Entry:
+        """A node's ranking entry for `pod`: None when it does not fit, else its class (the
+        node-static parts of the score) and its resource score."""
+        prepared, weigh = prepare_fit(pod), preferred_weigher(pod)
+
+        def of(node: Node) -> tuple[Class, float] | None:
+            if fit_prepared(pod, node, snapshot, prepared) is not None:
+                return None
+            fractions = _fractions(pod, node, snapshot)
+            return ((_untolerated(pod, node), float(weigh(node))),
+                    least_allocated(fractions) + balanced_allocation(fractions))
+        return of
 
     def _place(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot) -> Placement:
         feasible, why = self.feasible(pod, nodes, snapshot)
@@ -355,7 +303,7 @@ class KubeDefault:
         return _normalize(raw)
 
 
-def _stranger(pod: Pod) -> Pod:
+def stranger(pod: Pod) -> Pod:
     """The pod as a replacement not yet bound (the ranking is shared by pods of one signature;
     the node a pod leaves is judged apart)."""
     if not pod.node_name:

@@ -23,8 +23,16 @@ from datetime import datetime
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.model.quantity import resource_amount
-from desched.scheduler.kube_default import KubeDefault
+from desched.predicates.domains import blocked_by_existing_anti_affinity
+from desched.predicates.nodefit import (
+    affinity_space,
+    fit_prepared,
+    placement_signature,
+    prepare_fit,
+)
+from desched.scheduler.kube_default import KubeDefault, simple, stranger
 from desched.scheduler.model import LOAD_AWARE, Placement, best
+from desched.scheduler.ranking import Class, Entry, Ranking
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.usage.nodemetric import NodeLoad, expiry_problem, read_node_load
 
@@ -65,9 +73,57 @@ class LoadAware:
 
     def __init__(self) -> None:
         self.requests_model = KubeDefault()
+        self._rankings: dict[tuple[int, bytes, int, datetime], Ranking] = {}
+        # node -> ((snapshot, node version, clock), its NodeMetric, its base estimate)
+        self._bases: dict[str, tuple[tuple[int, int, datetime], object, dict[str, int] | str]] = {}
 
     def place(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
               now: datetime) -> Placement:
+        if simple(pod) and snapshot.finished:
+            placed = self._place_ranked(pod, nodes, snapshot, now)
+            if placed is not None:
+                return placed
+        return self._place(pod, nodes, snapshot, now)
+
+    def entry(self, pod: Pod, snapshot: ClusterSnapshot, now: datetime) -> Entry:
+        prepared = prepare_fit(pod)
+
+        def of(node: Node) -> tuple[Class, float] | None:
+            if fit_prepared(pod, node, snapshot, prepared) is not None:
+                return None
+            score = self.node_score(pod, node, snapshot, now)
+            return None if isinstance(score, str) else ((0.0, 0.0), score)
+        return of
+
+    def _place_ranked(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+                      now: datetime) -> Placement | None:
+        """As the exact search, on a Ranking (scheduler/ranking.py): a node's estimated usage
+        changes only with its own pods (carried usage moves with them) and with the clock."""
+        key = (id(snapshot), placement_signature(pod), id(nodes), now)
+        ranking = self._rankings.get(key)
+        if ranking is None or ranking.source is not nodes or not ranking.current(snapshot):
+            if len(self._rankings) >= 256:
+                self._rankings.clear()
+            ranking = self._rankings[key] = Ranking(
+                nodes, affinity_space(pod, nodes, snapshot), snapshot,
+                self.entry(stranger(pod), snapshot, now))
+        exclude = blocked_by_existing_anti_affinity(snapshot, pod, nodes, pod)
+        own = ranking.nodes.get(pod.node_name) if pod.node_name else None
+        extra: tuple[Class, float] | None = None
+        if pod.node_name:
+            exclude.add(pod.node_name)  # the node the pod leaves is judged apart
+        if own is not None and own.name not in blocked_by_existing_anti_affinity(
+                snapshot, pod, [own], pod):
+            extra = self.entry(pod, snapshot, now)(own)
+        found = ranking.best(exclude, extra, pod.node_name)
+        if found is None:
+            return None  # the exact search says why nothing fits
+        chosen, score, count = found
+        return Placement(chosen, f"least estimated usage (score {score:.1f} of {count} node(s) "
+                                 f"under the usage thresholds)")
+
+    def _place(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+               now: datetime) -> Placement:
         feasible, why = self.requests_model.feasible(pod, nodes, snapshot)
         if not feasible:
             return Placement(None, why)
@@ -89,6 +145,42 @@ class LoadAware:
     def node_score(self, pod: Pod, node: Node, snapshot: ClusterSnapshot,
                    now: datetime) -> float | str:
         """The node's score, or why LoadAwareScheduling filters it out."""
+        if pod.node_name == node.name:
+            base = self._node_base(node, snapshot, now, leaving=pod)
+        else:
+            base = self._cached_base(node, snapshot, now)
+        if isinstance(base, str):
+            return base
+        estimated = dict(base)
+        for name, amount in estimated_usage(pod).items():
+            estimated[name] += amount
+        total = weight_sum = 0.0
+        for name, weight in RESOURCE_WEIGHTS.items():
+            capacity = node.allocatable.get(name, 0)
+            share = max(0.0, (capacity - estimated[name]) * 100.0 / capacity) if capacity else 0
+            total += weight * share
+            weight_sum += weight
+        return total / weight_sum
+
+    def _cached_base(self, node: Node, snapshot: ClusterSnapshot,
+                     now: datetime) -> dict[str, int] | str:
+        """_node_base, kept while the node's pods, its NodeMetric and the clock are the same
+        (every pod placed asks about the same nodes)."""
+        name = node.name
+        stamp = (id(snapshot), snapshot.node_version.get(name, 0), now)
+        metric = snapshot.node_metrics.get(name)
+        cached = self._bases.get(name)
+        if cached is not None and cached[0] == stamp and cached[1] is metric:
+            return cached[2]
+        base = self._node_base(node, snapshot, now, leaving=None)
+        self._bases[name] = (stamp, metric, base)
+        return base
+
+    @staticmethod
+    def _node_base(node: Node, snapshot: ClusterSnapshot, now: datetime,
+                   leaving: Pod | None) -> dict[str, int] | str:
+        """The node's estimated usage before the pod arrives (measured usage, less `leaving`'s,
+        plus estimates for the pods the metric does not report), or why it is filtered."""
         metric = snapshot.node_metrics.get(node.name)
         load: NodeLoad | None = None
         if metric is not None:
@@ -102,8 +194,8 @@ class LoadAware:
             reported = set(load.pod_usage)
             for name in _RESOURCES:
                 measured[name] = load.usage.get(name, 0)
-            leaving = load.pod_usage.get(pod.key) if pod.node_name == node.name else None
-            for name, amount in (leaving or {}).items():
+            gone = load.pod_usage.get(leaving.key) if leaving is not None else None
+            for name, amount in (gone or {}).items():
                 measured[name] = max(0, measured[name] - amount)
             for name, limit in USAGE_THRESHOLDS.items():
                 capacity = node.allocatable.get(name, 0)
@@ -111,16 +203,8 @@ class LoadAware:
                     return f"node(s) {name} usage exceed threshold"
         estimated = dict(measured)
         for other in snapshot.pods_on_node(node.name):
-            if other is pod or other.key in reported:
+            if other is leaving or other.key in reported:
                 continue
             for name, amount in estimated_usage(other).items():
                 estimated[name] += amount
-        for name, amount in estimated_usage(pod).items():
-            estimated[name] += amount
-        total = weight_sum = 0.0
-        for name, weight in RESOURCE_WEIGHTS.items():
-            capacity = node.allocatable.get(name, 0)
-            share = max(0.0, (capacity - estimated[name]) * 100.0 / capacity) if capacity else 0
-            total += weight * share
-            weight_sum += weight
-        return total / weight_sum
+        return estimated

@@ -98,6 +98,9 @@ class ClusterSnapshot:
         # built once over the snapshot catch up on these instead of rebuilding.
         self.finished = False
         self.added_since_finish: list[Pod] = []
+        # Node name -> a counter bumped whenever a pod comes to or leaves the node: what per-node
+        # derived figures (the load-aware model's estimates) are checked against.
+        self.node_version: dict[str, int] = {}
         # The node of every pod removed, in order: a node can only start to fit a pod it did
         # not fit when pods leave it, so cached "fits nowhere" answers re-check just these.
         self.removed_from: list[str] = []
@@ -173,6 +176,7 @@ class ClusterSnapshot:
         node_name = pod.spec.node_name
         if node_name:
             self._node_requested.pop(node_name, None)
+            self.node_version[node_name] = self.node_version.get(node_name, 0) + 1
             on_node = self.pods_by_node.get(node_name)
             if on_node is None:
                 on_node = self.pods_by_node[node_name] = {}
@@ -219,6 +223,7 @@ class ClusterSnapshot:
         self._node_requested.pop(pod.spec.node_name, None)
         node_name = pod.spec.node_name
         if node_name:
+            self.node_version[node_name] = self.node_version.get(node_name, 0) + 1
             if len(self.removed_from) >= _REMOVAL_LOG_MAX:
                 self.removed_from = []  # a new list: readers notice the restart
                 self.additions += 1  # what was derived from the log is void
