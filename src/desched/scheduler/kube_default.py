@@ -37,7 +37,7 @@ from desched.predicates.nodefit import (
 )
 from desched.predicates.taints import tolerates_taint
 from desched.scheduler.model import KUBE_DEFAULT, Placement, best
-from desched.scheduler.ranking import Class, Entry, Ranking
+from desched.scheduler.ranking import Class, Entry, Rankings
 from desched.snapshot.cluster import ClusterSnapshot
 
 _encoder = msgspec.json.Encoder(enc_hook=str)
@@ -106,7 +106,6 @@ def _untolerated(pod: Pod, node: Node) -> float:
                      and not tolerates_taint(pod.spec.tolerations, t)))
 
 
-_RANKINGS_MAX = 256
 # For a pod a Ranking serves: the weights of the node-static scores, and the scores that are 100
 # on every node (it has no topology spread or pod affinity terms).
 _STATIC = (float(WEIGHTS["TaintToleration"]), float(WEIGHTS["NodeAffinity"]),
@@ -117,9 +116,7 @@ class KubeDefault:
     name = KUBE_DEFAULT
 
     def __init__(self) -> None:
-        # (id of the snapshot, placement signature, preferred node affinity, id of the node
-        # list) -> ranking
-        self._rankings: dict[tuple[int, bytes, bytes, int], Ranking] = {}
+        self._rankings = Rankings()
 
     def place(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
               now: datetime) -> Placement:
@@ -134,23 +131,9 @@ class KubeDefault:
         affinity = pod.spec.affinity
         preferred = (affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
                      if affinity is not None and affinity.node_affinity is not None else ())
-        key = (id(snapshot), placement_signature(pod), _encoder.encode(preferred), id(nodes))
-        ranking = self._rankings.get(key)
-        if ranking is None or ranking.source is not nodes or not ranking.current(snapshot):
-            if len(self._rankings) >= _RANKINGS_MAX:
-                self._rankings.clear()
-            ranking = self._rankings[key] = Ranking(
-                nodes, affinity_space(pod, nodes, snapshot), snapshot,
-                self.entry(stranger(pod), snapshot))
-        exclude = blocked_by_existing_anti_affinity(snapshot, pod, nodes, pod)
-        own = ranking.nodes.get(pod.node_name) if pod.node_name else None
-        extra: tuple[Class, float] | None = None
-        if pod.node_name:
-            exclude.add(pod.node_name)  # the node the pod leaves is judged apart
-        if own is not None and own.name not in blocked_by_existing_anti_affinity(
-                snapshot, pod, [own], pod):
-            extra = self.entry(pod, snapshot)(own)  # its own requests no longer count there
-        found = ranking.best(exclude, extra, pod.node_name, weighted=_STATIC)
+        found = self._rankings.best(
+            (placement_signature(pod), _encoder.encode(preferred)), pod, nodes, snapshot,
+            lambda p: self.entry(p, snapshot), weighted=_STATIC)
         if found is None:
             return None  # the exact path says why nothing fits
         chosen, score, count = found
@@ -301,14 +284,6 @@ class KubeDefault:
                 matched = counts.get(node_domain.get(name, ""), 0)
                 raw[name] += sign * term.weight * matched
         return _normalize(raw)
-
-
-def stranger(pod: Pod) -> Pod:
-    """The pod as a replacement not yet bound (the ranking is shared by pods of one signature;
-    the node a pod leaves is judged apart)."""
-    if not pod.node_name:
-        return pod
-    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=""))
 
 
 def _self_matches(pod: Pod, term: PodAffinityTerm) -> bool:

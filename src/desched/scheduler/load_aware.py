@@ -23,16 +23,14 @@ from datetime import datetime
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.model.quantity import resource_amount
-from desched.predicates.domains import blocked_by_existing_anti_affinity
 from desched.predicates.nodefit import (
-    affinity_space,
     fit_prepared,
     placement_signature,
     prepare_fit,
 )
-from desched.scheduler.kube_default import KubeDefault, simple, stranger
+from desched.scheduler.kube_default import KubeDefault, simple
 from desched.scheduler.model import LOAD_AWARE, Placement, best
-from desched.scheduler.ranking import Class, Entry, Ranking
+from desched.scheduler.ranking import Class, Entry, Rankings
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.usage.nodemetric import NodeLoad, expiry_problem, read_node_load
 
@@ -73,7 +71,7 @@ class LoadAware:
 
     def __init__(self) -> None:
         self.requests_model = KubeDefault()
-        self._rankings: dict[tuple[int, bytes, int, datetime], Ranking] = {}
+        self._rankings = Rankings()
         # node -> ((snapshot, node version, clock), its NodeMetric, its base estimate)
         self._bases: dict[str, tuple[tuple[int, int, datetime], object, dict[str, int] | str]] = {}
 
@@ -99,23 +97,8 @@ class LoadAware:
                       now: datetime) -> Placement | None:
         """As the exact search, on a Ranking (scheduler/ranking.py): a node's estimated usage
         changes only with its own pods (carried usage moves with them) and with the clock."""
-        key = (id(snapshot), placement_signature(pod), id(nodes), now)
-        ranking = self._rankings.get(key)
-        if ranking is None or ranking.source is not nodes or not ranking.current(snapshot):
-            if len(self._rankings) >= 256:
-                self._rankings.clear()
-            ranking = self._rankings[key] = Ranking(
-                nodes, affinity_space(pod, nodes, snapshot), snapshot,
-                self.entry(stranger(pod), snapshot, now))
-        exclude = blocked_by_existing_anti_affinity(snapshot, pod, nodes, pod)
-        own = ranking.nodes.get(pod.node_name) if pod.node_name else None
-        extra: tuple[Class, float] | None = None
-        if pod.node_name:
-            exclude.add(pod.node_name)  # the node the pod leaves is judged apart
-        if own is not None and own.name not in blocked_by_existing_anti_affinity(
-                snapshot, pod, [own], pod):
-            extra = self.entry(pod, snapshot, now)(own)
-        found = ranking.best(exclude, extra, pod.node_name)
+        found = self._rankings.best((placement_signature(pod), now), pod, nodes, snapshot,
+                                    lambda p: self.entry(p, snapshot, now))
         if found is None:
             return None  # the exact search says why nothing fits
         chosen, score, count = found

@@ -9,9 +9,14 @@ to or removed from since its last use: a placement costs the changed nodes, not 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+
+import msgspec
 
 from desched.model.node import Node
+from desched.model.pod import Pod
+from desched.predicates.domains import blocked_by_existing_anti_affinity
+from desched.predicates.nodefit import affinity_space
 from desched.snapshot.cluster import ClusterSnapshot
 
 Class = tuple[float, float]  # the node-static score parts: (untolerated soft taints, weight)
@@ -98,3 +103,43 @@ class Ranking:
         score, chosen = max((top[0] + taint_weight * taints[c] + affinity_weight * weights[c]
                              + constant, top[1]) for c, top in tops.items())
         return chosen, score, count
+
+
+def stranger(pod: Pod) -> Pod:
+    """The pod as a replacement not yet bound: a Ranking is shared by the pods of a signature,
+    and the node a pod leaves is judged apart."""
+    if not pod.node_name:
+        return pod
+    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=""))
+
+
+class Rankings:
+    """A model's Rankings by key (what the entries depend on besides the nodes' pods)."""
+
+    MAX = 256  # placement signatures kept; a run meeting more starts over
+
+    def __init__(self) -> None:
+        self._by_key: dict[Hashable, Ranking] = {}
+
+    def best(self, key: Hashable, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+             entry_for: Callable[[Pod], Entry], weighted: Weights | None = None
+             ) -> tuple[str, float, int] | None:
+        """Where `pod` goes among `nodes`: the Ranking for `key` brought up to date, less the
+        nodes running pods' anti-affinity keeps it from; the node the pod leaves (if any) is
+        judged with the pod itself, its own requests and usage no longer counted there."""
+        full_key = (key, id(snapshot), id(nodes))
+        ranking = self._by_key.get(full_key)
+        if ranking is None or ranking.source is not nodes or not ranking.current(snapshot):
+            if len(self._by_key) >= self.MAX:
+                self._by_key.clear()
+            ranking = self._by_key[full_key] = Ranking(
+                nodes, affinity_space(pod, nodes, snapshot), snapshot, entry_for(stranger(pod)))
+        exclude = blocked_by_existing_anti_affinity(snapshot, pod, nodes, pod)
+        own = ranking.nodes.get(pod.node_name) if pod.node_name else None
+        extra: tuple[Class, float] | None = None
+        if pod.node_name:
+            exclude.add(pod.node_name)
+        if own is not None and own.name not in blocked_by_existing_anti_affinity(
+                snapshot, pod, [own], pod):
+            extra = entry_for(pod)(own)
+        return ranking.best(exclude, extra, pod.node_name, weighted)
