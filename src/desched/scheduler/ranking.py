@@ -42,6 +42,9 @@ class Ranking:
         self.nodes = {n.metadata.name: n for n in candidates}
         self.classes: dict[Class, dict[str, tuple[float, str]]] = {}
         self.where: dict[str, Class] = {}
+        # Each class's best entry, while no member of it changed (most questions ask again
+        # before anything moved: the guard asks about every candidate pod).
+        self._tops: dict[Class, tuple[float, str]] = {}
         self._mark(snapshot)
         for node in candidates:
             self.update(node)
@@ -69,11 +72,13 @@ class Ranking:
         old = self.where.pop(name, None)
         if old is not None:
             self.classes[old].pop(name, None)
+            self._tops.pop(old, None)
         found = self.entry(node)
         if found is not None:
             cls, score = found
             self.classes.setdefault(cls, {})[name] = (score, name)
             self.where[name] = cls
+            self._tops.pop(cls, None)
 
     def best(self, exclude: set[str], extra: tuple[Class, float] | None, name: str = "",
              weighted: Weights | None = None) -> tuple[str, float, int] | None:
@@ -83,6 +88,13 @@ class Ranking:
         tops: dict[Class, tuple[float, str]] = {}
         count = 0
         for cls, members in self.classes.items():
+            top = self._tops.get(cls)
+            if top is None and members:
+                top = self._tops[cls] = max(members.values())
+            if top is not None and top[1] not in exclude:
+                tops[cls] = top
+                count += len(members) - sum(1 for n in exclude if n in members)
+                continue
             hidden = {n: members.pop(n) for n in exclude if n in members}
             if members:
                 tops[cls] = max(members.values())
