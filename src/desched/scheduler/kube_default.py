@@ -32,7 +32,6 @@ from desched.predicates.nodefit import (
     affinity_space,
     fit_prepared,
     node_fit,
-    placement_signature,
     prepare_fit,
 )
 from desched.predicates.taints import tolerates_taint
@@ -93,6 +92,14 @@ def _normalize(raw: dict[str, float], reverse: bool = False) -> dict[str, float]
     return {n: ((high - v) if reverse else (v - low)) * 100.0 / span for n, v in raw.items()}
 
 
+def simple_key(pod: Pod) -> bytes:
+    """What a simple pod's filters and scores depend on besides the node: nodeSelector, node
+    affinity, tolerations and requests (not its namespace, name or owner: pods of different
+    workloads with these equal share one Ranking)."""
+    spec = pod.spec
+    return _encoder.encode((spec.node_selector, spec.affinity, spec.tolerations, pod.requests))
+
+
 def simple(pod: Pod) -> bool:
     """No score or filter of the pod depends on pods of other nodes (no topology spread, no pod
     (anti-)affinity of its own): each node's verdict and score change only with its own pods."""
@@ -128,12 +135,8 @@ class KubeDefault:
 
     def _place_ranked(self, pod: Pod, nodes: Sequence[Node],
                       snapshot: ClusterSnapshot) -> Placement | None:
-        affinity = pod.spec.affinity
-        preferred = (affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
-                     if affinity is not None and affinity.node_affinity is not None else ())
-        found = self._rankings.best(
-            (placement_signature(pod), _encoder.encode(preferred)), pod, nodes, snapshot,
-            lambda p: self.entry(p, snapshot), weighted=_STATIC)
+        found = self._rankings.best(simple_key(pod), pod, nodes, snapshot,
+                                    lambda p: self.entry(p, snapshot), weighted=_STATIC)
         if found is None:
             return None  # the exact path says why nothing fits
         chosen, score, count = found

@@ -25,10 +25,9 @@ from desched.model.pod import Pod
 from desched.model.quantity import resource_amount
 from desched.predicates.nodefit import (
     fit_prepared,
-    placement_signature,
     prepare_fit,
 )
-from desched.scheduler.kube_default import KubeDefault, simple
+from desched.scheduler.kube_default import KubeDefault, simple, simple_key
 from desched.scheduler.model import LOAD_AWARE, Placement, best
 from desched.scheduler.ranking import Class, Entry, Rankings
 from desched.snapshot.cluster import ClusterSnapshot
@@ -97,7 +96,7 @@ class LoadAware:
                       now: datetime) -> Placement | None:
         """As the exact search, on a Ranking (scheduler/ranking.py): a node's estimated usage
         changes only with its own pods (carried usage moves with them) and with the clock."""
-        found = self._rankings.best((placement_signature(pod), now), pod, nodes, snapshot,
+        found = self._rankings.best((simple_key(pod), now), pod, nodes, snapshot,
                                     lambda p: self.entry(p, snapshot, now))
         if found is None:
             return None  # the exact search says why nothing fits
