@@ -31,8 +31,9 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
             for d in log.decisions if d.outcome in ("limited", "pdb-blocked", "failed")
         ],
         "skipped": [
-            {"profile": profile, "plugin": plugin, "reason": reason, "pods": count}
-            for (profile, plugin, reason), count in sorted(log.filtered_counts.items())
+            {"cycle": cycle, "profile": profile, "plugin": plugin, "reason": reason,
+             "pods": count}
+            for (cycle, profile, plugin, reason), count in sorted(log.kept.items())
         ],
         "notes": [{"cycle": n.cycle, "node": n.node, "profile": n.profile, "plugin": n.plugin,
                    "note": n.text} for n in log.notes],
@@ -73,10 +74,14 @@ def render_text(result: SimulationResult) -> str:
         for n in result.log.notes:
             where = f"node {n.node}" if n.node else "run"
             lines.append(f"  cycle {n.cycle} {where} [{n.profile}/{n.plugin}]: {n.text}")
-    if result.log.filtered_counts:
-        lines.append("kept (pods a plugin considered but did not evict, by reason):")
-        for (profile, plugin, reason), count in result.log.filtered_counts.most_common():
-            lines.append(f"  {count:6} [{profile}/{plugin}] {reason}")
+    kept: dict[int, list[tuple[int, str]]] = {}
+    for (cycle, profile, plugin, reason), count in result.log.kept.items():
+        kept.setdefault(cycle, []).append((count, f"[{profile}/{plugin}] {reason}"))
+    for cycle in sorted(kept):
+        lines.append(f"kept in cycle {cycle} (pods a plugin considered but did not evict, "
+                     f"by reason):")
+        for count, text in sorted(kept[cycle], key=lambda entry: (-entry[0], entry[1])):
+            lines.append(f"  {count:6} {text}")
     total = len(result.evictions)
     lines.append(f"total: {total} pod(s) evicted in {result.cycles} cycle(s)")
     return "\n".join(lines) + "\n"
@@ -93,8 +98,9 @@ def render_html(result: SimulationResult) -> str:
                          ("cycle", "outcome", "namespace", "pod", "node", "plugin", "reason"))
         + "</tr>" for e in data["refusals"])
     skipped = "".join(
-        f"<tr><td>{s['pods']}</td><td>{html.escape(s['profile'])}/{html.escape(s['plugin'])}"
-        f"</td><td>{html.escape(s['reason'])}</td></tr>" for s in data["skipped"])
+        f"<tr><td>{s['cycle']}</td><td>{s['pods']}</td><td>{html.escape(s['profile'])}/"
+        f"{html.escape(s['plugin'])}</td><td>{html.escape(s['reason'])}</td></tr>"
+        for s in data["skipped"])
     title = f"desched simulation: {html.escape(result.policy.path)}"
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{title}</title>
@@ -107,7 +113,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}</style></head>
 <th>profile</th><th>plugin</th><th>reason</th></tr>{rows}</table>
 <h2>Refused</h2><table><tr><th>cycle</th><th>outcome</th><th>namespace</th><th>pod</th>
 <th>node</th><th>plugin</th><th>reason</th></tr>{refusals}</table>
-<h2>Kept</h2><table><tr><th>pods</th><th>plugin</th><th>reason</th></tr>{skipped}</table>
+<h2>Kept</h2><table><tr><th>cycle</th><th>pods</th><th>plugin</th><th>reason</th></tr>{skipped}</table>
 </body></html>
 """
 

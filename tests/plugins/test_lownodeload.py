@@ -599,7 +599,10 @@ def test_stale_or_missing_metrics_leave_nodes_out() -> None:
     assert run.cycle() == []
     assert run.notes() == [
         "NodeMetric n1 expired: last updated 1h0m0s ago, nodeMetricExpirationSeconds is 180",
-        "node n2 has no NodeMetric: it is neither a source nor a target"]
+        "node n2 has no NodeMetric: it is neither a source nor a target",
+        # n3 alone was measured, and it is not hot: the plugin says why it did nothing.
+        "All nodes are under target utilization, nothing to do here (node pool "
+        "__default_node_pool__)"]
 
 
 def test_corrupt_metric_is_a_reason_not_a_crash() -> None:

@@ -44,6 +44,9 @@ class DecisionLog:
     explain_nodes: frozenset[str] = frozenset()
     decisions: list[Decision] = field(default_factory=list)
     filtered_counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    # The same counts per cycle, (cycle, profile, plugin, reason): a pod kept in every cycle
+    # is kept once per cycle, never summed into more pods than the cluster has.
+    kept: Counter[tuple[int, str, str, str]] = field(default_factory=Counter)
     notes: list[Note] = field(default_factory=list)
     cycle: int = 1
 
@@ -58,6 +61,7 @@ class DecisionLog:
     def filtered(self, namespace: str, pod: str, node: str, profile: str, plugin: str,
                  reason: str) -> None:
         self.filtered_counts[(profile, plugin, reason)] += 1
+        self.kept[(self.cycle, profile, plugin, reason)] += 1
         if (self.explain_pods or self.explain_nodes) and self.wants_detail(
                 f"{namespace}/{pod}", node):
             self.record("filtered", namespace, pod, node, profile, plugin, reason)
@@ -70,6 +74,11 @@ class DecisionLog:
     def aborted(self, profile: str, plugin: str, text: str) -> None:
         """A plugin's run ended for want of data (usage unavailable): a run-level note."""
         self.note("", profile, plugin, text)
+
+    def kept_by(self, cycle: int, profile: str, plugin: str) -> Counter[str]:
+        """What one plugin kept in one cycle, by reason."""
+        return Counter({reason: n for (c, p, name, reason), n in self.kept.items()
+                        if c == cycle and p == profile and name == plugin})
 
     def evictions(self) -> list[Decision]:
         return [d for d in self.decisions if d.outcome == "evicted"]

@@ -4,6 +4,8 @@ every profile's deschedule plugins, then every profile's balance plugins)."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -116,13 +118,37 @@ class Descheduler:
 
         for profile in self.profiles:
             profile_nodes = scoped(profile)
-            for _, plugin in profile.deschedule:
-                plugin.deschedule(profile_nodes)
+            for name, plugin in profile.deschedule:
+                with self._says_why(cycle, profile.name, name):
+                    plugin.deschedule(profile_nodes)
         for profile in self.profiles:
             profile_nodes = scoped(profile)
-            for _, plugin in profile.balance:
-                plugin.balance(profile_nodes)
+            for name, plugin in profile.balance:
+                with self._says_why(cycle, profile.name, name):
+                    plugin.balance(profile_nodes)
         return None
+
+    @contextmanager
+    def _says_why(self, cycle: int, profile: str, plugin: str) -> Iterator[None]:
+        """A plugin run that evicted nothing and said nothing gets a note saying so, with what
+        it kept and why (a plugin that had a reason of its own has recorded it)."""
+        log = self.log
+        decisions, notes = len(log.decisions), len(log.notes)
+        yield
+        if any(d.plugin == plugin and d.profile == profile and d.outcome != "filtered"
+               for d in log.decisions[decisions:]):
+            return
+        if any(n.plugin == plugin and n.profile == profile and not n.node
+               for n in log.notes[notes:]):
+            return
+        kept = log.kept_by(cycle, profile, plugin)
+        if not kept:
+            log.note("", profile, plugin, "evicted nothing: no pod met its criteria")
+            return
+        shown = "; ".join(f"{reason} ({n})" for reason, n in kept.most_common(3))
+        more = f"; and {len(kept) - 3} other reason(s)" if len(kept) > 3 else ""
+        log.note("", profile, plugin, f"evicted nothing: the {sum(kept.values())} pod(s) it "
+                                      f"considered were kept: {shown}{more}")
 
 
 def check_policy(policy: Policy) -> None:

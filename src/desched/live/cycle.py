@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from desched.framework.decisions import Decision, DecisionLog
+from desched.framework.decisions import Decision, DecisionLog, Note
 from desched.framework.evictor import LIMIT_MESSAGES, ExecutionResult, Executor
 from desched.live import logging as desched_logging
 from desched.live.events import FAILED_REASON, EventRecorder, PodRef, eviction_note
@@ -31,10 +31,17 @@ class LiveDecisionLog(DecisionLog):
     metrics and events follow the cycle as it runs (and tell the same story as `explain`)."""
 
     def __init__(self, listener: Callable[[Decision], None],
-                 on_abort: Callable[[str, str, str], None] | None = None) -> None:
+                 on_abort: Callable[[str, str, str], None] | None = None,
+                 on_note: Callable[[Note], None] | None = None) -> None:
         super().__init__()
         self.listener = listener
         self.on_abort = on_abort
+        self.on_note = on_note
+
+    def note(self, node: str, profile: str, plugin: str, text: str) -> None:
+        super().note(node, profile, plugin, text)
+        if self.on_note is not None:
+            self.on_note(self.notes[-1])
 
     def record(self, outcome: Any, namespace: str, pod: str, node: str, profile: str,
                plugin: str, reason: str) -> None:
@@ -137,6 +144,12 @@ class CycleReporter:
         if self.events is not None and self.policy.eviction_failure_event_notification:
             self.events.emit(self._ref(d), "Warning", FAILED_REASON,
                              eviction_note(d.node, failure))
+
+
+def log_note(note: Note) -> None:
+    """A plugin's finding (why it did nothing, a node it could not measure) as a log line."""
+    fields = {"node": note.node} if note.node else {}
+    log.info(note.text, profile=note.profile, strategy=note.plugin, cycle=note.cycle, **fields)
 
 
 class TimedPlugin:

@@ -56,6 +56,7 @@ from desched.live.cycle import (
     GuardedExecutor,
     LiveDecisionLog,
     TimedPlugin,
+    log_note,
 )
 from desched.live.detector_state import DetectorState, uses_detectors
 from desched.live.events import EventRecorder
@@ -654,7 +655,8 @@ class Runner:
         decisions = LiveDecisionLog(
             reporter.record,
             lambda profile, plugin, _: self.metrics.usage_unavailable.labels(profile,
-                                                                              plugin).inc())
+                                                                              plugin).inc(),
+            log_note)
         guard = self._guard if self.elector is not None else None
         inner = self._executor(snapshot)
         executor = GuardedExecutor(inner, self.stopping, guard)

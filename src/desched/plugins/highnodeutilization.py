@@ -21,6 +21,7 @@ from desched.plugins.nodeutilization_common import (
     below_threshold,
     classify_and_build,
     describe_under,
+    nothing_to_do,
     pool_has_room,
     resource_names,
     sort_by_total_usage,
@@ -89,8 +90,10 @@ class HighNodeUtilization:
             lambda node, pct, lo: below_threshold(pct, lo),
             # ... but only schedulable ones take the pods.
             lambda node, pct, hi: not node.spec.unschedulable)
-        if (not low or len(low) <= args.number_of_nodes or len(low) == len(nodes)
-                or not schedulable):
+        idle = nothing_to_do(len(low), len(nodes), args.number_of_nodes, len(schedulable),
+                             "No schedulable node can take the pods, nothing to do here")
+        if idle is not None:
+            self.handle.note(idle)
             return
         count = len(schedulable)
         targets = f"{count} schedulable node" + ("s" if count != 1 else "")

@@ -240,7 +240,6 @@ class LowNodeLoad:
         if (node, text) in self._noted:
             return
         self._noted.add((node, text))
-        log.info("%s/%s: %s", self.handle.profile, self.handle.plugin, text)
         self.handle.note(text, node)
 
     def over_thresholds_after(self, node: str, pod: Pod) -> str | None:
@@ -372,11 +371,12 @@ class _PoolRun:
         plugin = self.plugin
         pool_name = self.pool.name
         if not self.nodes:
-            log.debug("No nodes to process LowNodeLoad (node pool %s)", pool_name)
+            plugin.note(f"No nodes to process LowNodeLoad (node pool {pool_name})")
             return set()
         classes = classify(self.measure())
         if not classes.sources and not classes.prod_high:
-            log.debug("All nodes are under target utilization (node pool %s)", pool_name)
+            plugin.note(f"All nodes are under target utilization, nothing to do here (node pool "
+                        f"{pool_name})")
             return set()
         abnormal = self.detect(classes.sources, prod=False)
         abnormal_prod = self.detect(classes.prod_high, prod=True)
@@ -404,7 +404,8 @@ class _PoolRun:
                             f"({plugin.number_of_nodes})", info.name)
             return set()
         if all_low == len(self.nodes):
-            log.debug("All nodes are underutilized (node pool %s)", pool_name)
+            plugin.note(f"All nodes are underutilized, nothing to do here (node pool "
+                        f"{pool_name})")
             return set()
 
         weights = self.pool.weights

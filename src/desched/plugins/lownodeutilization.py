@@ -37,6 +37,7 @@ from desched.plugins.nodeutilization_common import (
     go_list,
     name_list,
     node_capacity,
+    nothing_to_do,
     pool_has_room,
     resource_names,
     sort_by_total_usage,
@@ -271,7 +272,10 @@ class LowNodeUtilization:
             # Unschedulable nodes are never destinations, but may be sources.
             lambda node, pct, lo: not node.spec.unschedulable and below_threshold(pct, lo),
             lambda node, pct, hi: above_threshold(pct, hi))
-        if not low or len(low) <= args.number_of_nodes or len(low) == len(nodes) or not high:
+        idle = nothing_to_do(len(low), len(nodes), args.number_of_nodes, len(high),
+                             "All nodes are under target utilization, nothing to do here")
+        if idle is not None:
+            note(self.handle, idle)
             return
         mean = "; thresholds relative to the cluster mean" if args.use_deviation_thresholds \
             else ""

@@ -365,6 +365,22 @@ class EvictionRun:
                 break
 
 
+def nothing_to_do(underutilized: int, nodes: int, number_of_nodes: int, targets: int,
+                  no_targets: str) -> str | None:
+    """Why a node-utilization pass stops before evicting (upstream's log lines), or None."""
+    if not underutilized:
+        return ("No node is underutilized, nothing to do here, you might tune your thresholds "
+                "further")
+    if underutilized <= number_of_nodes:
+        return (f"Number of nodes underutilized ({underutilized}) is less or equal than "
+                f"NumberOfNodes ({number_of_nodes}), nothing to do here")
+    if underutilized == nodes:
+        return "All nodes are underutilized, nothing to do here"
+    if not targets:
+        return no_targets
+    return None
+
+
 def classify_and_build(nodes: Sequence[Node], usage: UsageSource, names: Sequence[str],
                        low_high: Callable[[dict[str, Percentages]],
                                           tuple[Percentages, Percentages]],
