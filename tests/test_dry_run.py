@@ -70,8 +70,9 @@ def test_a_pdb_refuses_a_dry_run_eviction(tmp_path: Path) -> None:
     assert [(d["cycle"], d["pod"]) for d in out["dryRun"]] == [(1, "web-2")]
     assert [(r["cycle"], r["outcome"], r["pod"]) for r in out["refusals"]] == [
         (1, "pdb-blocked", "web-3")]
-    assert out["refusals"][0]["reason"] == (
-        "Cannot evict pod as it would violate the pod's disruption budget.")
+    assert out["refusals"][0]["reason"].startswith(
+        "Cannot evict pod as it would violate the pod's disruption budget. "
+        "(PodDisruptionBudget default/")
 
 
 def test_dry_run_decides_as_the_real_run_would(tmp_path: Path) -> None:

@@ -104,7 +104,9 @@ def test_refusal_message_is_the_eviction_apis() -> None:
     result = executor.evict(snap.pods["default/only"], "default", "Test", "r")
     assert not result.ok
     assert result.outcome == "pdb-blocked"
-    assert result.message == TOO_MANY_REQUESTS
+    # The API's message, then the budget and its numbers (what the API's details say).
+    assert result.message == (f"{TOO_MANY_REQUESTS} (PodDisruptionBudget default/web: "
+                              f"healthy 1, desired healthy 1, disruptionsAllowed 0)")
     assert "default/only" in snap.pods  # nothing happened
 
 
@@ -225,7 +227,8 @@ def test_budget_is_tracked_across_plugins_and_cycles() -> None:
     assert executor.evicted == ["h0", "h1"]
     [blocked] = [d for d in handle.log.decisions if d.outcome == "pdb-blocked"]
     assert blocked.pod == "h2"
-    assert blocked.reason == TOO_MANY_REQUESTS
+    assert blocked.reason.startswith(TOO_MANY_REQUESTS)
+    assert blocked.reason.endswith("disruptionsAllowed 0)")
 
 
 def test_negative_allowance_is_refused() -> None:
@@ -248,7 +251,9 @@ def test_a_workload_short_of_pods_has_no_disruption_to_spare() -> None:
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "a"}}}})
     pods = [pod(f"p{i}", labels={"app": "a"}) for i in range(2)]
     tracker = BudgetTracker(snapshot(node("n1"), node("n2"), rs, budget, *pods))
-    assert tracker.check(pods[0]) == (None, TOO_MANY_REQUESTS)
+    assert tracker.check(pods[0]) == (None, f"{TOO_MANY_REQUESTS} (PodDisruptionBudget "
+                                            f"default/b: healthy 2, desired healthy 2, "
+                                            f"disruptionsAllowed 0)")
     # The same budget over a workload that has all its pods allows one.
     full = decode("ReplicaSet", {"metadata": {"name": "rs-1", "namespace": "default",
                                               "uid": "uid-ReplicaSet-rs-1"},

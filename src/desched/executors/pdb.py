@@ -127,8 +127,20 @@ class BudgetTracker:
         if allowed < 0:
             return None, "pdb disruptions allowed is negative"
         if allowed == 0:
-            return None, TOO_MANY_REQUESTS
+            return None, f"{TOO_MANY_REQUESTS} ({self.describe(pdb)})"
         return pdb, None
+
+    def describe(self, pdb: PodDisruptionBudget) -> str:
+        """The budget and its numbers, as `kubectl get pdb` would show them now."""
+        _, healthy, desired = self._counts(pdb)
+        status = pdb.status
+        if status is not None and status.current_healthy is not None \
+                and status.desired_healthy is not None:
+            healthy, desired = status.current_healthy, status.desired_healthy
+        meta = pdb.metadata
+        return (f"PodDisruptionBudget {meta.namespace or 'default'}/{meta.name}: healthy "
+                f"{healthy}, desired healthy {desired}, disruptionsAllowed "
+                f"{max(0, self.allowed(pdb))}")
 
     def consume(self, pdb: PodDisruptionBudget, pod: Pod | None = None) -> None:
         self.evicted[id(pdb)] = self.evicted.get(id(pdb), 0) + 1
