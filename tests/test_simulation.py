@@ -8,7 +8,6 @@ from pathlib import Path
 import yaml
 
 from builders import NOW
-from desched.explain import explain_run
 from desched.report import render
 from desched.simulation import run_simulation
 
@@ -97,16 +96,6 @@ def test_json_contract_on_the_shipped_example() -> None:
     assert [(r["pod"], r["outcome"]) for r in data["refusals"]] == [
         ("api-7c4b2-b", "pdb-blocked")]
     assert "<table>" in render(result, "html")
-
-
-def test_explain_names_the_deciding_plugin_and_reason() -> None:
-    args = (str(EXAMPLES / "policy.yaml"), [str(EXAMPLES / "cluster.yaml")], NOW)
-    assert "EVICTED by default/PodLifeTime" in explain_run(*args, "shop/report-28891", None)
-    assert "not evicted (PDB)" in explain_run(*args, "shop/api-7c4b2-b", None)
-    kept = explain_run(*args, "shop/cache-warmer", None)
-    assert "kept by default/PodLifeTime: pod does not have any ownerRefs" in kept
-    node = explain_run(*args, None, "worker-1")
-    assert node.count("EVICTED") == 2
 
 
 def test_koordinator_example_gives_the_same_decisions_as_upstream() -> None:

@@ -166,8 +166,16 @@ def _exit_fast() -> None:
 @click.option("--now", "now_text",
               help="Fix the clock (RFC 3339). Default: the snapshot's capture time, else its "
                    "newest timestamp.")
+@click.option("--cycles", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Cycles to simulate, one deschedulingInterval apart; each is explained.")
+@click.option("--reschedule", is_flag=True,
+              help="Recreate evicted owned pods and place them between cycles.")
+@click.option("--scheduler", type=click.Choice(["kube-default", "koord-load-aware"]),
+              default="kube-default", show_default=True,
+              help="The scheduler model --reschedule places replacements with.")
 def explain(policy_path: str, snapshots: tuple[str, ...], pod_ref: str | None,
-            node_name: str | None, now_text: str | None) -> None:
+            node_name: str | None, now_text: str | None, cycles: int, reschedule: bool,
+            scheduler: str) -> None:
     """Explain why a pod (or each pod on a node) would or would not be evicted."""
     from desched.explain import explain_run
 
@@ -177,7 +185,8 @@ def explain(policy_path: str, snapshots: tuple[str, ...], pod_ref: str | None,
     if pod_ref is not None and pod_ref.count("/") != 1:
         raise InputError("--pod", f"expected NAMESPACE/NAME, got {pod_ref!r}")
     click.echo(explain_run(policy_path, list(snapshots), _parse_now(now_text), pod_ref,
-                           node_name))
+                           node_name, cycles=cycles, reschedule=reschedule,
+                           scheduler=scheduler))
 
 
 @main.command()

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from desched.errors import InputError
+from desched.errors import InputError, quote
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
 from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock
+from desched.model.pod import Pod
 from desched.policy.loader import load_policy
 from desched.policy.model import Policy
 from desched.scheduler.model import KUBE_DEFAULT, scheduler_model
@@ -20,6 +21,7 @@ from desched.snapshot.clock import (
     fixed_clock,
     snapshot_clock,
 )
+from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.loader import load_snapshot
 from desched.util.duration import MAX_SECONDS, format_duration
 
@@ -58,6 +60,7 @@ class SimulationResult:
     log: DecisionLog
     summaries: list[CycleSummary]
     clock: SimulationClock
+    descheduler: Descheduler | None = None  # its profiles and plugins, for explain
 
     @property
     def evictions(self) -> list[Decision]:
@@ -76,6 +79,8 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
     if now is not None:
         _check_clock(now, policy.descheduling_interval, cycles)  # before the slow load
     snapshot = load_snapshot(snapshot_paths)
+    if log is not None:
+        log.subjects = _subjects(log, snapshot, snapshot_paths)
     sim_clock = fixed_clock(now) if now is not None else snapshot_clock(snapshot)
     if now is None:
         now = sim_clock.now
@@ -110,4 +115,23 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
         executor.evicted.clear()
         summaries.append(summary)
     return SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
-                            summaries, sim_clock)
+                            summaries, sim_clock, descheduler)
+
+
+def _subjects(log: DecisionLog, snapshot: ClusterSnapshot, paths: list[str]) -> dict[str, Pod]:
+    """The pods `explain` asks about (named, or on a named node) and their nodes; a name the
+    snapshot does not hold is an input error."""
+    where = ", ".join(paths)
+    subjects: dict[str, Pod] = {}
+    for ref in sorted(log.explain_pods):
+        pod = snapshot.pods.get(ref)
+        if pod is None:
+            raise InputError("--pod", f"pod {quote(ref)} is not in the snapshot ({where})")
+        subjects[ref] = pod
+    for name in sorted(log.explain_nodes):
+        if name not in snapshot.nodes:
+            raise InputError("--node", f"node {quote(name)} is not in the snapshot ({where})")
+        for pod in sorted(snapshot.pods_on_node(name, include_terminal=True),
+                          key=lambda p: p.key):
+            subjects[pod.key] = pod
+    return subjects

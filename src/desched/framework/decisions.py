@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Outcome = Literal["evicted", "filtered", "limited", "pdb-blocked", "failed", "skipped",
                   "dry-run"]
@@ -49,6 +49,8 @@ class DecisionLog:
     kept: Counter[tuple[int, str, str, str]] = field(default_factory=Counter)
     notes: list[Note] = field(default_factory=list)
     cycle: int = 1
+    # The pods being explained as the snapshot held them, by key (set by the simulation).
+    subjects: dict[str, Any] = field(default_factory=dict)
 
     def wants_detail(self, pod_key: str, node: str) -> bool:
         return pod_key in self.explain_pods or node in self.explain_nodes

@@ -138,8 +138,7 @@ class Descheduler:
         if any(d.plugin == plugin and d.profile == profile and d.outcome != "filtered"
                for d in log.decisions[decisions:]):
             return
-        if any(n.plugin == plugin and n.profile == profile and not n.node
-               for n in log.notes[notes:]):
+        if any(n.plugin == plugin and n.profile == profile for n in log.notes[notes:]):
             return
         kept = log.kept_by(cycle, profile, plugin)
         if not kept:

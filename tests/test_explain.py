@@ -1,0 +1,90 @@
+"""`desched explain` through the real CLI: every case of issue 13's list."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+BASIC = ("--policy", str(EXAMPLES / "policy.yaml"), "--snapshot", str(EXAMPLES / "cluster.yaml"),
+         "--now", "2026-11-22T12:00:00Z")
+HOTSPOT = ("--policy", str(EXAMPLES / "lownodeload-hotspot" / "policy.yaml"), "--snapshot",
+           str(EXAMPLES / "lownodeload-hotspot" / "cluster.yaml"))
+
+
+def explain(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "desched", "explain", *args],
+                          capture_output=True, text=True, check=False, timeout=60)
+
+
+def ok(*args: str) -> str:
+    proc = explain(*args)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_an_unknown_pod_or_node_is_an_input_error() -> None:
+    for flag, name, what in (("--pod", "shop/reprot-28891", "pod"), ("--node", "wroker-1", "node")):
+        proc = explain(*BASIC, flag, name)
+        assert proc.returncode == 2
+        assert proc.stderr == (f'error: {flag}: {what} "{name}" is not in the snapshot '
+                               f'({EXAMPLES / "cluster.yaml"})\n')
+
+
+def test_node_covers_every_pod_on_it_with_every_plugins_verdict() -> None:
+    out = ok(*BASIC, "--node", "worker-1")
+    assert "node worker-1: 7 pod(s)" in out
+    pods = [line.split()[1] for line in out.splitlines() if line.startswith("  pod ")]
+    assert len(pods) == 7
+    # Each pod has a line from both enabled plugins.
+    assert out.count("default/PodLifeTime: ") == 7
+    assert out.count("default/RemoveDuplicates: ") == 7
+    assert out.count("RemoveDuplicates: EVICTED: duplicate of ReplicaSet/web-5d8f9") == 2
+
+
+def test_considered_not_picked_says_why() -> None:
+    out = ok(*BASIC, "--pod", "shop/api-7c4b2-a")
+    assert ("default/PodLifeTime: considered, not picked: pod age 187200s (2d4h) does not "
+            "exceed maxPodLifeTimeSeconds 604800 (7d)") in out
+    system = ok(*BASIC, "--pod", "kube-system/log-agent-w1")
+    assert ("default/PodLifeTime: considered, not picked: namespace kube-system is outside the "
+            "plugin's namespaces") in system
+    assert ("default/RemoveDuplicates: kept: pod is related to daemonset and is protected "
+            "against eviction") in system
+
+
+def test_a_pdb_refusal_names_the_budget_and_its_numbers() -> None:
+    out = ok(*BASIC, "--pod", "shop/api-7c4b2-b")
+    assert ("default/RemoveDuplicates: not evicted (PDB): Cannot evict pod as it would violate "
+            "the pod's disruption budget. (PodDisruptionBudget shop/api: healthy 3, desired "
+            "healthy 3, disruptionsAllowed 0)") in out
+
+
+def test_the_deciding_plugin_of_an_eviction() -> None:
+    out = ok(*BASIC, "--pod", "shop/report-28891")
+    assert "default/PodLifeTime: EVICTED: pod age 1850400s (21d10h) exceeds" in out
+
+
+def test_cycles_explain_the_decision_of_a_later_cycle_and_node_notes() -> None:
+    out = ok(*HOTSPOT, "--pod", "default/stress-demo-588f9646cf-s7x2k", "--cycles", "7")
+    lines = out.splitlines()
+    assert lines[0].startswith("clock: 2026-11-22T11:59:30Z (newest timestamp in the snapshot")
+    assert ("koord-descheduler/LowNodeLoad: considered, not picked: node cn-beijing.10.0.0.53 "
+            "is hot (cpu 68.53% > 50.00%) on 1 consecutive pass(es)") in out
+    cycle6 = lines[lines.index("  cycle 6:") + 1]
+    assert cycle6.startswith("    koord-descheduler/LowNodeLoad: EVICTED: node is overutilized")
+    assert "  cycle 7: gone (evicted in cycle 6)" in lines
+
+
+def test_reschedule_and_scheduler_are_accepted() -> None:
+    out = ok(*HOTSPOT, "--node", "cn-beijing.10.0.0.53", "--cycles", "6", "--reschedule",
+             "--scheduler", "koord-load-aware")
+    assert "node cn-beijing.10.0.0.53: 4 pod(s)" in out
+    assert "EVICTED" in out
+
+
+def test_node_notes_are_shown_once_for_the_node() -> None:
+    out = ok(*HOTSPOT, "--node", "cn-beijing.10.0.0.53", "--cycles", "2")
+    assert out.count("note, cycle 1, koord-descheduler/LowNodeLoad: node cn-beijing.10.0.0.53 "
+                     "is hot") == 1
