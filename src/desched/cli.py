@@ -136,7 +136,7 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
     _one_stdin(policy_path, snapshots)
     now = _parse_now(now_text)
     result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule,
-                            scheduler=scheduler)
+                            scheduler=scheduler, with_frames=output != "json")
     _warn(result.policy.warnings)
     text = render(result, output)
     if out_path:

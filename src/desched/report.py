@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import html
+from collections import Counter
 from typing import Any
 
 from desched.model.meta import json_encoder
 from desched.simulation import SimulationResult
+from desched.utilization import balance, thresholds
 
 
 def to_json_obj(result: SimulationResult) -> dict[str, Any]:
@@ -44,10 +46,38 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
     }
 
 
+def summary_lines(result: SimulationResult) -> list[str]:
+    """Counts per plugin and node, and the balance before and after: what a reader wants
+    first."""
+    evictions = result.evictions
+    lines = [f"summary: {len(evictions)} pod(s) evicted in {result.cycles} cycle(s)"]
+    if evictions:
+        by_plugin = Counter(f"{d.profile}/{d.plugin}" for d in evictions)
+        lines.append("  by plugin: " + ", ".join(f"{name} {n}" for name, n in
+                                                 by_plugin.most_common()))
+        by_node = Counter(d.node for d in evictions)
+        shown = ", ".join(f"{name} {n}" for name, n in by_node.most_common(5))
+        more = f" (and {len(by_node) - 5} more nodes)" if len(by_node) > 5 else ""
+        lines.append(f"  by node: {shown}{more}")
+    if len(result.frames) >= 2:
+        limits = thresholds(result.policy)
+        before = {b.series: b for b in balance(result.frames[0], limits)}
+        after = {b.series: b for b in balance(result.frames[-1], limits)}
+        for series, b in before.items():
+            a = after.get(series)
+            if a is None:
+                continue
+            over = (f", over {limits[series]:g}%: {b.over} -> {a.over} node(s)"
+                    if b.over is not None else "")
+            lines.append(f"  {series}: std {b.std:.1f} -> {a.std:.1f} points, max "
+                         f"{b.max:.1f}% -> {a.max:.1f}%{over}")
+    return lines
+
+
 def render_text(result: SimulationResult) -> str:
     lines = [f"policy {result.policy.path} ({result.policy.format}); snapshot: "
              f"{result.nodes} nodes, {result.pods} pods",
-             f"clock: {result.clock.describe()}"]
+             f"clock: {result.clock.describe()}", *summary_lines(result)]
     by_cycle: dict[int, list[str]] = {}
     for d in result.log.decisions:
         if d.outcome == "evicted":

@@ -24,6 +24,7 @@ from desched.snapshot.clock import (
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.loader import load_snapshot
 from desched.util.duration import MAX_SECONDS, format_duration
+from desched.utilization import Frame, take_frame
 
 # Plugins add and subtract policy durations (Go's, at most about 292 years) to and from the
 # clock; every cycle's clock must leave that much room inside datetime's years 1 to 9999.
@@ -61,6 +62,8 @@ class SimulationResult:
     summaries: list[CycleSummary]
     clock: SimulationClock
     descheduler: Descheduler | None = None  # its profiles and plugins, for explain
+    # Utilization before the first cycle and after each (for the report's plots and balance).
+    frames: list[Frame] = field(default_factory=list)
 
     @property
     def evictions(self) -> list[Decision]:
@@ -70,9 +73,11 @@ class SimulationResult:
 def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | None,
                    cycles: int, do_reschedule: bool,
                    log: DecisionLog | None = None, *,
-                   scheduler: str = KUBE_DEFAULT) -> SimulationResult:
+                   scheduler: str = KUBE_DEFAULT,
+                   with_frames: bool = False) -> SimulationResult:
     """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
-    that places replacements with `do_reschedule`."""
+    that places replacements with `do_reschedule`. `with_frames`: take utilization frames
+    (snapshot/utilization) for a report."""
     model = scheduler_model(scheduler)
     policy = load_policy(policy_path)
     check_policy(policy)  # before the snapshot, which can take seconds to load
@@ -90,6 +95,7 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
     clock = Clock(now)
     descheduler = Descheduler(policy, snapshot, executor, clock, log or DecisionLog())
     summaries = []
+    frames = [take_frame(snapshot, "before", now)] if with_frames else []
     for cycle in range(1, cycles + 1):
         # Cycles are a descheduling interval apart when the policy sets one (Koordinator's
         # deschedulingInterval), so timeouts and metric expiry play out as they would live.
@@ -114,8 +120,10 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                     executor.budgets.replaced(old)
         executor.evicted.clear()
         summaries.append(summary)
+        if with_frames:
+            frames.append(take_frame(snapshot, f"after cycle {cycle}", clock.now))
     return SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
-                            summaries, sim_clock, descheduler)
+                            summaries, sim_clock, descheduler, frames)
 
 
 def _subjects(log: DecisionLog, snapshot: ClusterSnapshot, paths: list[str]) -> dict[str, Pod]:
