@@ -1,8 +1,8 @@
-"""Rendering a simulation: text for people, JSON per DESIGN §1.2, a self-contained HTML page."""
+"""Rendering a simulation: text for people, JSON per DESIGN §1.2; the HTML page is in
+report_html.py."""
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from typing import Any
 
@@ -117,40 +117,11 @@ def render_text(result: SimulationResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_html(result: SimulationResult) -> str:
-    data = to_json_obj(result)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(e[k]))}</td>" for k in
-                         ("cycle", "namespace", "pod", "node", "profile", "plugin", "reason"))
-        + "</tr>" for e in data["evictions"])
-    refusals = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(e[k]))}</td>" for k in
-                         ("cycle", "outcome", "namespace", "pod", "node", "plugin", "reason"))
-        + "</tr>" for e in data["refusals"])
-    skipped = "".join(
-        f"<tr><td>{s['cycle']}</td><td>{s['pods']}</td><td>{html.escape(s['profile'])}/"
-        f"{html.escape(s['plugin'])}</td><td>{html.escape(s['reason'])}</td></tr>"
-        for s in data["skipped"])
-    title = f"desched simulation: {html.escape(result.policy.path)}"
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}</style></head>
-<body><h1>{title}</h1>
-<p>{result.nodes} nodes, {result.pods} pods, {result.cycles} cycle(s),
-{len(data["evictions"])} eviction(s).</p>
-<h2>Evictions</h2><table><tr><th>cycle</th><th>namespace</th><th>pod</th><th>node</th>
-<th>profile</th><th>plugin</th><th>reason</th></tr>{rows}</table>
-<h2>Refused</h2><table><tr><th>cycle</th><th>outcome</th><th>namespace</th><th>pod</th>
-<th>node</th><th>plugin</th><th>reason</th></tr>{refusals}</table>
-<h2>Kept</h2><table><tr><th>cycle</th><th>pods</th><th>plugin</th><th>reason</th></tr>{skipped}</table>
-</body></html>
-"""
-
-
 def render(result: SimulationResult, output: str) -> str:
     if output == "json":
         return json_encoder.encode(to_json_obj(result)).decode() + "\n"
     if output == "html":
+        from desched.report_html import render_html
+
         return render_html(result)
     return render_text(result)
