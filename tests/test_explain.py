@@ -88,3 +88,13 @@ def test_node_notes_are_shown_once_for_the_node() -> None:
     out = ok(*HOTSPOT, "--node", "cn-beijing.10.0.0.53", "--cycles", "2")
     assert out.count("note, cycle 1, koord-descheduler/LowNodeLoad: node cn-beijing.10.0.0.53 "
                      "is hot") == 1
+
+
+def test_a_duplicate_removeduplicates_kept_says_so() -> None:
+    out = ok(*BASIC, "--pod", "shop/web-5d8f9-1")
+    assert ("default/RemoveDuplicates: considered, not picked: duplicate of ReplicaSet/web-5d8f9: "
+            "node worker-1 runs 4, the ceiling of the average is 2 over 3 feasible nodes, and "
+            "this one is within it") in out
+    first = ok(*BASIC, "--pod", "shop/web-5d8f9-0")
+    assert ("default/RemoveDuplicates: considered, not picked: not a duplicate: the first pod of "
+            "ReplicaSet/web-5d8f9 with its images on node worker-1") in first

@@ -16,7 +16,7 @@ from desched.util.duration import human_duration
 
 _VERBS = {"evicted": "EVICTED", "filtered": "kept", "limited": "not evicted (limit)",
           "pdb-blocked": "not evicted (PDB)", "failed": "eviction failed", "skipped": "kept",
-          "dry-run": "would be evicted (dryRun)"}
+          "dry-run": "would be evicted (dryRun)", "considered": "considered, not picked"}
 
 
 def explain_run(policy_path: str, snapshot_paths: list[str], now: datetime | None,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Outcome = Literal["evicted", "filtered", "limited", "pdb-blocked", "failed", "skipped",
-                  "dry-run"]
+                  "dry-run", "considered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,17 @@ class DecisionLog:
         if (self.explain_pods or self.explain_nodes) and self.wants_detail(
                 f"{namespace}/{pod}", node):
             self.record("filtered", namespace, pod, node, profile, plugin, reason)
+
+    @property
+    def explaining(self) -> bool:
+        return bool(self.explain_pods or self.explain_nodes)
+
+    def considered(self, namespace: str, pod: str, node: str, profile: str, plugin: str,
+                   reason: str) -> None:
+        """Why a plugin looked at a pod and did not pick it, for `explain` only (not a kept
+        pod: nothing stopped an eviction the plugin wanted)."""
+        if self.wants_detail(f"{namespace}/{pod}", node):
+            self.record("considered", namespace, pod, node, profile, plugin, reason)
 
     def note(self, node: str, profile: str, plugin: str, text: str) -> None:
         """A finding about a node or the whole run (bad metrics, a hot node whose pods fit

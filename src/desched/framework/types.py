@@ -79,6 +79,11 @@ class Handle:
                     return True
         return True
 
+    def considered(self, pod: Pod, reason: str) -> None:
+        """Record why this plugin looked at a pod and did not pick it (for `explain` only)."""
+        self.log.considered(pod.namespace, pod.name, pod.node_name, self.profile, self.plugin,
+                            reason)
+
     def skip(self, pod: Pod, reason: str) -> None:
         """Record why this plugin passed over a pod it considered (for `explain`)."""
         self.log.filtered(pod.namespace, pod.name, pod.node_name, self.profile, self.plugin,

@@ -79,6 +79,7 @@ class RemoveDuplicates:
         # a call per pod each).
         evictor, plugin = handle.evictor, handle.plugin
         evictor_filter, pre_eviction_filter = evictor.filter, evictor.pre_eviction_filter
+        explaining = handle.log.explaining
         for node in nodes:
             node_name = node.name
             # The sorted "namespace/kind/name/image" keys of the pods seen so far on the node.
@@ -114,6 +115,10 @@ class RemoveDuplicates:
                         duplicates.setdefault(owner_key, {}).setdefault(node_name, []).append(pod)
                 else:
                     seen.add(keys)
+                    if explaining:
+                        handle.considered(pod, f"not a duplicate: the first pod of "
+                                               f"{refs[0].kind}/{refs[0].name} with its images "
+                                               f"on node {node_name}")
 
         matching: dict[bytes, list[str]] = {}
         for owner_key, pods_by_node in duplicates.items():
@@ -126,6 +131,8 @@ class RemoveDuplicates:
                 continue
             upper_avg = math.ceil(occurrences[owner_key] / len(targets))
             for node_name, pods in pods_by_node.items():
+                if explaining:
+                    self._explain_kept(owner_key, node_name, pods, upper_avg, len(targets))
                 if len(pods) + 1 <= upper_avg:
                     continue
                 reason = (f"duplicate of {owner_key[1]}/{owner_key[2]}: node {node_name} runs "
@@ -137,6 +144,18 @@ class RemoveDuplicates:
                            if snapshot.pods.get(pod.key) is pod)
                 if not handle.evict_node_pods(surplus):
                     return
+
+
+    def _explain_kept(self, owner_key: OwnerKey, node_name: str, pods: list[Pod], upper_avg: int,
+                      targets: int) -> None:
+        """The duplicates a node may keep: up to the ceiling of the average, counting the
+        first of them."""
+        owner = f"{owner_key[1]}/{owner_key[2]}"
+        for pod in pods[:max(0, upper_avg - 1)]:
+            self.handle.considered(pod, f"duplicate of {owner}: node {node_name} runs "
+                                        f"{len(pods) + 1}, the ceiling of the average is "
+                                        f"{upper_avg} over {targets} feasible nodes, and this "
+                                        f"one is within it")
 
 
 register(PluginSpec(
