@@ -113,7 +113,8 @@ async def test_two_replicas_under_a_partition_never_evict_at_once(
         assert await asyncio.wait_for(tasks[leader], 10) == 1  # it knew it lost the lease
         await until(lambda: evictions.callers[-1][1] == other, timeout=10)
         taken = next(at for at, token in evictions.callers if token == other) - cut
-        await until(lambda: sum(1 for _, t in evictions.callers if t == other) >= 5)
+        # Progress only (not timed): generous for a machine busy with the rest of the suite.
+        await until(lambda: sum(1 for _, t in evictions.callers if t == other) >= 5, timeout=30)
     finally:
         feeder.cancel()
         for runner in runners.values():
