@@ -3,6 +3,7 @@ script builds its tables without an error, the plots are there, and a screenshot
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -64,3 +65,37 @@ def test_a_screenshot_shows_the_page(page: Path) -> None:
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20_000  # a rendered page, not a blank one
+
+
+def test_names_cannot_break_out_of_the_page(tmp_path: Path) -> None:
+    """A pod name is whatever the snapshot holds: it stays text, in the tables and the data."""
+    hostile = "x</script><script>alert(1)</script><b>"
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}
+        for i in (1, 2)] + [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": hostile, "namespace": "default", "uid": "u1",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "uid": "rs",
+                                 "controller": True}]},
+         "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+         "status": {"phase": "Running"}}]}))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
+                      "- name: p\n  pluginConfig:\n  - name: PodLifeTime\n"
+                      "    args: {maxPodLifeTimeSeconds: 60}\n"
+                      "  plugins:\n    deschedule: {enabled: [PodLifeTime]}\n")
+    out = tmp_path / "report.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "desched", "simulate", "--policy", str(policy), "--snapshot",
+         str(cluster), "--now", "2026-11-22T12:00:00Z", "--output", "html", "--out", str(out)],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert text.count("<script") == 2  # the data and the page's own script
+    assert "alert(1)" in text  # kept as data...
+    dom = browser(out, "--virtual-time-budget=5000", "--dump-dom").stdout
+    assert 'data-ready="1"' in dom
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)" in dom  # ...and shown as text

@@ -177,8 +177,8 @@ def render_html(result: SimulationResult) -> str:
         (result.nodes, "nodes"), (result.pods, "pods"), (result.cycles, "cycle(s)"),
         (len(evictions), "evicted"), (refused, "refused"), (placed, "replacements placed")))
     data = json.dumps({"tables": _tables(result)}, separators=(",", ":"))
-    # Embedded in a script element: "</" must not end it early.
-    data = data.replace("</", "<\\/")
+    # Embedded in a script element: no "<" at all, so no tag can end or open inside it.
+    data = data.replace("<", "\\u003c")
     title = html.escape(f"desched simulation: {result.policy.path}")
     sections = [
         ("Evictions", '<div id="evictions"></div>'),
