@@ -98,6 +98,7 @@ class _Kind:
     objects: dict[str, dict[str, Any]] = field(default_factory=dict)
     history: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
     floor: int = 0  # a watch from below this resourceVersion gets 410 Gone
+    trimmed: int = 0  # history entries dropped from the front (trim): positions stay absolute
 
 
 class FakeApiServer:
@@ -219,20 +220,26 @@ class FakeApiServer:
                       abort: Abort) -> AsyncIterator[Any]:
         yield b""  # send the headers now, as the API server does
         epoch = self._epoch
-        pos = next((i for i, (rv, _, _) in enumerate(state.history) if rv > since),
-                   len(state.history))
+        pos = state.trimmed + next(
+            (i for i, (rv, _, _) in enumerate(state.history) if rv > since), len(state.history))
         while True:
             async with self._changed:
                 await self._changed.wait_for(
-                    lambda seen=pos: seen < len(state.history) or epoch != self._epoch)
+                    lambda seen=pos: seen < state.trimmed + len(state.history)
+                    or epoch != self._epoch)
             if epoch != self._epoch:
                 if self._abort:
                     abort()
                 return
-            for _, kind, obj in state.history[pos:]:
+            start = pos - state.trimmed
+            if start < 0:  # this watcher fell behind what was trimmed: as etcd's compaction
+                yield {"type": "ERROR", "object": status(
+                    410, f"too old resource version: {since} ({state.floor})", "Expired")}
+                return
+            for _, kind, obj in state.history[start:]:
                 if kind != "BOOKMARK" or bookmarks:
                     yield {"type": kind, "object": obj}
-            pos = len(state.history)
+            pos = state.trimmed + len(state.history)
 
     # -- changing state --------------------------------------------------------------------------
     def _record(self, kind: str, event: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -276,6 +283,17 @@ class FakeApiServer:
                                         "metadata": {"name": ""}})
         await self._notify()
         return self.rv
+
+    def trim(self, kind: str, keep: int) -> None:
+        """Keep only the newest `keep` events of the kind's history (a long soak would otherwise
+        grow without end); a watch from before them gets 410 Gone, as after etcd's compaction."""
+        state = self.kinds[kind]
+        drop = len(state.history) - keep
+        if drop <= 0:
+            return
+        state.floor = max(state.floor, state.history[drop - 1][0])
+        del state.history[:drop]
+        state.trimmed += drop
 
     def compact(self, kind: str) -> None:
         """Forget the history up to now: older resourceVersions and continue tokens are Gone."""

@@ -146,14 +146,18 @@ class Cluster:
             steps += 1
             pods = api.kinds["Pod"].objects
             action = rng.random()
-            if action < 0.4:  # a new pod (a scale-up, a new rollout)
-                await api.add("Pod", self.pod(rng.choice(self.apps), rng.choice(self.nodes),
+            app = rng.choice(self.apps)
+            # The cluster keeps its size (scale-ups as many as scale-downs and evictions), so
+            # what grows over a long soak is desched's, not the cluster's.
+            if action < 0.7 and len(pods) < self.settings.pods:  # a scale-up, a new rollout
+                await api.add("Pod", self.pod(app, rng.choice(self.nodes),
                                               old=rng.random() < 0.1))
             elif action < 0.7 and pods:  # a pod goes away (scale-down, completion)
-                ns, _, name = rng.choice(sorted(pods)).partition("/")
+                ns, _, name = rng.choice(list(pods)).partition("/")
+                app = pods[f"{ns}/{name}"]["metadata"]["labels"]["app"]
                 await api.delete("Pod", name, ns)
             elif pods:  # rescheduled: gone here, its replacement elsewhere
-                key = rng.choice(sorted(pods))
+                key = rng.choice(list(pods))
                 app = pods[key]["metadata"]["labels"]["app"]
                 ns, _, name = key.partition("/")
                 await api.delete("Pod", name, ns)
@@ -164,9 +168,8 @@ class Cluster:
                 await api.modify("Node", {**node(name, cpu="64", memory="256Gi"),
                                           "metadata": {"name": name, "annotations": {
                                               "soak/heartbeat": str(steps)}}})
-            if steps % 20 == 0:  # the disruption controller recomputes the budgets
-                for app, allowed in self.budgets.items():
-                    await api.modify("PodDisruptionBudget", pdb(app, allowed, {"app": app}))
+            # The disruption controller recomputes the budget of the workload that changed.
+            await api.modify("PodDisruptionBudget", pdb(app, self.budgets[app], {"app": app}))
 
 
 class Faults:
@@ -286,6 +289,8 @@ async def run_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer, kubec
             result.pod_deletes += _pod_deletes(emulator)
             emulator._requests.clear()
             api.log.clear()
+            for kind in ("Pod", "Node", "PodDisruptionBudget"):
+                api.trim(kind, keep=2_000)
 
     background = [asyncio.create_task(cluster.churn(result), name="soak churn"),
                   asyncio.create_task(faults.inject(settings.fault_every), name="soak faults"),
