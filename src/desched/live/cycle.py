@@ -43,6 +43,13 @@ class LiveDecisionLog(DecisionLog):
         if self.on_note is not None:
             self.on_note(self.notes[-1])
 
+    def detach(self) -> None:
+        """Forget the listeners once the cycle is over: the log outlives the cycle in the
+        recent reports, and its reporter holds the cycle's whole snapshot."""
+        self.listener = _ignore
+        self.on_abort = None
+        self.on_note = None
+
     def record(self, outcome: Any, namespace: str, pod: str, node: str, profile: str,
                plugin: str, reason: str) -> None:
         super().record(outcome, namespace, pod, node, profile, plugin, reason)
@@ -52,6 +59,10 @@ class LiveDecisionLog(DecisionLog):
         super().aborted(profile, plugin, text)
         if self.on_abort is not None:
             self.on_abort(profile, plugin, text)
+
+
+def _ignore(_: Decision) -> None:
+    return None
 
 
 class GuardedExecutor:

@@ -672,6 +672,7 @@ class Runner:
             log.error("cannot build the policy's profiles on this cycle's snapshot",
                       cycle=number, error=str(err))
             self.metrics.cycles.labels("failed").inc()
+            decisions.detach()
             return self._keep(CycleReport(number, "failed", 0, 0, decisions))
         self._restore_state(descheduler)
         state = await self._detector_state()
@@ -708,6 +709,7 @@ class Runner:
                  seconds=round(elapsed, 3), dry_run=self.dry_run)
         if isinstance(inner, MigrationJobExecutor):
             await self._finish_migrations(inner)
+        decisions.detach()
         return self._keep(CycleReport(number, result, reporter.evicted, reporter.failed,
                                       decisions))
 
