@@ -188,6 +188,11 @@ class FakeApiServer:
         metadata: dict[str, Any] = {"resourceVersion": str(rv)}
         if limit and offset + len(page) < len(items):
             metadata["continue"] = f"{frozen_id}:{offset + len(page)}"
+            for abandoned in list(self._frozen)[:-8]:  # lists given up half-way: a few kept
+                del self._frozen[abandoned], self._frozen_rv[abandoned]
+        else:  # the last page: no continue token points at this list any more
+            self._frozen.pop(frozen_id, None)
+            self._frozen_rv.pop(frozen_id, None)
         body: dict[str, Any] = {"metadata": metadata, "items": page}
         if self.list_kind:
             body = {"kind": resource.list_kind, "apiVersion": resource.api_version, **body}

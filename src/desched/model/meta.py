@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import msgspec
 
 from desched.model.quantity import parse_quantity
+from desched.util.memo import remember
 
 
 class Shared(str):
@@ -51,15 +52,13 @@ def _new_shared(obj: Any) -> Shared:
     # Only quantities may be JSON numbers (`cpu: 2`); `kind: 5` is no Kubernetes object.
     if not isinstance(obj, str):
         raise TypeError(f"Expected `str`, got `{_json_type(obj)}`")
-    found = _shared[obj] = Shared(obj)
-    return found
+    return remember(_shared, obj, Shared(obj))
 
 
 def _new_quantity(obj: Any) -> Quantity:
     text = _text(obj)
     parse_quantity(text)  # QuantityError is a ValueError: msgspec names the field's path
-    found = _quantities[obj] = Quantity(text)
-    return found
+    return remember(_quantities, obj, Quantity(text))
 
 
 def shared_hook(typ: type, obj: Any) -> Any:

@@ -22,6 +22,7 @@ from desched.model.meta import (
     shared_hook,
 )
 from desched.model.quantity import QuantityError, resource_amount
+from desched.util.memo import remember
 
 # Closed value sets decode to one shared string object each (msgspec returns the Literal's value).
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""]
@@ -211,7 +212,6 @@ def _container_requests(container: Container) -> dict[str, int]:
 # Effective requests by everything they are computed from (see _requests_key). Pods of one
 # template repeat the same few: computed once per distinct key and shared between pods.
 _pod_requests_cache: dict[tuple[object, ...], dict[str, int]] = {}
-_POD_REQUESTS_CACHE_MAX = 100_000  # emptied when full: a long run meets ever new templates
 
 
 def _requests_key(spec: PodSpec) -> tuple[object, ...]:
@@ -362,10 +362,9 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
             key = _requests_key(self.spec)
             requests = _pod_requests_cache.get(key)
             if requests is None:
-                if len(_pod_requests_cache) >= _POD_REQUESTS_CACHE_MAX:
-                    _pod_requests_cache.clear()
                 try:
-                    requests = _pod_requests_cache[key] = self._compute_requests()
+                    requests = remember(_pod_requests_cache, key, self._compute_requests(),
+                                        limit=100_000)
                 except QuantityError as err:
                     raise InputError("snapshot", f"pod {self.key}: {err}") from None
             self.cached_requests = requests

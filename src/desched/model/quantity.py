@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from desched.util.memo import remember
+
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
     "n": Fraction(1, 10**9),
@@ -68,6 +70,10 @@ def _parse(text: str) -> Fraction:
     return -value if sign == "-" else value
 
 
+# Bounded below memo's default: usage figures are new at every scrape (a 150k-pod cluster brings
+# ~300k), while the quantities that repeat (requests, capacities) are a few hundred, quickly
+# parsed again after the tables are emptied.
+_LIMIT = 50_000
 _cache: dict[str, Fraction] = {}
 _milli_cache: dict[str, int] = {}
 _value_cache: dict[str, int] = {}
@@ -79,7 +85,7 @@ def parse_quantity(text: str | int | float) -> Fraction:
         text = repr(text) if isinstance(text, float) else str(text)
     cached = _cache.get(text)
     if cached is None:
-        cached = _cache[text] = _parse(text)
+        cached = remember(_cache, text, _parse(text), _LIMIT)
     return cached
 
 
@@ -88,7 +94,7 @@ def milli_value(text: str | int | float) -> int:
     key = text if isinstance(text, str) else str(text)
     cached = _milli_cache.get(key)
     if cached is None:
-        cached = _milli_cache[key] = _round_away(parse_quantity(text) * 1000)
+        cached = remember(_milli_cache, key, _round_away(parse_quantity(text) * 1000), _LIMIT)
     return cached
 
 
@@ -97,7 +103,7 @@ def value(text: str | int | float) -> int:
     key = text if isinstance(text, str) else str(text)
     cached = _value_cache.get(key)
     if cached is None:
-        cached = _value_cache[key] = _round_away(parse_quantity(text))
+        cached = remember(_value_cache, key, _round_away(parse_quantity(text)), _LIMIT)
     return cached
 
 

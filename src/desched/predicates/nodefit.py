@@ -23,6 +23,7 @@ from desched.predicates.podaffinity import (
 )
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.util.memo import remember
 
 NOT_SCHEDULABLE = "node is not schedulable"
 SELECTOR_MISMATCH = "pod node selector does not match the node label"
@@ -116,7 +117,6 @@ def pod_fits_any_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot
 
 # Only model values reach it, and Shared (a str subclass) is their only non-native type.
 _signature_encoder = msgspec.json.Encoder(enc_hook=str)
-_ENCODED_BY_OWNER_MAX = 100_000
 # Owner UID -> some scheduling fields of the last of its pods encoded, and their encoding.
 # Encoding is most of a signature's cost, and a workload's pods almost always share these
 # fields; equal fields give the same verdicts whatever pod they belong to.
@@ -133,11 +133,7 @@ def _encoded(memo: dict[str, tuple[tuple[object, ...], bytes]], pod: Pod,
     last = memo.get(owner)
     if last is not None and last[0] == fields:
         return last[1]
-    encoded = _signature_encoder.encode(fields)
-    if len(memo) >= _ENCODED_BY_OWNER_MAX:
-        memo.clear()
-    memo[owner] = (fields, encoded)
-    return encoded
+    return remember(memo, owner, (fields, _signature_encoder.encode(fields)), limit=100_000)[1]
 
 
 def _requests_text(requests: dict[str, int]) -> bytes:
@@ -146,9 +142,8 @@ def _requests_text(requests: dict[str, int]) -> bytes:
     never coarser."""
     entry = _requests_texts.get(id(requests))
     if entry is None or entry[0] is not requests:
-        if len(_requests_texts) >= _ENCODED_BY_OWNER_MAX:
-            _requests_texts.clear()
-        entry = _requests_texts[id(requests)] = (requests, _signature_encoder.encode(requests))
+        entry = remember(_requests_texts, id(requests),
+                         (requests, _signature_encoder.encode(requests)), limit=100_000)
     return entry[1]
 
 
