@@ -135,6 +135,13 @@ class FakeApiServer:
                 lambda request, k=kind: _kmock_answer(
                     self._watch(k, dict(request.params), _aborter(request._raw_request))))
 
+    def forget_requests(self) -> None:
+        """Drop the requests kmock keeps for assertions, on the server and on every reaction
+        that answered one (a long soak would otherwise count them as desched's memory)."""
+        self.server._requests.clear()
+        for reaction in self.server._payloads:
+            reaction._requests.clear()
+
     async def _raw_route(self, kind: str, raw: aiohttp.web.BaseRequest) -> Any:
         params = dict(raw.query)
         if params.get("watch") == "true":
