@@ -282,12 +282,13 @@ async def run_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer, kubec
     baseline_fds = _fds()
     started = time.monotonic()
     async def audit() -> None:
-        # The emulator's request logs would grow the process for the whole soak (and be
-        # counted as desched's memory): tallied and dropped as it goes.
+        # The emulator's request logs (its own and each reaction's) would grow the process
+        # for the whole soak (and be counted as desched's memory): tallied and dropped as it
+        # goes.
         while True:
             await asyncio.sleep(0.25)
             result.pod_deletes += _pod_deletes(emulator)
-            emulator._requests.clear()
+            api.forget_requests()
             api.log.clear()
             for kind in ("Pod", "Node", "PodDisruptionBudget"):
                 api.trim(kind, keep=2_000)
