@@ -9,13 +9,18 @@ watch streams; 5xx, 429 (with and without Retry-After), timeouts and slow answer
 and a lost Lease in the middle of a cycle, after which a new runner takes over (a restarted pod).
 
 `run_soak` returns what happened; the invariants are checked by tests/live/test_soak.py.
+`run_process_soak` runs the same against the `desched run` command in its own process, whose
+resident memory is then desched's alone (the emulator and the harness live in this one).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
+import signal
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -64,6 +69,7 @@ class SoakSettings:
     churn_every: float = 0.03  # seconds between churn steps
     interval: str = "100ms"
     each_fault: int = 1  # and go on until every kind of fault happened this often
+    stream_gap: float = 1.2  # least seconds between faults that end the watch streams
     max_seconds: float = 180.0  # give up (the test then fails on what is missing)
 
 
@@ -184,6 +190,7 @@ class Faults:
         self.streams_ended = 0.0
         self.armed_at = 0.0
         self.next_loss = 2  # cycles before the first lost Lease
+        self.stream_gap = 1.2
         evictions.on_request = self._on_eviction
 
     def _on_eviction(self, body: dict[str, Any]) -> None:
@@ -215,7 +222,7 @@ class Faults:
             streams = fault.startswith(("watch", "list")) or fault.endswith("streams")
             if streams:
                 now = time.monotonic()
-                if now - self.streams_ended < 1.2:
+                if now - self.streams_ended < self.stream_gap:
                     continue  # a server cutting every stream each second is down, not flaky
                 self.streams_ended = now
             if streams:
@@ -257,8 +264,8 @@ class Faults:
             step += 1
 
 
-def _rss() -> int:
-    with open("/proc/self/status", encoding="ascii") as fh:
+def _rss(pid: int | str = "self") -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
         for line in fh:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
@@ -281,21 +288,9 @@ async def run_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer, kubec
     baseline_tasks = len(asyncio.all_tasks())
     baseline_fds = _fds()
     started = time.monotonic()
-    async def audit() -> None:
-        # The emulator's request logs (its own and each reaction's) would grow the process
-        # for the whole soak (and be counted as desched's memory): tallied and dropped as it
-        # goes.
-        while True:
-            await asyncio.sleep(0.25)
-            result.pod_deletes += _pod_deletes(emulator)
-            api.forget_requests()
-            api.log.clear()
-            for kind in ("Pod", "Node", "PodDisruptionBudget"):
-                api.trim(kind, keep=2_000)
-
     background = [asyncio.create_task(cluster.churn(result), name="soak churn"),
                   asyncio.create_task(faults.inject(settings.fault_every), name="soak faults"),
-                  asyncio.create_task(audit(), name="soak audit")]
+                  asyncio.create_task(_audit(emulator, api, result), name="soak audit")]
     try:
         def done() -> bool:
             if time.monotonic() - started > settings.max_seconds:
@@ -341,6 +336,119 @@ async def run_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer, kubec
     return result
 
 
+async def _audit(emulator: Emulator, api: FakeApiServer,
+                 result: SoakResult | ProcessSoakResult) -> None:
+    # The emulator's request logs (its own and each reaction's) would grow the process for the
+    # whole soak (and be counted as desched's memory): tallied and dropped as it goes.
+    while True:
+        await asyncio.sleep(0.25)
+        result.pod_deletes += _pod_deletes(emulator)
+        api.forget_requests()
+        api.log.clear()
+        for kind in ("Pod", "Node", "PodDisruptionBudget"):
+            api.trim(kind, keep=2_000)
+
+
 def _pod_deletes(emulator: Emulator) -> int:
     return sum(1 for r in emulator._requests if r.method.value == "DELETE"
                and "/pods/" in str(r.url) and "/eviction" not in str(r.url))
+
+
+@dataclass
+class ProcessSoakResult:
+    """What a `desched run` process did under the soak, read from its JSON log lines."""
+
+    rss: list[int] = field(default_factory=list)  # the process's, bytes, after each cycle
+    cycles: list[str] = field(default_factory=list)  # each cycle's result
+    evicted: list[list[tuple[str, str]]] = field(default_factory=list)  # (pod, node) a cycle
+    faults: Counter[str] = field(default_factory=Counter)
+    eviction_requests: int = 0
+    pod_deletes: int = 0
+    exit_code: int | None = None
+    errors: list[str] = field(default_factory=list)  # error-level log lines
+    seconds: float = 0.0
+
+
+async def run_process_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer,
+                           kubeconfig: str, settings: SoakSettings) -> ProcessSoakResult:
+    """The same cluster, churn and faults (but a lost Lease, which needs a runner the harness
+    can take it from) against the real command in its own process: its resident memory is
+    desched's alone, not the emulator's or the harness's."""
+    rng = random.Random(settings.seed)
+    shared = SoakResult()
+    cluster = Cluster(api, settings, rng)
+    evictions = cluster.populate()
+    faults = Faults(api, evictions, rng, shared)
+    # The command reconnects with its real backoff (1 s, doubling): streams cut more often than
+    # that keep its cache stale and every cycle skipped.
+    faults.stream_gap = settings.stream_gap
+    policy = tmp_path / "soak-policy.yaml"
+    policy.write_text(POLICY)
+    result = ProcessSoakResult()
+    started = time.monotonic()
+
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.pop("KUBECONFIG", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "desched", "run", "--policy", str(policy),
+        "--kubeconfig", kubeconfig, "--interval", settings.interval,
+        "--stale-cache-timeout", "1s", "--log-format", "json",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env,
+        limit=2**20)
+    background = [asyncio.create_task(cluster.churn(shared), name="soak churn"),
+                  asyncio.create_task(faults.inject(settings.fault_every), name="soak faults"),
+                  asyncio.create_task(_audit(emulator, api, result), name="soak audit")]
+    this_cycle: list[tuple[str, str]] = []
+    try:
+        assert proc.stderr is not None
+        wanted = set(FAULTS) - {"lease lost mid-cycle"}
+
+        def done() -> bool:
+            return (result.cycles.count("completed") >= settings.cycles
+                    and all(shared.faults[f] >= settings.each_fault for f in wanted))
+
+        while not done():
+            remaining = settings.max_seconds - (time.monotonic() - started)
+            if remaining <= 0:
+                break
+            try:
+                line = await asyncio.wait_for(proc.stderr.readline(), remaining)
+            except TimeoutError:
+                break
+            if not line:  # the process ended on its own
+                break
+            if not line.startswith(b"{"):
+                result.errors.append(line.decode(errors="replace").rstrip())
+                continue
+            entry = json.loads(line)
+            event = entry.get("event", "")
+            if entry.get("level") in ("error", "critical") and event != "Error evicting pod":
+                # Evictions refused or failed are expected (budgets, injected faults).
+                result.errors.append(event)
+            if event == "Evicted pod":
+                this_cycle.append((entry["pod"], entry["node"]))
+            elif event == "descheduling cycle finished":
+                result.rss.append(_rss(proc.pid))
+                result.cycles.append(entry["result"])
+                result.evicted.append(this_cycle)
+                this_cycle = []
+            elif event.startswith("descheduling cycle skipped"):
+                result.rss.append(_rss(proc.pid))
+                result.cycles.append("stale")
+    finally:
+        for job in background:
+            job.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.communicate(), 30)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+    result.exit_code = proc.returncode
+    result.faults = shared.faults
+    result.eviction_requests = shared.eviction_requests
+    result.pod_deletes += _pod_deletes(emulator)
+    result.seconds = time.monotonic() - started
+    return result

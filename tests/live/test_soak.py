@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 from fake_apiserver import Emulator, FakeApiServer
-from soak import FAULTS, PER_NODE, TOTAL, SoakResult, SoakSettings, run_soak
+from soak import (
+    FAULTS,
+    PER_NODE,
+    TOTAL,
+    SoakResult,
+    SoakSettings,
+    run_process_soak,
+    run_soak,
+)
 from test_leader import FakeLeases
 from test_run import OLD, cluster, config, kubeconfig, owned, runner_for, until
 
@@ -78,6 +86,37 @@ async def test_soak_with_fault_injection(tmp_path: Path, emulator: Emulator,
           f"results {dict(Counter(r.result for r in result.reports))}, "
           f"rss {result.rss[9] >> 20 if len(result.rss) > 9 else 0}->{result.rss[-1] >> 20} MiB, "
           f"faults {dict(sorted(result.faults.items()))}")
+
+
+async def test_soak_of_the_desched_run_process(tmp_path: Path, emulator: Emulator,
+                                              api: FakeApiServer) -> None:
+    """The command itself in its own process under the same churn and faults: the safety
+    checks from its log, and its resident memory, which is desched's alone."""
+    wanted = settings()
+    wanted.stream_gap = 3.0 if LONG else 2.0
+    kube = kubeconfig(tmp_path, str(emulator.url).rstrip("/"))
+    result = await run_process_soak(tmp_path, emulator, api, kube, wanted)
+    assert result.cycles.count("completed") >= wanted.cycles, (result.cycles,
+                                                               result.errors[-5:])
+    assert result.exit_code == 0  # stopped by SIGTERM, as Kubernetes stops a pod
+    assert "failed" not in result.cycles
+    assert result.errors == []
+    evicted = [pod for cycle in result.evicted for pod, _ in cycle]
+    assert evicted, "nothing was evicted: the soak exercised nothing"
+    assert [pod for pod, n in Counter(evicted).items() if n > 1] == []
+    for cycle in result.evicted:
+        assert len(cycle) <= TOTAL
+        assert max(Counter(node for _, node in cycle).values(), default=0) <= PER_NODE
+    assert result.pod_deletes == 0
+    assert set(result.faults) == set(FAULTS) - {"lease lost mid-cycle"}
+    rss = [round(r / 2**20, 1) for r in result.rss]
+    if len(rss) >= 30:
+        # Resident memory flat: under 5 % growth from the tenth cycle to the last.
+        assert rss[-1] <= rss[9] * 1.05, f"RSS (MiB) after each cycle: {rss}"
+    print(f"\nprocess soak: {len(result.cycles)} cycles in {result.seconds:.1f}s, "
+          f"{result.eviction_requests} eviction requests, {len(evicted)} evictions, "
+          f"results {dict(Counter(result.cycles))}, rss (MiB) every 10 cycles "
+          f"{rss[::10] + rss[-1:]}, faults {dict(sorted(result.faults.items()))}")
 
 
 async def test_two_replicas_under_a_partition_never_evict_at_once(
