@@ -344,3 +344,24 @@ async def test_errors_after_the_first_sync_are_retried(api: FakeApiServer,
         assert len(api.requests("list", "pods")) == 4
     finally:
         await inf.stop()
+
+
+async def test_a_relist_keeps_the_objects_it_already_holds(emulator: Emulator,
+                                                         client: ApiClient) -> None:
+    # A relist must not hold two copies of the kind: what did not change stays the same object
+    # (with what it cached), what changed or is new is the listed copy.
+    api = FakeApiServer(emulator)
+    api.serve("Pod")
+    api.add_now("Pod", pod("a", node="n1"), pod("b", node="n1"))
+    inf = informer(client, "Pod")
+    try:
+        await inf.wait_synced()
+        a, b = inf.store["default/a"], inf.store["default/b"]
+        assert a.requests is not None and a.cached_requests is not None  # a cache is filled
+        await api.change_unseen("Pod", pod("b", node="n2"), pod("c", node="n1"))
+        await eventually(lambda: inf.lists == 2)
+        assert inf.store["default/a"] is a
+        assert inf.store["default/b"] is not b and node_of(inf, "default/b") == "n2"
+        assert sorted(inf.store) == ["default/a", "default/b", "default/c"]
+    finally:
+        await inf.stop()

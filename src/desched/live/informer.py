@@ -114,6 +114,18 @@ class _NotServed(Exception):
     """404 on an optional kind's list."""
 
 
+def _same_content(kept: Any, listed: Any) -> bool:
+    """Whether a listed object equals the one the store holds, leaving out the values a Pod
+    caches from its own fields (requests, QoS, signatures...)."""
+    if type(kept) is not type(listed):
+        return False
+    fields = getattr(kept, "__struct_fields__", None)
+    if fields is None:
+        return bool(kept == listed)
+    return all(getattr(kept, name) == getattr(listed, name)
+               for name in fields if not name.startswith("cached_"))
+
+
 def _key(obj: Any) -> str:
     meta = obj.metadata
     return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
@@ -231,8 +243,13 @@ class Informer:
 
     async def _list(self) -> None:
         """List every page into a fresh store, swapped in whole, so a snapshot never sees a
-        half-listed kind; the list's resourceVersion is where watching starts."""
+        half-listed kind; the list's resourceVersion is where watching starts.
+
+        An object the old store holds unchanged is kept rather than its new copy: a relist
+        (after a 410, every few minutes on a busy cluster) then never holds two copies of the
+        kind at once, which left the process's resident memory at that high-water mark."""
         resource = self.resource
+        old = self.store
         store: dict[str, Any] = {}
         params = {"limit": str(self.page_size)}
         rv = ""
@@ -254,12 +271,18 @@ class Informer:
             except msgspec.DecodeError as err:
                 raise InputError(self.client.server,
                                  f"cannot decode the list of {resource.label}: {err}") from None
-            items = page.items or ()
-            detach(items)  # the page's body must not stay alive with its pods
-            for obj in items:
+            fresh = []
+            for obj in page.items or ():
                 if obj.metadata.annotations:
                     trim_annotations(obj.metadata)
-                store[_key(obj)] = obj
+                key = _key(obj)
+                previous = old.get(key)
+                if previous is not None and _same_content(previous, obj):
+                    obj = previous
+                else:
+                    fresh.append(obj)
+                store[key] = obj
+            detach(fresh)  # the page's body must not stay alive with its pods
             rv = page.metadata.resource_version or rv
             token = page.metadata.continue_
             if not token:
