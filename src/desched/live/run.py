@@ -41,6 +41,7 @@ from desched.framework.evictor import Executor
 from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock
 from desched.live import logging as desched_logging
+from desched.live.allocator import tune_allocator
 from desched.live.client import ApiClient, ApiError
 from desched.live.config import (
     RunConfig,
@@ -798,6 +799,9 @@ def run_command(config: RunConfig, *, log_format: str = "text", log_level: str =
     desched_logging.configure(log_format, log_level)
     for warning in warnings:
         log.warning(warning)
+    tuned = tune_allocator()
+    if tuned:
+        log.debug("malloc tuned for a long run", **tuned)
     policy, schedule = prepare(config)
     runner = Runner(config, policy, schedule, elector_factory=elector_factory)
     return asyncio.run(runner.run())

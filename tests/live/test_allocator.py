@@ -1,0 +1,29 @@
+"""desched run sets glibc's malloc for a long run, unless the operator's environment did."""
+
+from __future__ import annotations
+
+import pytest
+
+from desched.live import allocator
+from desched.live.allocator import tune_allocator
+
+
+def test_both_settings_applied_on_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    expected = {"MALLOC_ARENA_MAX": 2, "MALLOC_MMAP_THRESHOLD_": 128 * 1024}
+    assert tune_allocator() == (expected if allocator._glibc() is not None else {})
+
+
+def test_what_the_environment_sets_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    applied = tune_allocator()
+    assert "MALLOC_ARENA_MAX" not in applied
+    assert set(applied) == ({"MALLOC_MMAP_THRESHOLD_"} if allocator._glibc() is not None
+                            else set())
+
+
+def test_nothing_without_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(allocator, "_glibc", lambda: None)
+    assert tune_allocator() == {}
