@@ -27,3 +27,9 @@ def test_what_the_environment_sets_wins(monkeypatch: pytest.MonkeyPatch) -> None
 def test_nothing_without_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(allocator, "_glibc", lambda: None)
     assert tune_allocator() == {}
+
+
+def test_free_pages_are_released_after_a_cycle() -> None:
+    held = [bytearray(4096) for _ in range(20_000)]  # ~80 MB, then freed
+    del held
+    assert allocator.release_free_memory() == (allocator._glibc() is not None)

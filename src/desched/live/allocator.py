@@ -40,6 +40,16 @@ def tune_allocator() -> dict[str, int]:
     return applied
 
 
+def release_free_memory() -> bool:
+    """Give the pages malloc holds free back to the system (malloc_trim), after a cycle has
+    dropped its snapshot; False where the C library has no malloc_trim."""
+    libc = _libc
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True
+
+
 def _glibc() -> ctypes.CDLL | None:
     name = ctypes.util.find_library("c")
     if name is None:
@@ -50,3 +60,6 @@ def _glibc() -> ctypes.CDLL | None:
     except (OSError, AttributeError):
         return None
     return libc
+
+
+_libc = _glibc()
