@@ -76,9 +76,8 @@ async def test_soak_with_fault_injection(tmp_path: Path, emulator: Emulator,
     result = await run_soak(tmp_path, emulator, api, kube, wanted)
     check(result, wanted.cycles)
     assert set(result.faults) == set(FAULTS)  # every kind of fault happened
-    if len(result.rss) >= 30:
-        # Resident memory flat: under 5 % growth from the tenth cycle to the last.
-        assert result.rss[-1] <= result.rss[9] * 1.05, (result.rss[9], result.rss[-1])
+    # Resident memory is checked by the process soak below: this process also holds the
+    # emulator and the harness.
     evicted = sum(1 for r in result.reports for d in r.log.decisions if d.outcome == "evicted")
     print(f"\nsoak: {len(result.reports)} cycles in {result.seconds:.1f}s, "
           f"{result.eviction_requests} eviction requests, {evicted} evictions, "
