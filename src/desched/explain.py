@@ -4,15 +4,15 @@ with its reason, or considered and not picked with why), and the notes about its
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from desched.framework.decisions import DecisionLog, Note
+from desched.framework.runner import IDLE
 from desched.model.pod import Pod
 from desched.policy.args import namespace_allowed
 from desched.scheduler.model import KUBE_DEFAULT
 from desched.simulation import SimulationResult, run_simulation
-from desched.util.duration import human_duration
 
 _VERBS = {"evicted": "EVICTED", "filtered": "kept", "limited": "not evicted (limit)",
           "pdb-blocked": "not evicted (PDB)", "failed": "eviction failed", "skipped": "kept",
@@ -95,23 +95,16 @@ def _instance(result: SimulationResult, profile: str, plugin: str) -> Any:
 def _not_picked(result: SimulationResult, cycle: int, profile: str, plugin: str,
                 pod: Pod) -> str:
     """Why a plugin that recorded nothing about the pod passed it over: what it said about the
-    run or the pod's node that cycle, else what its criteria found."""
+    run or the pod's node that cycle, else its namespaces, else its verdict after that cycle's
+    run (framework/verdicts.py), else the runner's note that it evicted nothing."""
     said = [n.text for n in result.log.notes if n.cycle == cycle and n.profile == profile
             and n.plugin == plugin and n.node in ("", pod.node_name)]
-    if said:
+    if said and not said[0].startswith(IDLE):  # the idle note comes alone
         return "; ".join(said)
     instance = _instance(result, profile, plugin)
     args = getattr(instance, "args", None)
     namespaces = getattr(args, "namespaces", None)
     if namespaces is not None and not namespace_allowed(namespaces, pod.namespace):
         return f"namespace {pod.namespace} is outside the plugin's namespaces"
-    criteria = getattr(instance, "criteria_reason", None)
-    limit = getattr(args, "max_pod_life_time_seconds", None)
-    if criteria is not None and limit is not None:
-        at = result.clock.now + timedelta(
-            seconds=result.policy.descheduling_interval * (cycle - 1))
-        if criteria(pod, at) is None and pod.metadata.creation_timestamp is not None:
-            age = int((at - pod.metadata.creation_timestamp).total_seconds())
-            return (f"pod age {age}s ({human_duration(max(age, 0))}) does not exceed "
-                    f"maxPodLifeTimeSeconds {limit} ({human_duration(limit)})")
-    return "its criteria did not match this pod"
+    return result.log.verdicts.get((cycle, profile, plugin, pod.key),
+                                   said[0] if said else "its criteria did not match this pod")

@@ -3,6 +3,7 @@
 Evictions and refusals (limits, PDBs, API errors) are always recorded one by one. Filter verdicts
 are counted per (plugin, reason); they are recorded per pod only for the pods being explained,
 because at 150k pods a record per pod per plugin would cost more than the decisions themselves.
+So are the verdicts of plugins that passed an explained pod over (framework/verdicts.py).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class DecisionLog:
     cycle: int = 1
     # The pods being explained as the snapshot held them, by key (set by the simulation).
     subjects: dict[str, Any] = field(default_factory=dict)
+    # (cycle, profile, plugin, pod key) -> why the plugin passed over an explained pod it
+    # recorded nothing about, asked of the plugin after its run (framework/verdicts.py).
+    verdicts: dict[tuple[int, str, str, str], str] = field(default_factory=dict)
 
     def wants_detail(self, pod_key: str, node: str) -> bool:
         return pod_key in self.explain_pods or node in self.explain_nodes

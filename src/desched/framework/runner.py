@@ -16,12 +16,15 @@ from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import Evictor, Executor, ProfileEvictor
 from desched.framework.registry import registry
 from desched.framework.types import Clock, Handle
+from desched.framework.verdicts import ask_verdicts
 from desched.model.node import Node
 from desched.policy.model import Policy, ProfileConfig
 from desched.predicates.labels import Matcher
 from desched.snapshot.cluster import ClusterSnapshot
 
 SKIP_FEW_NODES = "Skipping descheduling cycle: requires >=2 nodes"
+# How the note of a plugin run that evicted nothing and said nothing starts (_says_why).
+IDLE = "evicted nothing: "
 
 
 @dataclass
@@ -119,22 +122,26 @@ class Descheduler:
         for profile in self.profiles:
             profile_nodes = scoped(profile)
             for name, plugin in profile.deschedule:
-                with self._says_why(cycle, profile.name, name):
+                with self._says_why(cycle, profile.name, name, plugin, profile_nodes):
                     plugin.deschedule(profile_nodes)
         for profile in self.profiles:
             profile_nodes = scoped(profile)
             for name, plugin in profile.balance:
-                with self._says_why(cycle, profile.name, name):
+                with self._says_why(cycle, profile.name, name, plugin, profile_nodes):
                     plugin.balance(profile_nodes)
         return None
 
     @contextmanager
-    def _says_why(self, cycle: int, profile: str, plugin: str) -> Iterator[None]:
+    def _says_why(self, cycle: int, profile: str, plugin: str, instance: Any,
+                  nodes: list[Node]) -> Iterator[None]:
         """A plugin run that evicted nothing and said nothing gets a note saying so, with what
-        it kept and why (a plugin that had a reason of its own has recorded it)."""
+        it kept and why (a plugin that had a reason of its own has recorded it). Under
+        `explain`, the plugin's verdict on each explained pod it said nothing about."""
         log = self.log
         decisions, notes = len(log.decisions), len(log.notes)
         yield
+        if log.explaining:
+            ask_verdicts(log, self.snapshot, profile, plugin, instance, nodes, decisions)
         if any(d.plugin == plugin and d.profile == profile and d.outcome != "filtered"
                for d in log.decisions[decisions:]):
             return
@@ -142,12 +149,12 @@ class Descheduler:
             return
         kept = log.kept_by(cycle, profile, plugin)
         if not kept:
-            log.note("", profile, plugin, "evicted nothing: no pod met its criteria")
+            log.note("", profile, plugin, f"{IDLE}no pod met its criteria")
             return
         shown = "; ".join(f"{reason} ({n})" for reason, n in kept.most_common(3))
         more = f"; and {len(kept) - 3} other reason(s)" if len(kept) > 3 else ""
-        log.note("", profile, plugin, f"evicted nothing: the {sum(kept.values())} pod(s) it "
-                                      f"considered were kept: {shown}{more}")
+        log.note("", profile, plugin, f"{IDLE}the {sum(kept.values())} pod(s) it considered "
+                                      f"were kept: {shown}{more}")
 
 
 def check_policy(policy: Policy) -> None:

@@ -18,6 +18,7 @@ from desched.plugins.nodeutilization_common import (
     EvictionRun,
     NodeInfo,
     Percentages,
+    RunFindings,
     below_threshold,
     classify_and_build,
     describe_under,
@@ -56,6 +57,10 @@ def validate(args: HighNodeUtilizationArgs) -> list[str]:
     return []
 
 
+def _findings() -> RunFindings:
+    return RunFindings("underutilized", "schedulable", "under", "over-low")
+
+
 class HighNodeUtilization:
     def __init__(self, args: HighNodeUtilizationArgs, handle: Handle) -> None:
         self.args = args
@@ -67,6 +72,7 @@ class HighNodeUtilization:
         ns = args.evictable_namespaces
         self.excluded = frozenset(ns.exclude) if ns is not None else frozenset()
         self.only_thresholding = ONLY_THRESHOLDING_RESOURCES in args.eviction_modes
+        self.findings = _findings()
 
     def _thresholds(self, _: dict[str, Percentages]) -> tuple[Percentages, Percentages]:
         return dict(self.args.thresholds), self.high
@@ -81,15 +87,19 @@ class HighNodeUtilization:
             return False
         return True
 
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        return self.findings.verdict(pod, self.excluded)
+
     def balance(self, nodes: list[Node]) -> None:
         args = self.args
+        findings = self.findings = _findings()
         self.usage.sync(nodes)
         low, schedulable = classify_and_build(
             nodes, self.usage, self.names, self._thresholds,
             # Unschedulable nodes may be underutilized (and are then drained) ...
             lambda node, pct, lo: below_threshold(pct, lo),
             # ... but only schedulable ones take the pods.
-            lambda node, pct, hi: not node.spec.unschedulable)
+            lambda node, pct, hi: not node.spec.unschedulable, findings)
         idle = nothing_to_do(len(low), len(nodes), args.number_of_nodes, len(schedulable),
                              "No schedulable node can take the pods, nothing to do here")
         if idle is not None:
@@ -108,7 +118,7 @@ class HighNodeUtilization:
             # No per-source stop: drain each underutilized node while the pool has room.
             continue_eviction=lambda info, pool: pool_has_room(pool),
             reason=reason, excluded_namespaces=self.excluded, node_limit=None,
-            destination_kind="schedulable",
+            findings=findings,
         ).run(sort_by_total_usage(low, ascending=True), schedulable)
 
 

@@ -27,6 +27,7 @@ from desched.plugins.nodeutilization_common import (
     EvictionRun,
     NodeInfo,
     Percentages,
+    RunFindings,
     above_target,
     above_threshold,
     below_threshold,
@@ -158,6 +159,10 @@ _SOURCE_NOTE = {REQUESTS: "", KUBERNETES_METRICS: "; actual usage from metrics.k
                 PROMETHEUS: "; usage from the Prometheus query"}
 
 
+def _findings() -> RunFindings:
+    return RunFindings("overutilized", "underutilized", "over-high", "under")
+
+
 class LowNodeUtilization:
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
         problem = build_problem(args)
@@ -181,6 +186,7 @@ class LowNodeUtilization:
         self.node_limit = limits.node if limits is not None else None
         # This run's usage source and target thresholds: what PingPongGuard asks about.
         self._run: tuple[UsageSource, Percentages] | None = None
+        self.findings = _findings()
 
     def _usage_source(self) -> UsageSource | None:
         """This run's source, or None (reason recorded) when the policy gives no client for it.
@@ -254,8 +260,12 @@ class LowNodeUtilization:
             nodes = [n for n in nodes if n.name not in left_out]
         return usage, nodes
 
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        return self.findings.verdict(pod, self.excluded)
+
     def balance(self, nodes: list[Node]) -> None:
         args = self.args
+        findings = self.findings = _findings()
         measured = self._measure(nodes)
         if measured is None:
             return
@@ -271,7 +281,7 @@ class LowNodeUtilization:
             nodes, usage, self.names, thresholds,
             # Unschedulable nodes are never destinations, but may be sources.
             lambda node, pct, lo: not node.spec.unschedulable and below_threshold(pct, lo),
-            lambda node, pct, hi: above_threshold(pct, hi))
+            lambda node, pct, hi: above_threshold(pct, hi), findings)
         idle = nothing_to_do(len(low), len(nodes), args.number_of_nodes, len(high),
                              "All nodes are under target utilization, nothing to do here")
         if idle is not None:
@@ -298,7 +308,7 @@ class LowNodeUtilization:
             handle=self.handle, usage=usage, names=self.names, removable=self._removable,
             continue_eviction=lambda info, pool: bool(above_target(info)) and pool_has_room(pool),
             reason=reason, excluded_namespaces=self.excluded, node_limit=self.node_limit,
-            destination_kind="underutilized",
+            findings=findings,
         ).run(sort_by_total_usage(high, ascending=False), low)
 
 

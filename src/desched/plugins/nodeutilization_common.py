@@ -22,6 +22,7 @@ import msgspec
 
 from desched.framework.evictor import EvictionLimitError
 from desched.framework.types import Handle
+from desched.framework.verdicts import RUN_ENDED
 from desched.model.node import Node, Taint
 from desched.model.pod import Pod, Toleration
 from desched.model.quantity import format_amount
@@ -244,6 +245,64 @@ def name_list(infos: Sequence[NodeInfo], most: int = 3) -> str:
     return ", ".join(names)
 
 
+@dataclass
+class RunFindings:
+    """What one LowNodeUtilization/HighNodeUtilization run found per node (never per pod), so
+    that `verdict` can tell an explained pod what its node was to the run."""
+
+    source_kind: str  # "overutilized" (LNU) or "underutilized" (HNU)
+    destination_kind: str  # "underutilized" (LNU) or "schedulable" (HNU)
+    # How each role compares to the thresholds, for describe: "over-high", "under", "over-low".
+    source_side: str
+    destination_side: str
+    percentages: dict[str, Percentages] = field(default_factory=dict)
+    low: Percentages = field(default_factory=dict)
+    high: Percentages = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=dict)  # node -> "source" | "destination"
+    stops: dict[str, str] = field(default_factory=dict)  # source node -> why evicting stopped
+    ran: bool = False  # the eviction loop ran (else a note says why the run stopped)
+
+    def describe(self, node: str, side: str) -> str:
+        """"cpu 80% > 50%" for the resources on that side of the thresholds ("under": all of
+        them, at or below low), else every threshold resource against both thresholds."""
+        pct = self.percentages.get(node, {})
+        parts = []
+        for name, low in self.low.items():
+            used, high = pct.get(name, 0.0), self.high.get(name, 0.0)
+            if side == "under":
+                parts.append(f"{name} {fmt_pct(used)}% <= {fmt_pct(low)}%")
+            elif side == "over-low" and used > low:
+                parts.append(f"{name} {fmt_pct(used)}% > {fmt_pct(low)}%")
+            elif side == "over-high" and used > high:
+                parts.append(f"{name} {fmt_pct(used)}% > {fmt_pct(high)}%")
+            elif side == "":
+                parts.append(f"{name} {fmt_pct(used)}% (low {fmt_pct(low)}%, high "
+                             f"{fmt_pct(high)}%)")
+        return ", ".join(parts)
+
+    def verdict(self, pod: Pod, excluded: frozenset[str]) -> str | None:
+        """Why the run passed over a pod it recorded nothing about: its namespace, or its
+        node's role (not a source, or a source whose draining stopped before the pod)."""
+        if pod.namespace in excluded:
+            return f"namespace {pod.namespace} is excluded by evictableNamespaces"
+        node = pod.node_name
+        if not self.ran or node not in self.percentages:
+            return None  # the run stopped before, or left the node out: its notes say why
+        role = self.roles.get(node)
+        if role is None:
+            return (f"node {node} is neither {self.source_kind} nor {self.destination_kind} "
+                    f"({self.describe(node, '')})")
+        if role == "destination":
+            return (f"node {node} is a destination ({self.destination_kind}: "
+                    f"{self.describe(node, self.destination_side)}), not a source")
+        stop = self.stops.get(node)
+        if stop is None:
+            return RUN_ENDED
+        return (f"node {node} is a source ({self.source_kind}: "
+                f"{self.describe(node, self.source_side)}), but evicting from it stopped before "
+                f"this pod: {stop}")
+
+
 # -- destination taints ------------------------------------------------------------------------
 
 
@@ -297,9 +356,13 @@ class EvictionRun:
     reason: ReasonFn
     excluded_namespaces: frozenset[str]
     node_limit: int | None
-    destination_kind: str  # "underutilized" (LNU) or "schedulable" (HNU), for skip reasons
+    findings: RunFindings
 
     def run(self, sources: Sequence[NodeInfo], destinations: Sequence[NodeInfo]) -> None:
+        findings = self.findings
+        findings.ran = True
+        findings.roles.update(dict.fromkeys((i.name for i in destinations), "destination"))
+        findings.roles.update(dict.fromkeys((i.name for i in sources), "source"))
         pool = destination_pool(destinations, self.names)
         taints = DestinationTaints(destinations)
         for source in sources:
@@ -321,17 +384,20 @@ class EvictionRun:
         # "unconstrained" mode.
         constrained = self.usage.pod_usage_known
         if not self.continue_eviction(source, pool):
+            self._stopped(source, pool)
             return
         for pod in pods:
             if self.node_limit is not None and source.evicted >= self.node_limit:
                 handle.skip(pod, f"evictionLimits.node {self.node_limit} reached for node "
                                  f"{source.name}")
+                self.findings.stops[source.name] = (f"evictionLimits.node {self.node_limit} "
+                                                    f"reached")
                 break
             if snapshot.pods.get(pod.key) is not pod:
                 continue  # gone since the usage snapshot
             if not taints.tolerated(pod):
                 handle.skip(pod, f"pod does not tolerate all taints of any "
-                                 f"{self.destination_kind} node")
+                                 f"{self.findings.destination_kind} node")
                 continue
             if pod.namespace in self.excluded_namespaces:
                 handle.skip(pod, f"namespace {pod.namespace} is excluded by "
@@ -358,11 +424,20 @@ class EvictionRun:
             if not constrained:
                 # Nothing to subtract: one pod per node, or up to evictionLimits.node.
                 if self.node_limit is None:
+                    self.findings.stops[source.name] = ("without per-pod usage, one pod per "
+                                                        "node is evicted")
                     break
                 continue
             subtract(pool, source, pod_usage)
             if not self.continue_eviction(source, pool):
+                self._stopped(source, pool)
                 break
+
+    def _stopped(self, source: NodeInfo, pool: Mapping[str, int]) -> None:
+        full = exhausted(pool)
+        self.findings.stops[source.name] = f"after {source.evicted} eviction(s), " + (
+            f"the {self.findings.destination_kind} nodes have no room left ({', '.join(full)})"
+            if full else "the node is no longer above its target thresholds")
 
 
 def nothing_to_do(underutilized: int, nodes: int, number_of_nodes: int, targets: int,
@@ -386,11 +461,13 @@ def classify_and_build(nodes: Sequence[Node], usage: UsageSource, names: Sequenc
                                           tuple[Percentages, Percentages]],
                        first: Callable[[Node, Percentages, Percentages], bool],
                        second: Callable[[Node, Percentages, Percentages], bool],
+                       findings: RunFindings | None = None,
                        ) -> tuple[list[NodeInfo], list[NodeInfo]]:
     """Snapshot usage, normalise, and put each node in the first group whose criterion it meets
     (`first` gets the low thresholds, `second` the high ones); nodes meeting neither are left
     out. `low_high` turns every node's percentages into the (low, high) thresholds all nodes
-    share. Both groups carry capacities capped at the high threshold."""
+    share. Both groups carry capacities capped at the high threshold. `findings` gets every
+    node's percentages and the thresholds."""
     capacities: dict[str, Amounts] = {}
     absolute: dict[str, Amounts] = {}
     percentages: dict[str, Percentages] = {}
@@ -400,6 +477,8 @@ def classify_and_build(nodes: Sequence[Node], usage: UsageSource, names: Sequenc
         absolute[name] = usage.node_usage(name)
         percentages[name] = to_percentages(absolute[name], capacities[name])
     low, high = low_high(percentages)
+    if findings is not None:
+        findings.percentages, findings.low, findings.high = percentages, low, high
     groups: tuple[list[NodeInfo], list[NodeInfo]] = ([], [])
     for node in nodes:
         name = node.name

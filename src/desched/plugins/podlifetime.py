@@ -12,6 +12,7 @@ import msgspec
 from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
+from desched.framework.verdicts import criteria_verdict, listing_scope
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import ContainerStatus, Pod
@@ -101,40 +102,66 @@ class PodLifeTime:
         created = pod.metadata.creation_timestamp
         return None if created is None else (now - created).total_seconds()
 
-    def criteria_reason(self, pod: Pod, now: datetime) -> str | None:
-        """Why the pod matches every configured criterion, or None when one fails."""
+    def criteria_reason(self, pod: Pod, now: datetime,
+                        misses: list[str] | None = None) -> str | None:
+        """Why the pod matches every configured criterion, or None when one fails; then, when
+        `misses` is given (explain), which one and why goes there."""
         a = self.args
         parts: list[str] = []
         if a.max_pod_life_time_seconds is not None:
             age = self._age_seconds(pod, now)
-            # uint(now - created) > max: a negative age is never old enough.
-            if age is None or age < 0 or int(age) <= a.max_pod_life_time_seconds:
-                return None
             limit = a.max_pod_life_time_seconds
+            # uint(now - created) > max: a negative age is never old enough.
+            if age is None or age < 0 or int(age) <= limit:
+                if misses is not None:
+                    misses.append("pod has no creationTimestamp" if age is None else
+                                  f"pod age {int(age)}s ({human_duration(max(int(age), 0))}) "
+                                  f"does not exceed maxPodLifeTimeSeconds {limit} "
+                                  f"({human_duration(limit)})")
+                return None
             parts.append(f"pod age {int(age)}s ({human_duration(age)}) exceeds "
                          f"maxPodLifeTimeSeconds {limit} ({human_duration(limit)})")
         if self.states:
             matched = self._matching_state(pod)
             if matched is None:
+                if misses is not None:
+                    misses.append(f"pod is in none of the states {', '.join(sorted(self.states))}")
                 return None
             parts.append(f"pod is in state {matched}")
         if a.owner_kinds is not None:
             kinds = {ref.kind for ref in pod.metadata.owner_references}
             if a.owner_kinds.include and not kinds & set(a.owner_kinds.include):
+                if misses is not None:
+                    misses.append(f"its owner kinds {sorted(kinds)} are not in "
+                                  f"ownerKinds.include {a.owner_kinds.include}")
                 return None
             if a.owner_kinds.exclude and kinds & set(a.owner_kinds.exclude):
+                if misses is not None:
+                    misses.append(f"its owner kind {sorted(kinds & set(a.owner_kinds.exclude))}"
+                                  f" is in ownerKinds.exclude")
                 return None
         if a.conditions:
             matched = self._matching_condition(pod, now)
             if matched is None:
+                if misses is not None:
+                    misses.append("pod has none of the conditions the plugin looks for")
                 return None
             parts.append(f"pod has condition {matched}")
         if self.exit_codes:
             code = self._matching_exit_code(pod)
             if code is None:
+                if misses is not None:
+                    misses.append(f"no container exited with one of the exitCodes "
+                                  f"{', '.join(map(str, sorted(self.exit_codes)))}")
                 return None
             parts.append(f"a container exited with code {code}")
         return "; ".join(parts)
+
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        """Why this run passed the pod over (explain only): its labels, or the first criterion
+        it fails."""
+        return criteria_verdict(listing_scope(pod, self.labels), lambda misses:
+                                self.criteria_reason(pod, self.handle.now, misses))
 
     def _matching_state(self, pod: Pod) -> str | None:
         states = self.states

@@ -11,6 +11,7 @@ import msgspec
 
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
+from desched.framework.verdicts import RUN_ENDED, excluded_owner, listing_scope
 from desched.model.meta import json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -145,6 +146,19 @@ class RemoveDuplicates:
                 if not handle.evict_node_pods(surplus):
                     return
 
+
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        """Why this run passed over a pod it recorded nothing about (explain only): the listing
+        left it out, or the run ended before its turn."""
+        if not pod.metadata.owner_references:
+            return "pod has no owner: not a duplicate of anything"
+        scope = (excluded_owner(pod, self.excluded_kinds)
+                 or listing_scope(pod, None, terminal=False))
+        if scope is not None:
+            return scope
+        if not pod.spec.containers:
+            return "pod has no containers"
+        return RUN_ENDED
 
     def _explain_kept(self, owner_key: OwnerKey, node_name: str, pods: list[Pod], upper_avg: int,
                       targets: int) -> None:

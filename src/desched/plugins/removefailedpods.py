@@ -11,6 +11,7 @@ import msgspec
 
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
+from desched.framework.verdicts import criteria_verdict, excluded_owner, listing_scope
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import ContainerStatus, Pod
@@ -83,8 +84,10 @@ class RemoveFailedPods:
                 return term.exit_code
         return None
 
-    def criteria_reason(self, pod: Pod, now: datetime) -> str | None:
-        """Why the failed pod qualifies (validateCanEvict), or None when a criterion fails."""
+    def criteria_reason(self, pod: Pod, now: datetime,
+                        misses: list[str] | None = None) -> str | None:
+        """Why the failed pod qualifies (validateCanEvict), or None when a criterion fails;
+        then, when `misses` is given (explain), which one and why goes there."""
         a = self.args
         parts = ["pod phase is Failed"]
         if a.min_pod_lifetime_seconds is not None:
@@ -93,23 +96,53 @@ class RemoveFailedPods:
                 # uint(seconds): a pod created in the future counts as age 0 here.
                 age = max(int((now - created).total_seconds()), 0)
                 if age < a.min_pod_lifetime_seconds:
+                    if misses is not None:
+                        misses.append(f"age {age}s is under minPodLifetimeSeconds "
+                                      f"{a.min_pod_lifetime_seconds}")
                     return None
                 parts.append(f"age {age}s is at least minPodLifetimeSeconds "
                              f"{a.min_pod_lifetime_seconds}")
         if self.excluded_kinds and any(ref.kind in self.excluded_kinds
                                        for ref in pod.metadata.owner_references):
+            if misses is not None:
+                misses.append(excluded_owner(pod, self.excluded_kinds) or "")
             return None
         if self.reasons:
             reason = self._matching_reason(pod)
             if reason is None:
+                if misses is not None:
+                    misses.append(f"its failure reasons ({', '.join(self._reasons(pod)) or 'none'})"
+                                  f" are not among the reasons "
+                                  f"{', '.join(sorted(self.reasons))}")
                 return None
             parts.append(f"reason {reason}")
         if self.exit_codes:
             code = self._matching_exit_code(pod)
             if code is None:
+                if misses is not None:
+                    misses.append(f"no container exited with one of the exitCodes "
+                                  f"{', '.join(map(str, sorted(self.exit_codes)))}")
                 return None
             parts.append(f"a container exited with code {code}")
         return "; ".join(parts)
+
+    def _reasons(self, pod: Pod) -> list[str]:
+        """Every reason _matching_reason looks at, for explain."""
+        found = [r for cs in self._statuses(pod) if cs.state is not None
+                 for r in (cs.state.waiting.reason if cs.state.waiting is not None else "",
+                           cs.state.terminated.reason if cs.state.terminated is not None else "")
+                 if r]
+        if pod.status.reason:
+            found.append(pod.status.reason)
+        return list(dict.fromkeys(found))
+
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        """Why this run passed the pod over (explain only): its phase, its labels, or the
+        first criterion it fails."""
+        if pod.status.phase != "Failed":
+            return f"pod phase is {pod.status.phase or 'unknown'}, not Failed"
+        return criteria_verdict(listing_scope(pod, self.labels), lambda misses:
+                                self.criteria_reason(pod, self.handle.now, misses))
 
     def deschedule(self, nodes: list[Node]) -> None:
         handle, now = self.handle, self.handle.now

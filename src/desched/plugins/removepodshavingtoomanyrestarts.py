@@ -9,6 +9,7 @@ import msgspec
 
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
+from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -89,6 +90,20 @@ class RemovePodsHavingTooManyRestarts:
                 return None
             reason += f"; pod is in state {state}"
         return reason
+
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        """Why this run passed the pod over (explain only): its restarts, its labels, or its
+        state."""
+        restarts, threshold = self.restarts(pod), self.args.pod_restart_threshold
+        if restarts < threshold:
+            return f"{restarts} restart(s), under the podRestartThreshold {threshold}"
+        scope = listing_scope(pod, self.labels)
+        if scope is not None:
+            return scope
+        if self._reason(pod, restarts) is None:
+            return (f"{restarts} restart(s), but the pod is in none of the states "
+                    f"{', '.join(sorted(self.states))}")
+        return RUN_ENDED
 
     def deschedule(self, nodes: list[Node]) -> None:
         handle = self.handle

@@ -29,6 +29,7 @@ import msgspec
 from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
+from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.meta import LabelSelector, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -240,12 +241,36 @@ class RemovePodsViolatingInterPodAntiAffinity:
         self.handle = handle
         self.labels = None if selector_is_empty(args.label_selector) \
             else compile_selector(args.label_selector)
+        # Under explain only: the last run's index, evicted pods removed, for `verdict`.
+        self._index: AntiAffinityIndex | None = None
 
     def _listed(self, pod: Pod) -> bool:
         """Upstream's listing: non-terminal, and passing namespaces and labelSelector."""
         if pod.terminal or not namespace_allowed(self.args.namespaces, pod.namespace):
             return False
         return self.labels is None or self.labels(pod.metadata.labels)
+
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        """Why this run passed the pod over (explain only): its labels, no required
+        anti-affinity, or no pod its terms select in their domains once the run ended."""
+        scope = listing_scope(pod, self.labels, terminal=False)
+        if scope is not None:
+            return scope
+        index = self._index
+        terms = index.terms(pod) if index is not None else ()
+        if not terms:
+            return ("pod has no required pod anti-affinity (a pod that another pod's term "
+                    "selects is not evicted for it)" if not anti_affinity_terms(pod) else None)
+        if any(term.compiled.selector is None for term in terms):
+            return "a term of its required pod anti-affinity has an invalid labelSelector"
+        assert index is not None
+        if index.partner(pod) is not None:
+            return RUN_ENDED
+        keys = ", ".join(dict.fromkeys(term.compiled.topology_key for term in terms))
+        # Evicted pods no longer count against it (the pod it clashed with may be one).
+        after = " once the pods this run evicted are gone" if index._removed else ""
+        return (f"no other pod in its topology domain ({keys}) matches its required pod "
+                f"anti-affinity{after}")
 
     def deschedule(self, nodes: list[Node]) -> None:
         handle = self.handle
@@ -258,6 +283,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
                     yield pod
 
         index = AntiAffinityIndex(nodes, pods_of)
+        self._index = index if handle.log.explaining else None
         # Only listed pods carrying required anti-affinity terms can be evicted: find them first
         # (sorting them alone keeps their relative order among all the node's pods).
         candidates: dict[str, list[Pod]] = {}

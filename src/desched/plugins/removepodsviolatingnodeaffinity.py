@@ -21,6 +21,7 @@ import msgspec
 from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
+from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.meta import LabelSelector, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -174,6 +175,37 @@ class RemovePodsViolatingNodeAffinity:
                     continue
                 out.setdefault(node.name, []).append(pod)
         return out
+
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        """Why this run passed the pod over (explain only): its labels, or, per configured
+        type, the node affinity its node still satisfies."""
+        scope = listing_scope(pod, self.labels, terminal=False)
+        if scope is not None:
+            return scope
+        affinity = pod.spec.affinity
+        node_affinity = affinity.node_affinity if affinity is not None else None
+        if node_affinity is None:
+            return "pod has no node affinity (a nodeSelector alone is not checked)"
+        node = self.handle.snapshot.nodes[pod.node_name]
+        found: list[str] = []
+        for affinity_type in self.args.node_affinity_type:
+            if affinity_type == REQUIRED:
+                if required_checker()(pod, node) is not None:
+                    return RUN_ENDED
+                found.append(
+                    "no required node affinity"
+                    if node_affinity.required_during_scheduling_ignored_during_execution is None
+                    else f"its required node affinity still matches node {node.name}")
+            elif affinity_type == PREFERRED:
+                if preferred_checker(nodes)(pod, node) is not None:
+                    return RUN_ENDED
+                if not node_affinity.preferred_during_scheduling_ignored_during_execution:
+                    found.append("no preferred node affinity")
+                    continue
+                score = preferred_weigher(pod)(node)
+                found.append(f"node {node.name} scores {score} for its preferred node affinity, "
+                             f"no node scores more")
+        return "; ".join(found) or None
 
     def deschedule(self, nodes: list[Node]) -> None:
         listed: dict[str, list[Pod]] | None = None

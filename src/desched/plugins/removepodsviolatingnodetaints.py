@@ -18,6 +18,7 @@ import msgspec
 
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
+from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.meta import LabelSelector
 from desched.model.node import Node, Taint
 from desched.model.pod import Pod
@@ -103,6 +104,25 @@ class RemovePodsViolatingNodeTaints:
             out.append((pod, f"pod does not tolerate taint {_describe(untolerated)} on node "
                              f"{node.name}"))
         return out
+
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        """Why this run passed the pod over (explain only): its labels, or the taints of its
+        node that the plugin considers and the pod tolerates."""
+        scope = listing_scope(pod, self.labels, terminal=False)
+        if scope is not None:
+            return scope
+        node = self.handle.snapshot.nodes[pod.node_name]
+        if not node.spec.taints:
+            return f"node {node.name} has no taints"
+        taints = [t for t in node.spec.taints if self.considered(t)]
+        if not taints:
+            ignored = ", ".join(_describe(t) for t in node.spec.taints)
+            return (f"node {node.name} has no taint the plugin considers ({ignored}: excluded, "
+                    f"not included, or of an effect it ignores)")
+        if all(tolerates_taint(pod.spec.tolerations, t) for t in taints):
+            return (f"pod tolerates every taint of node {node.name} the plugin considers: "
+                    f"{', '.join(_describe(t) for t in taints)}")
+        return RUN_ENDED
 
     def deschedule(self, nodes: list[Node]) -> None:
         for node in nodes:

@@ -19,6 +19,7 @@ import msgspec
 from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
+from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.meta import LabelSelector, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod, TopologySpreadConstraint
@@ -229,6 +230,9 @@ class RemovePodsViolatingTopologySpreadConstraint:
             else compile_selector(args.label_selector)
         self.allowed = frozenset(args.constraints)
         self.node_fit = args.topology_balance_node_fit is not False
+        # Under explain only: the last run's counted pods by namespace and the keys of the pods
+        # it picked, for `verdict`.
+        self._run: tuple[dict[str, list[Pod]], set[str]] | None = None
 
     def _pod_filter(self, pod: Pod) -> bool:
         namespaces = self.args.namespaces
@@ -308,6 +312,8 @@ class RemovePodsViolatingTopologySpreadConstraint:
                     continue
                 self._balance_domains(namespace, constraint, eligible, counted, total,
                                       selected)
+        if handle.log.explaining:
+            self._run = (by_namespace, set(selected))
 
         limited_nodes: set[str] = set()
         for pod, reason in selected.values():
@@ -324,6 +330,63 @@ class RemovePodsViolatingTopologySpreadConstraint:
                     return
                 if err.scope == "node":
                     limited_nodes.add(pod.spec.node_name)
+
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        """Why this run passed the pod over (explain only): its labels, its constraints, or
+        per constraint the domain counts the run found (within maxSkew, or the pod's domain not
+        among those it moved pods from)."""
+        scope = listing_scope(pod, self.labels, terminal=False)
+        if scope is not None:
+            return scope
+        tscs = pod.spec.topology_spread_constraints
+        if not tscs:
+            return "pod has no topology spread constraints"
+        mine = [tsc for tsc in tscs if tsc.when_unsatisfiable in self.allowed]
+        if not mine:
+            return (f"none of its topology spread constraints is of the kinds the plugin "
+                    f"balances ({', '.join(sorted(self.allowed))})")
+        if self._run is None:
+            return None
+        counted, selected = self._run
+        if pod.key in selected:
+            return RUN_ENDED
+        node_map = {n.name: n for n in nodes}
+        return "; ".join(self._constraint_verdict(tsc, pod, counted.get(pod.namespace, []),
+                                                  node_map) for tsc in mine)
+
+    def _constraint_verdict(self, tsc: TopologySpreadConstraint, pod: Pod, pods: list[Pod],
+                            node_map: dict[str, Node]) -> str:
+        """One constraint of an explained pod: its domains' counts as the run found them."""
+        key, eligibility_key, extra = _constraint_key(tsc, pod)
+        try:
+            constraint = _build_constraint(tsc, pod, key, eligibility_key, extra)
+        except SelectorError:
+            return f"topologyKey {tsc.topology_key}: its labelSelector is invalid, not balanced"
+        topology_key = constraint.topology_key
+        own = node_map[pod.node_name].metadata.labels.get(topology_key)
+        if own is None:
+            return f"node {pod.node_name} has no label {topology_key}: in no domain"
+        # Eligible domains count even when empty; others only when pods of them match.
+        sizes = dict.fromkeys(_Eligible(constraint, list(node_map.values())).values, 0)
+        for other in pods:
+            if other.terminating or not constraint.matcher(other.metadata.labels):
+                continue
+            value = node_map[other.spec.node_name].metadata.labels.get(topology_key)
+            if value is not None:
+                sizes[value] = sizes.get(value, 0) + 1
+        found = (f"{constraint.describe()}: pods per domain "
+                 f"{', '.join(f'{v} {n}' for v, n in sizes.items())}")
+        skew = max(sizes.values()) - min(sizes.values())
+        if skew <= constraint.max_skew:
+            return f"{found}; skew {skew} is within maxSkew"
+        ideal = sum(sizes.values()) / len(sizes)
+        if sizes[own] <= ideal:
+            return (f"{found}; skew {skew} is over maxSkew, but its domain {own} ({sizes[own]}) "
+                    f"is not above the ideal average {ideal:.2f}: pods move out of the larger "
+                    f"domains")
+        return (f"{found}; skew {skew} is over maxSkew and its domain {own} ({sizes[own]}) is "
+                f"above the ideal average {ideal:.2f}, but the pods picked to move out of it "
+                f"were others")
 
     def _namespace_constraints(self, pods: list[Pod]) -> list[_Constraint]:
         """The distinct allowed constraints of the namespace's pods, in first-seen order."""
