@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from desched.simulation import _did_you_mean
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BASIC = ("--policy", str(EXAMPLES / "policy.yaml"), "--snapshot", str(EXAMPLES / "cluster.yaml"),
          "--now", "2026-11-22T12:00:00Z")
@@ -24,12 +26,25 @@ def ok(*args: str) -> str:
     return proc.stdout
 
 
-def test_an_unknown_pod_or_node_is_an_input_error() -> None:
-    for flag, name, what in (("--pod", "shop/reprot-28891", "pod"), ("--node", "wroker-1", "node")):
+def test_an_unknown_pod_or_node_is_an_input_error_naming_the_nearest() -> None:
+    for flag, name, what, near in (("--pod", "shop/reprot-28891", "pod", "shop/report-28891"),
+                                   ("--node", "wroker-1", "node", "worker-1"),
+                                   ("--node", "zz", "node", None)):
         proc = explain(*BASIC, flag, name)
         assert proc.returncode == 2
+        hint = f'; did you mean "{near}"?' if near else ""
         assert proc.stderr == (f'error: {flag}: {what} "{name}" is not in the snapshot '
-                               f'({EXAMPLES / "cluster.yaml"})\n')
+                               f'({EXAMPLES / "cluster.yaml"}){hint}\n')
+
+
+def test_the_nearest_name_among_many_pods() -> None:
+    # 150,000 pods of one namespace: only the names sorting next to it (forwards or read
+    # backwards) are compared, and a typo early or late in the name is still found.
+    names = [f"default/app{i % 500}-{i:06d}-x7k2p" for i in range(150_000)]
+    for typo in ("default/app234-001234-x7k2q", "dfault/app234-001234-x7k2p",
+                 "default/ap234-001234-x7k2p"):
+        assert _did_you_mean(typo, names) == '; did you mean "default/app234-001234-x7k2p"?'
+    assert _did_you_mean("kube-system/coredns", names) == ""
 
 
 def test_node_covers_every_pod_on_it_with_every_plugins_verdict() -> None:

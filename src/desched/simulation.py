@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -13,6 +15,7 @@ from desched.framework.types import Clock
 from desched.model.pod import Pod
 from desched.policy.loader import load_policy
 from desched.policy.model import Policy
+from desched.policy.unknown import nearest
 from desched.scheduler.model import KUBE_DEFAULT, scheduler_model
 from desched.scheduler.placement import reschedule
 from desched.snapshot.clock import (
@@ -134,12 +137,43 @@ def _subjects(log: DecisionLog, snapshot: ClusterSnapshot, paths: list[str]) -> 
     for ref in sorted(log.explain_pods):
         pod = snapshot.pods.get(ref)
         if pod is None:
-            raise InputError("--pod", f"pod {quote(ref)} is not in the snapshot ({where})")
+            namespace = ref.partition("/")[0]
+            # Among the namespace's pods when it exists: a whole cluster's would be slow.
+            known = snapshot.pods_by_namespace.get(namespace) or snapshot.pods
+            raise InputError("--pod", f"pod {quote(ref)} is not in the snapshot ({where})"
+                             f"{_did_you_mean(ref, known)}")
         subjects[ref] = pod
     for name in sorted(log.explain_nodes):
         if name not in snapshot.nodes:
-            raise InputError("--node", f"node {quote(name)} is not in the snapshot ({where})")
+            raise InputError("--node", f"node {quote(name)} is not in the snapshot ({where})"
+                             f"{_did_you_mean(name, snapshot.nodes)}")
         for pod in sorted(snapshot.pods_on_node(name, include_terminal=True),
                           key=lambda p: p.key):
             subjects[pod.key] = pod
     return subjects
+
+
+_NEAREST_OF = 2_000
+
+
+def _forwards(text: str) -> str:
+    return text
+
+
+def _backwards(text: str) -> str:
+    return text[::-1]
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    names = list(known)
+    if len(names) > _NEAREST_OF:
+        # difflib over 150,000 pods takes seconds. A near miss sorts next to the name, either
+        # forwards (a typo late in the name) or read backwards (a typo early in it).
+        near: set[str] = set()
+        for key in (_forwards, _backwards):
+            ordered = sorted(names, key=key)
+            at = bisect.bisect_left(ordered, key(name), key=key)
+            near.update(ordered[max(0, at - _NEAREST_OF // 4): at + _NEAREST_OF // 4])
+        names = sorted(near)
+    close = nearest(name, names)
+    return f"; did you mean {quote(close)}?" if close else ""
