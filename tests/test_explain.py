@@ -113,3 +113,23 @@ def test_a_duplicate_removeduplicates_kept_says_so() -> None:
     first = ok(*BASIC, "--pod", "shop/web-5d8f9-0")
     assert ("default/RemoveDuplicates: considered, not picked: not a duplicate: the first pod of "
             "ReplicaSet/web-5d8f9 with its images on node worker-1") in first
+
+
+def test_reschedule_follows_the_pod_to_its_replacement() -> None:
+    pod = "default/stress-demo-588f9646cf-s7x2k"
+    out = ok(*HOTSPOT, "--pod", pod, "--cycles", "14", "--reschedule")
+    # kube-default puts the replacement back on the hot node, where LowNodeLoad evicts it
+    # again once the node has been hot long enough: the ping-pong, told pod by pod.
+    assert f"  after cycle 6: replaced by {pod}-r6, placed on cn-beijing.10.0.0.53" in out
+    assert f"    after cycle 12: replaced by {pod}-r12, placed on cn-beijing.10.0.0.53" in out
+    assert out.count("LowNodeLoad: EVICTED") == 2
+    assert out.count(f"pod {pod}-r6 on cn-beijing.10.0.0.53:") == 1  # told once, nested
+    assert "gone (evicted" not in out
+    # The load-aware model with the guard places it on the idle node, where it stays.
+    guarded = ("--policy", str(EXAMPLES / "lownodeload-hotspot" /
+                               "policy-guard-koord-load-aware.yaml"), *HOTSPOT[2:])
+    out = ok(*guarded, "--pod", pod, "--cycles", "14", "--reschedule",
+             "--scheduler", "koord-load-aware")
+    assert out.count("LowNodeLoad: EVICTED") == 1
+    assert "replaced by" in out and "placed on cn-beijing.10.0.0.215" in out
+    assert "cycle 14:" in out

@@ -27,11 +27,13 @@ def explain_run(policy_path: str, snapshot_paths: list[str], now: datetime | Non
     result = run_simulation(policy_path, snapshot_paths, now, cycles, reschedule, log,
                             scheduler=scheduler)
     lines = [f"clock: {result.clock.describe()}"]
+    # Replacements are told under the pod they replace.
+    followed = {new.key for _, new, _ in log.replacements.values()}
+    subjects = [pod for pod in log.subjects.values() if pod.key not in followed]
     if node_name:
-        count = len(log.subjects)
-        lines.append(f"node {node_name}: {count} pod(s)")
+        lines.append(f"node {node_name}: {len(subjects)} pod(s)")
         lines.extend(_notes(log.notes, node_name, "  "))
-    for pod in log.subjects.values():
+    for pod in subjects:
         lines.extend(_explain_pod(result, pod, indent="" if pod_ref else "  "))
     return "\n".join(lines)
 
@@ -41,14 +43,17 @@ def _notes(notes: list[Note], node: str, indent: str) -> list[str]:
             for n in notes if n.node == node]
 
 
-def _explain_pod(result: SimulationResult, pod: Pod, indent: str) -> list[str]:
+def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1) -> list[str]:
     log = result.log
     key, node = pod.key, pod.node_name
     mine = [d for d in log.decisions if f"{d.namespace}/{d.pod}" == key]
     lines = [f"{indent}pod {key} on {node}:"]
     skipped = {s.cycle: s.skipped for s in result.summaries if s.skipped}
     gone_in: int | None = None
-    for cycle in range(1, result.cycles + 1):
+    for cycle in range(first, result.cycles + 1):
+        if gone_in is not None and key in log.replacements:
+            lines.extend(_replacement(result, key, indent))
+            break
         if gone_in is not None:
             lines.append(f"{indent}  cycle {cycle}: gone (evicted in cycle {gone_in})")
             continue
@@ -72,6 +77,16 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str) -> list[str]:
             lines.extend(f"    {text}" for text in _notes(
                 [n for n in log.notes if n.cycle == cycle and n.text not in told], node, ""))
     return lines
+
+
+def _replacement(result: SimulationResult, key: str, indent: str) -> list[str]:
+    """The pod that replaced an evicted one, from the next cycle on."""
+    cycle, new, node = result.log.replacements[key]
+    if node is None:
+        return [f"{indent}  after cycle {cycle}: its replacement {new.key} fits on no node; "
+                f"it stays pending"]
+    return [f"{indent}  after cycle {cycle}: replaced by {new.key}, placed on {node}",
+            *_explain_pod(result, new, indent + "  ", first=cycle + 1)]
 
 
 def _enabled(result: SimulationResult) -> list[tuple[str, str]]:

@@ -118,6 +118,8 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
             placed = reschedule(executor.evicted, snapshot, cycle, descheduler.nodes(), model,
                                 clock.now)
             summary.placements = [(new.key, node) for _, new, node in placed]
+            if log is not None and log.explaining:
+                _follow(log, placed, cycle)
             for old, _, node in placed:
                 if node is not None:
                     executor.budgets.replaced(old)
@@ -127,6 +129,16 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
             frames.append(take_frame(snapshot, f"after cycle {cycle}", clock.now))
     return SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
                             summaries, sim_clock, descheduler, frames)
+
+
+def _follow(log: DecisionLog, placed: list[tuple[Pod, Pod, str | None]], cycle: int) -> None:
+    """`explain` follows an explained pod to its replacement."""
+    for old, new, node in placed:
+        if old.key in log.subjects:
+            log.replacements[old.key] = (cycle, new, node)
+            if node is not None:
+                log.subjects[new.key] = new
+                log.explain_pods = log.explain_pods | {new.key}
 
 
 def _subjects(log: DecisionLog, snapshot: ClusterSnapshot, paths: list[str]) -> dict[str, Pod]:

@@ -55,6 +55,10 @@ class DecisionLog:
     # (cycle, profile, plugin, pod key) -> why the plugin passed over an explained pod it
     # recorded nothing about, asked of the plugin after its run (framework/verdicts.py).
     verdicts: dict[tuple[int, str, str, str], str] = field(default_factory=dict)
+    # An explained pod evicted and recreated (--reschedule): its key -> (the cycle it was
+    # evicted in, the replacement, the node it was placed on or None). The replacement is
+    # explained from the next cycle on.
+    replacements: dict[str, tuple[int, Any, str | None]] = field(default_factory=dict)
 
     def wants_detail(self, pod_key: str, node: str) -> bool:
         return pod_key in self.explain_pods or node in self.explain_nodes
