@@ -44,9 +44,8 @@ class DecisionLog:
     explain_pods: frozenset[str] = frozenset()
     explain_nodes: frozenset[str] = frozenset()
     decisions: list[Decision] = field(default_factory=list)
-    filtered_counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
-    # The same counts per cycle, (cycle, profile, plugin, reason): a pod kept in every cycle
-    # is kept once per cycle, never summed into more pods than the cluster has.
+    # Pods kept per (cycle, profile, plugin, reason): a pod kept in every cycle is kept once
+    # per cycle, never summed into more pods than the cluster has.
     kept: Counter[tuple[int, str, str, str]] = field(default_factory=Counter)
     notes: list[Note] = field(default_factory=list)
     cycle: int = 1
@@ -70,11 +69,18 @@ class DecisionLog:
 
     def filtered(self, namespace: str, pod: str, node: str, profile: str, plugin: str,
                  reason: str) -> None:
-        self.filtered_counts[(profile, plugin, reason)] += 1
         self.kept[(self.cycle, profile, plugin, reason)] += 1
         if (self.explain_pods or self.explain_nodes) and self.wants_detail(
                 f"{namespace}/{pod}", node):
             self.record("filtered", namespace, pod, node, profile, plugin, reason)
+
+    @property
+    def filtered_counts(self) -> Counter[tuple[str, str, str]]:
+        """The kept counts of every cycle together, by (profile, plugin, reason)."""
+        total: Counter[tuple[str, str, str]] = Counter()
+        for (_, profile, plugin, reason), n in self.kept.items():
+            total[(profile, plugin, reason)] += n
+        return total
 
     @property
     def explaining(self) -> bool:
