@@ -12,7 +12,7 @@ def test_both_settings_applied_on_glibc(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     expected = {"MALLOC_ARENA_MAX": 2, "MALLOC_MMAP_THRESHOLD_": 128 * 1024}
-    assert tune_allocator() == (expected if allocator._glibc() is not None else {})
+    assert tune_allocator() == (expected if allocator._libc is not None else {})
 
 
 def test_what_the_environment_sets_wins(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -20,16 +20,17 @@ def test_what_the_environment_sets_wins(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     applied = tune_allocator()
     assert "MALLOC_ARENA_MAX" not in applied
-    assert set(applied) == ({"MALLOC_MMAP_THRESHOLD_"} if allocator._glibc() is not None
+    assert set(applied) == ({"MALLOC_MMAP_THRESHOLD_"} if allocator._libc is not None
                             else set())
 
 
 def test_nothing_without_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(allocator, "_glibc", lambda: None)
+    monkeypatch.setattr(allocator, "_libc", None)
     assert tune_allocator() == {}
+    assert allocator.release_free_memory() is False
 
 
 def test_free_pages_are_released_after_a_cycle() -> None:
     held = [bytearray(4096) for _ in range(20_000)]  # ~80 MB, then freed
     del held
-    assert allocator.release_free_memory() == (allocator._glibc() is not None)
+    assert allocator.release_free_memory() == (allocator._libc is not None)

@@ -30,7 +30,7 @@ _SETTINGS = (("MALLOC_ARENA_MAX", _M_ARENA_MAX, ARENAS),
 def tune_allocator() -> dict[str, int]:
     """Apply the settings above where the environment leaves them unset; what was applied
     (empty where the C library is not glibc, e.g. musl)."""
-    libc = _glibc()
+    libc = _libc
     if libc is None:
         return {}
     applied: dict[str, int] = {}
