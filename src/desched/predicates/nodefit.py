@@ -117,6 +117,7 @@ def pod_fits_any_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot
 
 # Only model values reach it, and Shared (a str subclass) is their only non-native type.
 _signature_encoder = msgspec.json.Encoder(enc_hook=str)
+_ENCODED_LIMIT = 100_000  # entries of each table below
 # Owner UID -> some scheduling fields of the last of its pods encoded, and their encoding.
 # Encoding is most of a signature's cost, and a workload's pods almost always share these
 # fields; equal fields give the same verdicts whatever pod they belong to.
@@ -133,7 +134,8 @@ def _encoded(memo: dict[str, tuple[tuple[object, ...], bytes]], pod: Pod,
     last = memo.get(owner)
     if last is not None and last[0] == fields:
         return last[1]
-    return remember(memo, owner, (fields, _signature_encoder.encode(fields)), limit=100_000)[1]
+    entry = (fields, _signature_encoder.encode(fields))
+    return remember(memo, owner, entry, limit=_ENCODED_LIMIT)[1]
 
 
 def _requests_text(requests: dict[str, int]) -> bytes:
@@ -143,7 +145,7 @@ def _requests_text(requests: dict[str, int]) -> bytes:
     entry = _requests_texts.get(id(requests))
     if entry is None or entry[0] is not requests:
         entry = remember(_requests_texts, id(requests),
-                         (requests, _signature_encoder.encode(requests)), limit=100_000)
+                         (requests, _signature_encoder.encode(requests)), limit=_ENCODED_LIMIT)
     return entry[1]
 
 
