@@ -52,6 +52,11 @@ def excluded_owner(pod: Pod, excluded: frozenset[str]) -> str | None:
     return f"its owner kind {', '.join(kinds)} is in excludeOwnerKinds" if kinds else None
 
 
+def no_exit_code(codes: frozenset[int]) -> str:
+    """The miss of an exitCodes criterion (PodLifeTime, RemoveFailedPods)."""
+    return f"no container exited with one of the exitCodes {', '.join(map(str, sorted(codes)))}"
+
+
 def ask_verdicts(log: DecisionLog, snapshot: ClusterSnapshot, profile: str, name: str,
                  plugin: Any, nodes: list[Node], since: int) -> None:
     """After one plugin run: the verdict of each explained pod the run (its records from index

@@ -12,7 +12,7 @@ import msgspec
 from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
-from desched.framework.verdicts import criteria_verdict, listing_scope
+from desched.framework.verdicts import criteria_verdict, listing_scope, no_exit_code
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import ContainerStatus, Pod
@@ -151,8 +151,7 @@ class PodLifeTime:
             code = self._matching_exit_code(pod)
             if code is None:
                 if misses is not None:
-                    misses.append(f"no container exited with one of the exitCodes "
-                                  f"{', '.join(map(str, sorted(self.exit_codes)))}")
+                    misses.append(no_exit_code(self.exit_codes))
                 return None
             parts.append(f"a container exited with code {code}")
         return "; ".join(parts)

@@ -11,7 +11,12 @@ import msgspec
 
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
-from desched.framework.verdicts import criteria_verdict, excluded_owner, listing_scope
+from desched.framework.verdicts import (
+    criteria_verdict,
+    excluded_owner,
+    listing_scope,
+    no_exit_code,
+)
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import ContainerStatus, Pod
@@ -64,18 +69,8 @@ class RemoveFailedPods:
         return statuses
 
     def _matching_reason(self, pod: Pod) -> str | None:
-        """A container waiting/terminated reason or the pod's status.reason in `reasons`."""
-        for cs in self._statuses(pod):
-            state = cs.state
-            if state is None:
-                continue
-            if state.waiting is not None and state.waiting.reason in self.reasons:
-                return state.waiting.reason
-            if state.terminated is not None and state.terminated.reason in self.reasons:
-                return state.terminated.reason
-        if pod.status.reason and pod.status.reason in self.reasons:
-            return pod.status.reason
-        return None
+        """The first reason in `reasons` (see _reasons for the order)."""
+        return next((r for r in self._reasons(pod) if r in self.reasons), None)
 
     def _matching_exit_code(self, pod: Pod) -> int | None:
         for cs in self._statuses(pod):
@@ -111,8 +106,8 @@ class RemoveFailedPods:
             reason = self._matching_reason(pod)
             if reason is None:
                 if misses is not None:
-                    misses.append(f"its failure reasons ({', '.join(self._reasons(pod)) or 'none'})"
-                                  f" are not among the reasons "
+                    found = ", ".join(filter(None, self._reasons(pod))) or "none"
+                    misses.append(f"its failure reasons ({found}) are not among the reasons "
                                   f"{', '.join(sorted(self.reasons))}")
                 return None
             parts.append(f"reason {reason}")
@@ -120,18 +115,16 @@ class RemoveFailedPods:
             code = self._matching_exit_code(pod)
             if code is None:
                 if misses is not None:
-                    misses.append(f"no container exited with one of the exitCodes "
-                                  f"{', '.join(map(str, sorted(self.exit_codes)))}")
+                    misses.append(no_exit_code(self.exit_codes))
                 return None
             parts.append(f"a container exited with code {code}")
         return "; ".join(parts)
 
     def _reasons(self, pod: Pod) -> list[str]:
-        """Every reason _matching_reason looks at, for explain."""
-        found = [r for cs in self._statuses(pod) if cs.state is not None
-                 for r in (cs.state.waiting.reason if cs.state.waiting is not None else "",
-                           cs.state.terminated.reason if cs.state.terminated is not None else "")
-                 if r]
+        """The reason of each container's waiting, then terminated state (empty when the state
+        has none), in status order, then the pod's status.reason when set."""
+        found = [state.reason for cs in self._statuses(pod) if cs.state is not None
+                 for state in (cs.state.waiting, cs.state.terminated) if state is not None]
         if pod.status.reason:
             found.append(pod.status.reason)
         return list(dict.fromkeys(found))
