@@ -11,7 +11,7 @@ counted, so non-evictable pods do not weigh in a domain. minDomains is ignored, 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import msgspec
@@ -164,6 +164,27 @@ def _build_constraint(tsc: TopologySpreadConstraint, pod: Pod, key: tuple[object
         if tsc.label_selector is not None else ())
 
 
+def _count_domains(constraint: _Constraint, pods: Iterable[Pod],
+                   node_map: Mapping[str, Node]) -> tuple[dict[str, list[Pod]], int]:
+    """The pods the constraint counts (not terminating, selected by it) per domain value of
+    their node, in the order met, and how many they are."""
+    counted: dict[str, list[Pod]] = {}
+    total = 0
+    key = constraint.topology_key
+    for pod in pods:
+        if pod.terminating or not constraint.matcher(pod.metadata.labels):
+            continue
+        value = node_map[pod.spec.node_name].metadata.labels.get(key)
+        if value is None:
+            continue
+        in_domain = counted.get(value)
+        if in_domain is None:
+            in_domain = counted[value] = []
+        in_domain.append(pod)
+        total += 1
+    return counted, total
+
+
 def _node_eligible(constraint: _Constraint, node: Node) -> bool:
     """matchNodeInclusionPolicies: the pod's required node affinity (Honor) and its tolerations
     of NoSchedule/NoExecute taints (Honor)."""
@@ -284,26 +305,13 @@ class RemovePodsViolatingTopologySpreadConstraint:
                 if eligible is None:
                     eligible = eligible_cache[constraint.eligibility_key] = _Eligible(
                         constraint, nodes)
-                # Pods per domain value. Domains of eligible nodes exist even when empty; a pod
-                # on a node the inclusion policies exclude creates its domain on demand.
-                counted: dict[str, list[Pod]] = {}
-                total = 0
-                key = constraint.topology_key
+                # Domains of eligible nodes exist even when empty; a pod on a node the
+                # inclusion policies exclude creates its domain on demand.
                 candidates = pods
                 if constraint.equalities:
                     candidates = min((_by_value(label_index, pods, name).get(value, [])
                                       for name, value in constraint.equalities), key=len)
-                for pod in candidates:
-                    if pod.terminating or not constraint.matcher(pod.metadata.labels):
-                        continue
-                    value = node_map[pod.spec.node_name].metadata.labels.get(key)
-                    if value is None:
-                        continue
-                    in_domain = counted.get(value)
-                    if in_domain is None:
-                        in_domain = counted[value] = []
-                    in_domain.append(pod)
-                    total += 1
+                counted, total = _count_domains(constraint, candidates, node_map)
                 if not counted:
                     continue  # every domain is empty: balanced
                 empty = len(eligible.values) - sum(1 for v in counted if v in eligible.index)
@@ -368,12 +376,8 @@ class RemovePodsViolatingTopologySpreadConstraint:
             return f"node {pod.node_name} has no label {topology_key}: in no domain"
         # Eligible domains count even when empty; others only when pods of them match.
         sizes = dict.fromkeys(_Eligible(constraint, list(node_map.values())).values, 0)
-        for other in pods:
-            if other.terminating or not constraint.matcher(other.metadata.labels):
-                continue
-            value = node_map[other.spec.node_name].metadata.labels.get(topology_key)
-            if value is not None:
-                sizes[value] = sizes.get(value, 0) + 1
+        for value, in_domain in _count_domains(constraint, pods, node_map)[0].items():
+            sizes[value] = len(in_domain)
         found = (f"{constraint.describe()}: pods per domain "
                  f"{', '.join(f'{v} {n}' for v, n in sizes.items())}")
         skew = max(sizes.values()) - min(sizes.values())
