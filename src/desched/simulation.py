@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -15,7 +14,6 @@ from desched.framework.types import Clock
 from desched.model.pod import Pod
 from desched.policy.loader import load_policy
 from desched.policy.model import Policy
-from desched.policy.unknown import nearest
 from desched.scheduler.model import KUBE_DEFAULT, scheduler_model
 from desched.scheduler.placement import reschedule
 from desched.snapshot.clock import (
@@ -27,6 +25,7 @@ from desched.snapshot.clock import (
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.loader import load_snapshot
 from desched.util.duration import MAX_SECONDS, format_duration
+from desched.util.names import nearest
 from desched.utilization import Frame, take_frame
 
 # Plugins add and subtract policy durations (Go's, at most about 292 years) to and from the
@@ -165,27 +164,6 @@ def _subjects(log: DecisionLog, snapshot: ClusterSnapshot, paths: list[str]) -> 
     return subjects
 
 
-_NEAREST_OF = 2_000
-
-
-def _forwards(text: str) -> str:
-    return text
-
-
-def _backwards(text: str) -> str:
-    return text[::-1]
-
-
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    names = list(known)
-    if len(names) > _NEAREST_OF:
-        # difflib over 150,000 pods takes seconds. A near miss sorts next to the name, either
-        # forwards (a typo late in the name) or read backwards (a typo early in it).
-        near: set[str] = set()
-        for key in (_forwards, _backwards):
-            ordered = sorted(names, key=key)
-            at = bisect.bisect_left(ordered, key(name), key=key)
-            near.update(ordered[max(0, at - _NEAREST_OF // 4): at + _NEAREST_OF // 4])
-        names = sorted(near)
-    close = nearest(name, names)
+    close = nearest(name, known)
     return f"; did you mean {quote(close)}?" if close else ""

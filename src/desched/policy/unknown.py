@@ -9,8 +9,6 @@ same msgspec schema, and reports each key that schema does not name. Keys under 
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -18,6 +16,7 @@ import msgspec.inspect as mi
 
 from desched.framework.registry import registry
 from desched.policy.model import Policy
+from desched.util.names import nearest
 
 # What plugin args may hold besides their fields (TypeMeta, accepted and dropped).
 ARGS_TYPE_META = ("apiVersion", "kind")
@@ -26,16 +25,6 @@ ARGS_TYPE_META = ("apiVersion", "kind")
 @cache
 def _info(schema: Any) -> mi.Type:
     return mi.type_info(schema)
-
-
-def nearest(name: str, known: Iterable[str]) -> str | None:
-    """The known name `name` most likely misspells: the same name in another case, else the
-    closest by difflib's ratio (0.6 or better), else None."""
-    by_lower = {k.lower(): k for k in known}
-    if name.lower() in by_lower:
-        return by_lower[name.lower()]
-    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
-    return by_lower[close[0]] if close else None
 
 
 def _join(where: str, key: str) -> str:
