@@ -30,6 +30,7 @@ from typing import Any
 
 from fake_apiserver import Emulator, FakeApiServer, node, pod
 from test_executor import Evictions, pdb
+from test_run import command_env
 
 from desched.live.config import RunConfig
 from desched.live.resources import RESOURCES
@@ -180,7 +181,7 @@ class Cluster:
 
 class Faults:
     def __init__(self, api: FakeApiServer, evictions: Evictions, rng: random.Random,
-                 result: SoakResult) -> None:
+                 result: SoakResult, stream_gap: float) -> None:
         self.api = api
         self.evictions = evictions
         self.rng = rng
@@ -190,7 +191,7 @@ class Faults:
         self.streams_ended = 0.0
         self.armed_at = 0.0
         self.next_loss = 2  # cycles before the first lost Lease
-        self.stream_gap = 1.2
+        self.stream_gap = stream_gap  # least seconds between faults that end the streams
         evictions.on_request = self._on_eviction
 
     def _on_eviction(self, body: dict[str, Any]) -> None:
@@ -278,19 +279,12 @@ def _fds() -> int:
 
 async def run_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer, kubeconfig: str,
                    settings: SoakSettings) -> SoakResult:
-    rng = random.Random(settings.seed)
     result = SoakResult()
-    cluster = Cluster(api, settings, rng)
-    evictions = cluster.populate()
-    faults = Faults(api, evictions, rng, result)
-    policy = tmp_path / "soak-policy.yaml"
-    policy.write_text(POLICY)
+    cluster, faults, policy = _setup(tmp_path, api, settings, result)
     baseline_tasks = len(asyncio.all_tasks())
     baseline_fds = _fds()
     started = time.monotonic()
-    background = [asyncio.create_task(cluster.churn(result), name="soak churn"),
-                  asyncio.create_task(faults.inject(settings.fault_every), name="soak faults"),
-                  asyncio.create_task(_audit(emulator, api, result), name="soak audit")]
+    background = _background(cluster, faults, emulator, api, settings, result, result)
     try:
         def done() -> bool:
             if time.monotonic() - started > settings.max_seconds:
@@ -325,15 +319,39 @@ async def run_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer, kubec
             runner.request_stop("soak done")
             result.exit_codes.append(await asyncio.wait_for(task, 30))
     finally:
-        for job in background:
-            job.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
+        await _stop(background)
     result.seconds = time.monotonic() - started
     await asyncio.sleep(0.1)  # let closed connections' callbacks run
     result.tasks_left = len(asyncio.all_tasks()) - baseline_tasks
     result.fds_grown = _fds() - baseline_fds
     result.pod_deletes += _pod_deletes(emulator)
     return result
+
+
+def _setup(tmp_path: Path, api: FakeApiServer, settings: SoakSettings,
+           shared: SoakResult) -> tuple[Cluster, Faults, Path]:
+    """The cluster in the emulator, the faults to inject, and the policy file."""
+    rng = random.Random(settings.seed)
+    cluster = Cluster(api, settings, rng)
+    faults = Faults(api, cluster.populate(), rng, shared, settings.stream_gap)
+    policy = tmp_path / "soak-policy.yaml"
+    policy.write_text(POLICY)
+    return cluster, faults, policy
+
+
+def _background(cluster: Cluster, faults: Faults, emulator: Emulator, api: FakeApiServer,
+                settings: SoakSettings, shared: SoakResult,
+                tally: SoakResult | ProcessSoakResult) -> list[asyncio.Task[None]]:
+    """Churn, faults, and the audit that tallies pod DELETEs into `tally`."""
+    return [asyncio.create_task(cluster.churn(shared), name="soak churn"),
+            asyncio.create_task(faults.inject(settings.fault_every), name="soak faults"),
+            asyncio.create_task(_audit(emulator, api, tally), name="soak audit")]
+
+
+async def _stop(background: list[asyncio.Task[None]]) -> None:
+    for job in background:
+        job.cancel()
+    await asyncio.gather(*background, return_exceptions=True)
 
 
 async def _audit(emulator: Emulator, api: FakeApiServer,
@@ -374,30 +392,17 @@ async def run_process_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServe
     """The same cluster, churn and faults (but a lost Lease, which needs a runner the harness
     can take it from) against the real command in its own process: its resident memory is
     desched's alone, not the emulator's or the harness's."""
-    rng = random.Random(settings.seed)
     shared = SoakResult()
-    cluster = Cluster(api, settings, rng)
-    evictions = cluster.populate()
-    faults = Faults(api, evictions, rng, shared)
-    # The command reconnects with its real backoff (1 s, doubling): streams cut more often than
-    # that keep its cache stale and every cycle skipped.
-    faults.stream_gap = settings.stream_gap
-    policy = tmp_path / "soak-policy.yaml"
-    policy.write_text(POLICY)
+    cluster, faults, policy = _setup(tmp_path, api, settings, shared)
     result = ProcessSoakResult()
     started = time.monotonic()
-
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    env.pop("KUBECONFIG", None)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "desched", "run", "--policy", str(policy),
         "--kubeconfig", kubeconfig, "--interval", settings.interval,
         "--stale-cache-timeout", "1s", "--log-format", "json",
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=command_env(),
         limit=2**20)
-    background = [asyncio.create_task(cluster.churn(shared), name="soak churn"),
-                  asyncio.create_task(faults.inject(settings.fault_every), name="soak faults"),
-                  asyncio.create_task(_audit(emulator, api, result), name="soak audit")]
+    background = _background(cluster, faults, emulator, api, settings, shared, result)
     this_cycle: list[tuple[str, str]] = []
     try:
         assert proc.stderr is not None
@@ -436,9 +441,7 @@ async def run_process_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServe
                 result.rss.append(_rss(proc.pid))
                 result.cycles.append("stale")
     finally:
-        for job in background:
-            job.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
+        await _stop(background)
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
         try:

@@ -92,6 +92,8 @@ async def test_soak_of_the_desched_run_process(tmp_path: Path, emulator: Emulato
     """The command itself in its own process under the same churn and faults: the safety
     checks from its log, and its resident memory, which is desched's alone."""
     wanted = settings()
+    # The command reconnects with its real backoff (1 s, doubling): streams cut more often than
+    # that keep its cache stale and every cycle skipped.
     wanted.stream_gap = 3.0 if LONG else 2.0
     kube = kubeconfig(tmp_path, str(emulator.url).rstrip("/"))
     result = await run_process_soak(tmp_path, emulator, api, kube, wanted)
