@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from desched.framework.decisions import DecisionLog, Note
+from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog, Note
 from desched.framework.runner import IDLE
 from desched.model.pod import Pod
 from desched.policy.args import namespace_allowed
@@ -71,7 +71,7 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
                 why = _not_picked(result, cycle, profile, plugin, pod)
                 told.add(why)
                 lines.append(f"{indent}    {profile}/{plugin}: considered, not picked: {why}")
-            if any(d.outcome in ("evicted", "dry-run") for d in said):
+            if any(d.outcome in EVICTED_OUTCOMES for d in said):
                 gone_in = cycle if not any(d.outcome == "dry-run" for d in said) else None
         if indent == "":  # --pod: its node's notes too (--node prints them once above)
             lines.extend(f"    {text}" for text in _notes(

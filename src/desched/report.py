@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from desched.framework.decisions import REFUSED_OUTCOMES
 from desched.model.meta import json_encoder
 from desched.simulation import SimulationResult
 from desched.utilization import balance, thresholds
@@ -30,7 +31,7 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
         "refusals": [
             {"cycle": d.cycle, "outcome": d.outcome, "namespace": d.namespace, "pod": d.pod,
              "node": d.node, "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
-            for d in log.decisions if d.outcome in ("limited", "pdb-blocked", "failed")
+            for d in log.decisions if d.outcome in REFUSED_OUTCOMES
         ],
         "skipped": [
             {"cycle": cycle, "profile": profile, "plugin": plugin, "reason": reason,

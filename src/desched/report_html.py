@@ -10,6 +10,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from desched.framework.decisions import EVICTED_OUTCOMES, REFUSED_OUTCOMES, Decision
 from desched.simulation import SimulationResult
 from desched.utilization import SERIES, Balance, Frame, balance, thresholds
 
@@ -126,7 +127,8 @@ def _counts(title: str, counter: Counter[str], limit: int = 15) -> str:
     return f"<h3>{title}</h3><table><tr><th></th><th>pods</th></tr>{rows}</table>{more}"
 
 
-def _tables(result: SimulationResult) -> dict[str, dict[str, Any]]:
+def _tables(result: SimulationResult, evictions: list[Decision],
+            refusals: list[Decision]) -> dict[str, dict[str, Any]]:
     log = result.log
     first, last = (result.frames[0], result.frames[-1]) if result.frames else (None, None)
     node_rows = []
@@ -145,11 +147,10 @@ def _tables(result: SimulationResult) -> dict[str, dict[str, Any]]:
     return {
         "evictions": {"columns": ["cycle", "pod", "node", "plugin", "reason"], "rows": [
             [d.cycle, f"{d.namespace}/{d.pod}", d.node, f"{d.profile}/{d.plugin}", d.reason]
-            for d in log.decisions if d.outcome in ("evicted", "dry-run")]},
+            for d in evictions]},
         "refusals": {"columns": ["cycle", "outcome", "pod", "node", "plugin", "reason"],
                      "rows": [[d.cycle, d.outcome, f"{d.namespace}/{d.pod}", d.node,
-                               f"{d.profile}/{d.plugin}", d.reason] for d in log.decisions
-                              if d.outcome in ("limited", "pdb-blocked", "failed")]},
+                               f"{d.profile}/{d.plugin}", d.reason] for d in refusals]},
         "notes": {"columns": ["cycle", "node", "plugin", "note"], "rows": [
             [n.cycle, n.node or "(run)", f"{n.profile}/{n.plugin}", n.text] for n in log.notes]},
         "placements": {"columns": ["cycle", "replacement", "node"], "rows": [
@@ -163,20 +164,19 @@ def _tables(result: SimulationResult) -> dict[str, dict[str, Any]]:
 
 
 def render_html(result: SimulationResult) -> str:
-    evictions = [d for d in result.log.decisions if d.outcome in ("evicted", "dry-run")]
+    evictions = [d for d in result.log.decisions if d.outcome in EVICTED_OUTCOMES]
+    refusals = [d for d in result.log.decisions if d.outcome in REFUSED_OUTCOMES]
     limits = thresholds(result.policy)
     plots = ""
     if len(result.frames) >= 2:
         first, last = result.frames[0], result.frames[-1]
         plots = "".join(_svg(s, list(first.values[s].values()), list(last.values[s].values()))
                         for s in SERIES if first.values.get(s))
-    refused = sum(1 for d in result.log.decisions
-                  if d.outcome in ("limited", "pdb-blocked", "failed"))
     placed = sum(len(s.placements) for s in result.summaries)
     cards = "".join(f'<div class="card"><b>{value}</b>{label}</div>' for value, label in (
         (result.nodes, "nodes"), (result.pods, "pods"), (result.cycles, "cycle(s)"),
-        (len(evictions), "evicted"), (refused, "refused"), (placed, "replacements placed")))
-    data = json.dumps({"tables": _tables(result)}, separators=(",", ":"))
+        (len(evictions), "evicted"), (len(refusals), "refused"), (placed, "replacements placed")))
+    data = json.dumps({"tables": _tables(result, evictions, refusals)}, separators=(",", ":"))
     # Embedded in a script element: no "<" at all, so no tag can end or open inside it.
     data = data.replace("<", "\\u003c")
     title = html.escape(f"desched simulation: {result.policy.path}")

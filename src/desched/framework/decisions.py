@@ -14,6 +14,10 @@ from typing import Any, Literal
 
 Outcome = Literal["evicted", "filtered", "limited", "pdb-blocked", "failed", "skipped",
                   "dry-run", "considered"]
+# The pod leaves (or, in a dry run, would leave) its node.
+EVICTED_OUTCOMES = frozenset({"evicted", "dry-run"})
+# An eviction a plugin wanted that did not happen: a limit, a PodDisruptionBudget, an error.
+REFUSED_OUTCOMES = frozenset({"limited", "pdb-blocked", "failed"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from desched.framework.decisions import DecisionLog
+from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.predicates.labels import Matcher
@@ -88,6 +88,6 @@ def _gone(log: DecisionLog, key: str) -> str | None:
     for d in reversed(log.decisions):
         if d.cycle != log.cycle:
             break
-        if d.outcome in ("evicted", "dry-run") and f"{d.namespace}/{d.pod}" == key:
+        if d.outcome in EVICTED_OUTCOMES and f"{d.namespace}/{d.pod}" == key:
             return f"already evicted by {d.profile}/{d.plugin} earlier in this cycle"
     return None

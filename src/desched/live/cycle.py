@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from desched.framework.decisions import Decision, DecisionLog, Note
+from desched.framework.decisions import EVICTED_OUTCOMES, Decision, DecisionLog, Note
 from desched.framework.evictor import LIMIT_MESSAGES, ExecutionResult, Executor
 from desched.live import logging as desched_logging
 from desched.live.events import FAILED_REASON, EventRecorder, PodRef, eviction_note
@@ -128,7 +128,7 @@ class CycleReporter:
         fields = {"pod": f"{d.namespace}/{d.pod}", "node": d.node, "profile": d.profile,
                   "strategy": d.plugin, "cycle": d.cycle}
         # "dry-run": a Koordinator policy's dryRun (the run is a dry run then, see Runner).
-        if d.outcome in ("evicted", "dry-run"):
+        if d.outcome in EVICTED_OUTCOMES:
             self.evicted += 1
             self.metrics.evicted("success", d.plugin, d.profile, d.namespace, d.node)
             if d.profile in self.migrating:
