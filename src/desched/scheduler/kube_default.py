@@ -37,6 +37,7 @@ from desched.predicates.nodefit import (
 from desched.predicates.taints import tolerates_taint
 from desched.scheduler.model import KUBE_DEFAULT, Placement, best
 from desched.scheduler.ranking import Class, Entry, Rankings
+from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.snapshot.cluster import ClusterSnapshot
 
 _encoder = msgspec.json.Encoder(enc_hook=str)
@@ -122,7 +123,8 @@ _STATIC = (float(WEIGHTS["TaintToleration"]), float(WEIGHTS["NodeAffinity"]),
 class KubeDefault:
     name = KUBE_DEFAULT
 
-    def __init__(self) -> None:
+    def __init__(self, config: SchedulerConfig = DEFAULT_CONFIG) -> None:
+        self.config = config
         self._rankings = Rankings()
 
     def place(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,

@@ -30,6 +30,7 @@ from desched.predicates.nodefit import (
 from desched.scheduler.kube_default import KubeDefault, simple, simple_key
 from desched.scheduler.model import LOAD_AWARE, Placement, best
 from desched.scheduler.ranking import Class, Entry, Rankings
+from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.usage.nodemetric import NodeLoad, expiry_problem, read_node_load
 
@@ -68,7 +69,8 @@ def estimated_usage(pod: Pod) -> dict[str, int]:
 class LoadAware:
     name = LOAD_AWARE
 
-    def __init__(self) -> None:
+    def __init__(self, config: SchedulerConfig = DEFAULT_CONFIG) -> None:
+        self.config = config
         self.requests_model = KubeDefault()
         self._rankings = Rankings()
         # node -> ((snapshot, node version, clock), its NodeMetric, its base estimate)

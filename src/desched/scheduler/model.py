@@ -11,6 +11,7 @@ from typing import Protocol
 
 from desched.model.node import Node
 from desched.model.pod import Pod
+from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.snapshot.cluster import ClusterSnapshot
 
 KUBE_DEFAULT = "kube-default"
@@ -22,6 +23,9 @@ MODELS = (KUBE_DEFAULT, LOAD_AWARE)
 class Placement:
     node: str | None  # None: no node passes the filters
     why: str  # the winning score, or why nothing fits
+    # Every node with the winning score, `node` among them: kube-scheduler picks one of these
+    # at random, so each is as likely as `node` (desched takes the first by name).
+    tied: tuple[str, ...] = ()
 
 
 class SchedulerModel(Protocol):
@@ -35,14 +39,16 @@ class SchedulerModel(Protocol):
         ...
 
 
-def scheduler_model(name: str) -> SchedulerModel:
+def scheduler_model(name: str, config: SchedulerConfig = DEFAULT_CONFIG) -> SchedulerModel:
+    """The model `name`, scheduling as `config` (a KubeSchedulerConfiguration's profiles; the
+    default profile unless the user gave one) says."""
     from desched.scheduler.kube_default import KubeDefault
     from desched.scheduler.load_aware import LoadAware
 
     if name == LOAD_AWARE:
-        return LoadAware()
+        return LoadAware(config)
     if name == KUBE_DEFAULT:
-        return KubeDefault()
+        return KubeDefault(config)
     raise ValueError(f"unknown scheduler model {name!r}: expected one of {', '.join(MODELS)}")
 
 
