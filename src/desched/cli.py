@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from desched.errors import InputError, one_line
 from desched.upstream_flags import upstream_options
+
+if TYPE_CHECKING:
+    from desched.scheduler.profile import SchedulerConfig
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -84,9 +87,42 @@ _snapshot_option = click.option(
          "(Lists, JSON lines, YAML); repeatable, - reads standard input.")
 
 
-def _one_stdin(policy_path: str, snapshots: tuple[str, ...]) -> None:
-    if [policy_path, *snapshots].count("-") > 1:
-        raise InputError("", "only one of --policy and --snapshot can be - (standard input)")
+def _one_stdin(policy_path: str, snapshots: tuple[str, ...],
+               scheduler_config: str | None = None) -> None:
+    if [policy_path, *snapshots, scheduler_config].count("-") > 1:
+        flags = "--policy, --snapshot and --scheduler-config" if scheduler_config is not None \
+            else "--policy and --snapshot"
+        raise InputError("", f"only one of {flags} can be - (standard input)")
+
+
+_SCHEDULER_HELP = ("The scheduler model --reschedule places replacements with: kube-scheduler "
+                   "(kube-default) or koord-scheduler with LoadAwareScheduling "
+                   "(koord-load-aware), each running kube-scheduler's default profile, or the "
+                   "profiles of --scheduler-config.")
+_scheduler_option = click.option(
+    "--scheduler", type=click.Choice(["kube-default", "koord-load-aware"]),
+    default="kube-default", show_default=True, help=_SCHEDULER_HELP)
+_scheduler_config_option = click.option(
+    "--scheduler-config", "scheduler_config_path", type=click.Path(dir_okay=False,
+                                                                   allow_dash=True),
+    help="The scheduler's KubeSchedulerConfiguration (kube-scheduler's --config, or "
+         "koord-scheduler's; or a ConfigMap holding it): its profiles, chosen by each pod's "
+         "schedulerName, place replacements. - reads standard input.")
+
+
+def _scheduler_config(path: str | None, reschedule: bool) -> SchedulerConfig:
+    """The configuration in `path` (the default profile without one); its warnings on stderr."""
+    from desched.scheduler.config_file import load_scheduler_config
+    from desched.scheduler.profile import DEFAULT_CONFIG
+
+    if path is None:
+        return DEFAULT_CONFIG
+    config, warnings = load_scheduler_config(path)
+    _warn(warnings)
+    if not reschedule:
+        _warn([f"--scheduler-config {path}: only --reschedule places pods; without it the "
+               f"configuration is checked and changes nothing"])
+    return config
 
 
 @main.command()
@@ -119,24 +155,25 @@ def _warn(warnings: list[str]) -> None:
                    "apart; state such as LowNodeLoad's anomaly detector carries over.")
 @click.option("--reschedule", is_flag=True,
               help="Recreate evicted owned pods and place them between cycles.")
-@click.option("--scheduler", type=click.Choice(["kube-default", "koord-load-aware"]),
-              default="kube-default", show_default=True,
-              help="The scheduler model --reschedule places replacements with: kube-scheduler's "
-                   "default profile, or koord-scheduler with LoadAwareScheduling.")
+@_scheduler_option
+@_scheduler_config_option
 @click.option("--output", type=click.Choice(["text", "json", "html"]), default="text",
               show_default=True, help="Report format: text for reading, json for tools "
               "(DESIGN §1.2), html for a browser.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here, not stdout.")
 def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None, cycles: int,
-             reschedule: bool, scheduler: str, output: str, out_path: str | None) -> None:
+             reschedule: bool, scheduler: str, scheduler_config_path: str | None, output: str,
+             out_path: str | None) -> None:
     """Run the policy against a cluster snapshot and report what it would evict."""
     from desched.report import render
     from desched.simulation import run_simulation
 
-    _one_stdin(policy_path, snapshots)
+    _one_stdin(policy_path, snapshots, scheduler_config_path)
     now = _parse_now(now_text)
+    config = _scheduler_config(scheduler_config_path, reschedule)
     result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule,
-                            scheduler=scheduler, with_frames=output != "json")
+                            scheduler=scheduler, scheduler_config=config,
+                            with_frames=output != "json")
     _warn(result.policy.warnings)
     text = render(result, output)
     if out_path:
@@ -170,23 +207,24 @@ def _exit_fast() -> None:
               help="Cycles to simulate, one deschedulingInterval apart; each is explained.")
 @click.option("--reschedule", is_flag=True,
               help="Recreate evicted owned pods and place them between cycles.")
-@click.option("--scheduler", type=click.Choice(["kube-default", "koord-load-aware"]),
-              default="kube-default", show_default=True,
-              help="The scheduler model --reschedule places replacements with.")
+@_scheduler_option
+@_scheduler_config_option
 def explain(policy_path: str, snapshots: tuple[str, ...], pod_ref: str | None,
             node_name: str | None, now_text: str | None, cycles: int, reschedule: bool,
-            scheduler: str) -> None:
+            scheduler: str, scheduler_config_path: str | None) -> None:
     """Explain why a pod (or each pod on a node) would or would not be evicted."""
     from desched.explain import explain_run
 
-    _one_stdin(policy_path, snapshots)
+    _one_stdin(policy_path, snapshots, scheduler_config_path)
     if (pod_ref is None) == (node_name is None):
         raise InputError("", "give exactly one of --pod NAMESPACE/NAME or --node NAME")
     if pod_ref is not None and pod_ref.count("/") != 1:
         raise InputError("--pod", f"expected NAMESPACE/NAME, got {pod_ref!r}")
-    click.echo(explain_run(policy_path, list(snapshots), _parse_now(now_text), pod_ref,
-                           node_name, cycles=cycles, reschedule=reschedule,
-                           scheduler=scheduler))
+    now = _parse_now(now_text)
+    config = _scheduler_config(scheduler_config_path, reschedule)
+    click.echo(explain_run(policy_path, list(snapshots), now, pod_ref, node_name,
+                           cycles=cycles, reschedule=reschedule, scheduler=scheduler,
+                           scheduler_config=config))
 
 
 @main.command()

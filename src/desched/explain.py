@@ -12,6 +12,7 @@ from desched.framework.runner import IDLE
 from desched.model.pod import Pod
 from desched.policy.args import namespace_allowed
 from desched.scheduler.model import KUBE_DEFAULT
+from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.simulation import SimulationResult, run_simulation
 
 _VERBS = {"evicted": "EVICTED", "filtered": "kept", "limited": "not evicted (limit)",
@@ -21,11 +22,12 @@ _VERBS = {"evicted": "EVICTED", "filtered": "kept", "limited": "not evicted (lim
 
 def explain_run(policy_path: str, snapshot_paths: list[str], now: datetime | None,
                 pod_ref: str | None, node_name: str | None, cycles: int = 1,
-                reschedule: bool = False, scheduler: str = KUBE_DEFAULT) -> str:
+                reschedule: bool = False, scheduler: str = KUBE_DEFAULT,
+                scheduler_config: SchedulerConfig = DEFAULT_CONFIG) -> str:
     log = DecisionLog(explain_pods=frozenset({pod_ref}) if pod_ref else frozenset(),
                       explain_nodes=frozenset({node_name}) if node_name else frozenset())
     result = run_simulation(policy_path, snapshot_paths, now, cycles, reschedule, log,
-                            scheduler=scheduler)
+                            scheduler=scheduler, scheduler_config=scheduler_config)
     lines = [f"clock: {result.clock.describe()}"]
     # Replacements are told under the pod they replace.
     followed = {new.key for _, new, _ in log.replacements.values()}

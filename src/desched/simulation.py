@@ -16,6 +16,7 @@ from desched.policy.loader import load_policy
 from desched.policy.model import Policy
 from desched.scheduler.model import KUBE_DEFAULT, scheduler_model
 from desched.scheduler.placement import reschedule
+from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.snapshot.clock import (
     SimulationClock,
     advance_metrics,
@@ -76,11 +77,13 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                    cycles: int, do_reschedule: bool,
                    log: DecisionLog | None = None, *,
                    scheduler: str = KUBE_DEFAULT,
+                   scheduler_config: SchedulerConfig = DEFAULT_CONFIG,
                    with_frames: bool = False) -> SimulationResult:
     """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
-    that places replacements with `do_reschedule`. `with_frames`: take utilization frames
-    (snapshot/utilization) for a report."""
-    model = scheduler_model(scheduler)
+    that places replacements with `do_reschedule`, running the profiles of `scheduler_config`
+    (scheduler/config_file.py). `with_frames`: take utilization frames (snapshot/utilization)
+    for a report."""
+    model = scheduler_model(scheduler, scheduler_config)
     policy = load_policy(policy_path)
     check_policy(policy)  # before the snapshot, which can take seconds to load
     if now is not None:
