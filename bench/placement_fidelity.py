@@ -669,10 +669,18 @@ class Timeline:
 
 # -- desched --------------------------------------------------------------------------------------
 
+# The desched source tree the commands run (None: the installed one, i.e. the working tree),
+# and the revision it was extracted from. --desched-rev sets both.
+DESCHED_SRC: Path | None = None
+DESCHED_REV: str | None = None
+
+
 def desched(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """`desched ARGS` as a process, as a user runs it; raises on a non-zero exit."""
     env = dict(os.environ)
     env.pop("KUBECONFIG", None)  # only --kubeconfig names the cluster
+    if DESCHED_SRC is not None:
+        env["PYTHONPATH"] = str(DESCHED_SRC)
     proc = subprocess.run([sys.executable, "-m", "desched.cli", *args], capture_output=True,
                           text=True, timeout=timeout, env=env, check=False)
     if proc.returncode != 0:
@@ -681,17 +689,39 @@ def desched(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     return proc
 
 
+def use_revision(rev: str, workdir: Path) -> None:
+    """Run desched from `git archive REV src` (a committed state of the code, without the
+    working tree's edits in progress)."""
+    global DESCHED_SRC, DESCHED_REV
+    full = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    target = workdir / f"desched-{full[:12]}"
+    if not (target / "src" / "desched").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", full, "src"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    DESCHED_SRC, DESCHED_REV = target / "src", full
+
+
 def has_scheduler_config() -> bool:
     """Whether this desched's simulate takes --scheduler-config (being added)."""
     return "--scheduler-config" in desched("simulate", "--help").stdout
 
 
 def commit() -> str:
-    proc = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--oneline"],
+    """The code desched runs: the revision given, else HEAD and whether src/ has edits."""
+    rev = DESCHED_REV or "HEAD"
+    proc = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--oneline", rev],
                           capture_output=True, text=True, check=False)
+    line = proc.stdout.strip()
+    if len(line) > 90:
+        line = line[:87] + "..."
+    if DESCHED_REV is not None:
+        return line + " (git archive of that commit)"
     dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src"],
                            capture_output=True, text=True, check=False).stdout.strip()
-    return proc.stdout.strip() + (" (src/ has uncommitted changes)" if dirty else "")
+    return line + (" + uncommitted changes in src/ (working tree)" if dirty else "")
 
 
 def evicted_in_log(stderr: str) -> list[str]:
@@ -1090,11 +1120,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="policies, snapshots, simulate output and logs per scenario")
     parser.add_argument("--kube-scheduler", help="kube-scheduler binary for the MostAllocated "
                         "scenario (default: realk8s's, beside the kubeconfig)")
+    parser.add_argument("--desched-rev", help="run desched as committed at this revision "
+                        "(git archive), not the working tree")
     parser.add_argument("--keep", action="store_true",
                         help="leave the last scenario's cluster in place")
     args = parser.parse_args(argv)
     if not args.kubeconfig and not args.realk8s:
         parser.error("give --kubeconfig or --realk8s")
+    if args.desched_rev:
+        use_revision(args.desched_rev, args.workdir)
     kubeconfig = args.kubeconfig
     if args.realk8s and not kubeconfig:
         kubeconfig = start_realk8s(args.realk8s)
