@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from builders import NOW, decode, node, pod, snapshot
-from desched.scheduler.kube_default import KubeDefault, balanced_allocation, least_allocated
+from desched.scheduler.kube_default import KubeDefault
 from desched.scheduler.load_aware import LoadAware, estimated_usage
 from desched.scheduler.model import scheduler_model
 
@@ -19,12 +19,6 @@ STAMP = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
 def place(model: Any, p: Any, *objects: Any) -> str | None:
     snap = snapshot(p, *objects)
     return model.place(snap.pods[p.key], snap.ready_nodes(), snap, NOW).node
-
-
-def test_least_allocated_and_balanced_allocation_scores() -> None:
-    assert least_allocated({"cpu": 0.25, "memory": 0.75}) == 50.0
-    assert balanced_allocation({"cpu": 0.5, "memory": 0.5}) == 100.0
-    assert balanced_allocation({"cpu": 0.2, "memory": 0.6}) == pytest.approx(80.0)
 
 
 def test_kube_default_prefers_the_least_requested_node() -> None:
@@ -107,7 +101,7 @@ def test_nothing_fits_says_why() -> None:
     snap = snapshot(node("n1", cpu="1"), pod("big", node_name="", cpu="2"))
     placement = KubeDefault().place(snap.pods["default/big"], snap.ready_nodes(), snap, NOW)
     assert placement.node is None
-    assert placement.why == "0/1 nodes are available: 1 insufficient cpu"
+    assert placement.why == "0/1 nodes are available: 1 Insufficient cpu"
 
 
 # -- koord-load-aware ----------------------------------------------------------------------------
@@ -216,7 +210,7 @@ def test_ranked_placement_equals_the_exact_search(case: tuple[list[Any], list[An
             subject = pod(f"new{i}", node_name="", cpu=cpu, spec=PREFER_SSD if prefer else None)
         ready = snap.ready_nodes()
         ranked = model.place(subject, ready, snap, NOW).node
-        exact = model._place(subject, ready, snap).node
+        exact = model.place_exact(subject, ready, snap, NOW).node
         assert ranked == exact, (subject.key, subject.node_name)
         by_usage = load_aware.place(subject, ready, snap, NOW).node
         assert by_usage == load_aware._place(subject, ready, snap, NOW).node, subject.key

@@ -123,19 +123,19 @@ def test_brackets_in_strings_of_the_header(tmp_path: Path) -> None:
 def test_empty_list_and_unknown_kinds(tmp_path: Path) -> None:
     assert not load_snapshot([write(tmp_path, "e.json", kubectl_json([]))]).pods
     warnings: list[str] = []
-    items = [node("n0"), {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}},
-             {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "t"}},
+    items = [node("n0"), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}},
+             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "t"}},
              {"apiVersion": "example.com/v1", "kind": "Pod", "metadata": {"name": "fake"}}]
     snap = load_snapshot([write(tmp_path, "u.json", kubectl_json(items))],
                          warn=warnings.append)
     assert list(snap.nodes) == ["n0"] and not snap.pods
-    assert any("2 object(s) of unsupported kind v1/Service" in w for w in warnings)
+    assert any("2 object(s) of unsupported kind v1/ConfigMap" in w for w in warnings)
     assert any("example.com/v1/Pod" in w for w in warnings)
-    services = kubectl_json([{"metadata": {"name": "s"}}] * 3, kind="ServiceList")
+    services = kubectl_json([{"metadata": {"name": "s"}}] * 3, kind="ConfigMapList")
     warnings.clear()
     assert not list(read_objects(write(tmp_path, "s.json", services), warn=warnings.append))
     assert warnings == [f"{tmp_path}/s.json: ignoring 3 object(s) of unsupported kind "
-                        "v1/Service"]
+                        "v1/ConfigMap"]
 
 
 @pytest.mark.parametrize(("mangle", "fragment"), [

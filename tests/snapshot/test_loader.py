@@ -94,11 +94,11 @@ def test_several_files_and_yaml_json_agree(tmp_path: Path) -> None:
 def test_unknown_kinds_warn_and_are_ignored(tmp_path: Path) -> None:
     warnings: list[str] = []
     text = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-        NODE, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}},
+        NODE, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}},
         {"apiVersion": "example.com/v1", "kind": "Pod", "metadata": {"name": "fake"}}]})
     snap = load_snapshot([write(tmp_path, "u.json", text)], warn=warnings.append)
     assert len(snap.nodes) == 1 and not snap.pods
-    assert any("Service" in w for w in warnings)
+    assert any("ConfigMap" in w for w in warnings)
     assert any("example.com/v1/Pod" in w for w in warnings)
 
 

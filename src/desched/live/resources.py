@@ -55,6 +55,7 @@ RESOURCES: tuple[Resource, ...] = (
     _r("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True),
     _r("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),
     _r("ReplicationController", "v1", "replicationcontrollers", True),
+    _r("Service", "v1", "services", True),
     _r("ReplicaSet", "apps/v1", "replicasets", True),
     _r("Deployment", "apps/v1", "deployments", True),
     _r("StatefulSet", "apps/v1", "statefulsets", True),

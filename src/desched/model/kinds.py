@@ -19,6 +19,7 @@ from desched.model.objects import (
     PodMigrationJob,
     PriorityClass,
     Reservation,
+    Service,
     SnapshotInfo,
 )
 from desched.model.pod import Pod
@@ -30,6 +31,7 @@ KIND_GROUPS: dict[str, tuple[str, ...]] = {
     "Namespace": ("",),
     "PersistentVolumeClaim": ("",),
     "ReplicationController": ("",),
+    "Service": ("",),
     "PodDisruptionBudget": ("policy",),
     "PriorityClass": ("scheduling.k8s.io",),
     "ReplicaSet": ("apps",),
@@ -58,6 +60,7 @@ TYPES: dict[str, type] = {
     "PodMigrationJob": PodMigrationJob,
     "Reservation": Reservation,
     "SnapshotInfo": SnapshotInfo,
+    "Service": Service,
     **{t.__name__: t for t in WORKLOAD_TYPES},
 }
 

@@ -84,6 +84,7 @@ EMPTY_MAP: Mapping[str, Any] = MappingProxyType({})
 
 
 class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    api_version: Shared = Shared("")
     kind: Shared = Shared("")
     name: Shared = Shared("")
     uid: Shared = Shared("")

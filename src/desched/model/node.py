@@ -29,10 +29,16 @@ class NodeSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     taints: tuple[Taint, ...] = ()
 
 
+class ContainerImage(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    names: tuple[Shared, ...] = ()
+    size_bytes: int = 0
+
+
 class NodeStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     capacity: Mapping[str, str | int | float] = EMPTY_MAP
     allocatable: Mapping[str, str | int | float] = EMPTY_MAP
     conditions: tuple[NodeCondition, ...] = ()
+    images: tuple[ContainerImage, ...] = ()  # what the kubelet has pulled (ImageLocality)
 
 
 class Node(msgspec.Struct, tag_field="kind", tag="Node", rename="camel", dict=True,

@@ -95,7 +95,29 @@ Deployment = _workload("Deployment")
 StatefulSet = _workload("StatefulSet")
 DaemonSet = _workload("DaemonSet")
 Job = _workload("Job")
-ReplicationController = _workload("ReplicationController")
+class RCSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+    replicas: int | None = None
+    selector: Mapping[str, str] | None = None  # a plain label map, unlike the apps/v1 kinds
+
+
+class ReplicationController(msgspec.Struct, tag_field="kind", tag="ReplicationController",
+                            rename="camel", omit_defaults=True):
+    metadata: ObjectMeta = _meta()
+    spec: RCSpec = msgspec.field(default_factory=RCSpec)
+    status: WorkloadStatus = msgspec.field(default_factory=WorkloadStatus)
+
+
+class ServiceSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+    selector: Mapping[str, str] | None = None
+    type: str = ""
+
+
+class Service(msgspec.Struct, tag_field="kind", tag="Service", rename="camel",
+              omit_defaults=True):
+    """What kube-scheduler reads of a Service: the pods it selects are spread by default."""
+    metadata: ObjectMeta = _meta()
+    spec: ServiceSpec = msgspec.field(default_factory=ServiceSpec)
+
 WORKLOAD_TYPES = (ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, ReplicationController)
 
 

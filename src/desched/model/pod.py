@@ -199,13 +199,22 @@ SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 _QOS_RESOURCES = ("cpu", "memory")
 
 
-def _container_requests(container: Container) -> dict[str, int]:
-    """A container's requests, with a limit standing in for a missing request (API defaulting)."""
+# What kube-scheduler's NodeResourcesFit score counts for a container that requests no cpu or
+# no memory (schedutil.DefaultMilliCPURequest, DefaultMemoryRequest): millicores, bytes.
+NON_ZERO_DEFAULTS = {"cpu": 100, "memory": 200 * 1024 * 1024}
+
+
+def _container_requests(container: Container, fill: bool = False) -> dict[str, int]:
+    """A container's requests, with a limit standing in for a missing request (API defaulting);
+    `fill`: cpu and memory it does not name at all count at NON_ZERO_DEFAULTS."""
     res = container.resources
-    if res is None:
-        return {}
-    cached = {name: resource_amount(name, q) for name, q in res.limits.items()}
-    cached.update({name: resource_amount(name, q) for name, q in res.requests.items()})
+    cached: dict[str, int] = {}
+    if res is not None:
+        cached = {name: resource_amount(name, q) for name, q in res.limits.items()}
+        cached.update({name: resource_amount(name, q) for name, q in res.requests.items()})
+    if fill:
+        for name, amount in NON_ZERO_DEFAULTS.items():
+            cached.setdefault(name, amount)
     return cached
 
 
@@ -370,7 +379,22 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
             self.cached_requests = requests
         return requests
 
-    def _compute_requests(self) -> dict[str, int]:
+    @property
+    def non_zero_requests(self) -> dict[str, int]:
+        """Requests as kube-scheduler's resource scores count them: a container that names no
+        cpu or memory request counts 100m / 200Mi of it. Shared between pods with the same
+        resource spec: callers must not modify it."""
+        key = ("non-zero", *_requests_key(self.spec))
+        requests = _pod_requests_cache.get(key)
+        if requests is None:
+            try:
+                requests = remember(_pod_requests_cache, key, self._compute_requests(fill=True),
+                                    limit=100_000)
+            except QuantityError as err:
+                raise InputError("snapshot", f"pod {self.key}: {err}") from None
+        return requests
+
+    def _compute_requests(self, fill: bool = False) -> dict[str, int]:
         """Effective requests as the scheduler computes them (resourcehelper.PodRequests).
 
         Sum of the containers; each init container runs alone (plus the sidecars started before it),
@@ -381,12 +405,12 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
         spec = self.spec
         total: dict[str, int] = {}
         for container in spec.containers:
-            _add(total, _container_requests(container))
+            _add(total, _container_requests(container, fill))
         if spec.init_containers:
             sidecars: dict[str, int] = {}
             init_peak: dict[str, int] = {}
             for container in spec.init_containers:
-                reqs = _container_requests(container)
+                reqs = _container_requests(container, fill)
                 if container.restart_policy == "Always":
                     _add(total, reqs)
                     _add(sidecars, reqs)

@@ -22,6 +22,9 @@ from desched.framework.types import Handle
 from desched.model.pod import Pod
 from desched.scheduler.model import KUBE_DEFAULT, MODELS, scheduler_model
 
+# The most equally scored nodes among which the pod's own node still refuses the eviction.
+_MAX_TIED = 2
+
 
 class PingPongGuardArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     scheduler: str = KUBE_DEFAULT
@@ -70,8 +73,14 @@ class PingPongGuard:
         target = placement.node
         if target is None:
             return None
-        if target == pod.node_name:
+        if target == pod.node_name and len(placement.tied) <= 1:
             return f"replacement would land on {target} again ({self.model.name})"
+        if pod.node_name in placement.tied and len(placement.tied) <= _MAX_TIED:
+            # kube-scheduler picks among equal scores at random: back on the node at even odds
+            # or worse is a ping-pong as much as a certain one.
+            return (f"replacement would land on {pod.node_name} again with probability "
+                    f"1/{len(placement.tied)} ({self.model.name}: {len(placement.tied)} nodes "
+                    f"score the same)")
         plugin: Any = handle.evictor.plugins.get(asking)
         check = getattr(plugin, "over_thresholds_after", None)
         if check is not None:

@@ -29,8 +29,8 @@ from desched.predicates.nodefit import (
 )
 from desched.scheduler.kube_default import KubeDefault, simple, simple_key
 from desched.scheduler.model import LOAD_AWARE, Placement, best
-from desched.scheduler.ranking import Class, Entry, Rankings
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
+from desched.scheduler.ranking import Class, Entry, Rankings
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.usage.nodemetric import NodeLoad, expiry_problem, read_node_load
 

@@ -21,6 +21,7 @@ from desched.model.objects import (
     PodMigrationJob,
     PriorityClass,
     Reservation,
+    Service,
     SnapshotInfo,
 )
 from desched.model.pod import Pod
@@ -73,6 +74,7 @@ class ClusterSnapshot:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pvcs: dict[str, PersistentVolumeClaim] = {}
         self.workloads: dict[tuple[str, str, str], Any] = {}
+        self.services_by_namespace: dict[str, dict[str, Service]] = {}
         self.node_metrics: dict[str, NodeMetric] = {}
         self.metrics_nodes: dict[str, NodeMetrics] = {}
         self.metrics_pods: dict[str, PodMetrics] = {}
@@ -86,6 +88,7 @@ class ClusterSnapshot:
         self._pdb_checks: dict[str, tuple[int, dict[tuple[str, str] | None, list[tuple[
             int, PodDisruptionBudget, Matcher]]]]] = {}
         self._node_requested: dict[str, dict[str, int]] = {}
+        self._node_non_zero: dict[str, tuple[int, int]] = {}
         # Succeeded/Failed pods per node: most nodes have none, and listing their pods then
         # needs no look at each pod.
         self._terminal_on_node: dict[str, int] = {}
@@ -134,6 +137,9 @@ class ClusterSnapshot:
             self.pvcs[f"{meta.namespace or 'default'}/{meta.name}"] = obj
         elif isinstance(obj, _WORKLOADS):
             self.workloads[(type(obj).__name__, meta.namespace or "default", meta.name)] = obj
+        elif isinstance(obj, Service):
+            self.services_by_namespace.setdefault(meta.namespace or "default", {})[
+                meta.name] = obj
         elif isinstance(obj, NodeMetric):
             self.node_metrics[meta.name] = obj
         elif isinstance(obj, NodeMetrics):
@@ -176,6 +182,7 @@ class ClusterSnapshot:
         node_name = pod.spec.node_name
         if node_name:
             self._node_requested.pop(node_name, None)
+            self._node_non_zero.pop(node_name, None)
             self.node_version[node_name] = self.node_version.get(node_name, 0) + 1
             on_node = self.pods_by_node.get(node_name)
             if on_node is None:
@@ -221,6 +228,7 @@ class ClusterSnapshot:
             return
         del self.pods[key]
         self._node_requested.pop(pod.spec.node_name, None)
+        self._node_non_zero.pop(pod.spec.node_name, None)
         node_name = pod.spec.node_name
         if node_name:
             self.node_version[node_name] = self.node_version.get(node_name, 0) + 1
@@ -270,6 +278,19 @@ class ClusterSnapshot:
                     cached[name] = cached.get(name, 0) + amount
             cached["pods"] = count
             self._node_requested[node_name] = cached
+        return cached
+
+    def node_non_zero_requested(self, node_name: str) -> tuple[int, int]:
+        """(millicores, bytes) the node's non-terminal pods request as kube-scheduler's
+        resource scores count them (Pod.non_zero_requests). Cached like node_requested."""
+        cached = self._node_non_zero.get(node_name)
+        if cached is None:
+            cpu = memory = 0
+            for pod in self.pods_on_node(node_name):
+                requests = pod.non_zero_requests
+                cpu += requests.get("cpu", 0)
+                memory += requests.get("memory", 0)
+            cached = self._node_non_zero[node_name] = (cpu, memory)
         return cached
 
     def ready_nodes(self, selector: Matcher | None = None) -> list[Node]:
