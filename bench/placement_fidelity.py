@@ -258,8 +258,9 @@ def spread() -> Scenario:
 
 
 def pools() -> Scenario:
-    """Three pools by nodeSelector: general (two full nodes, then two empty ones join), highmem,
-    and compute, nearly full (about 92 %): its evicted pods can only come back to it."""
+    """Three pools by nodeSelector: general (two full nodes, then three empty ones join),
+    highmem, and compute, nearly full (88 %): its evicted pods can only come back to it. One
+    workload has no nodeSelector and may go to any pool."""
     def pool(name: str) -> dict[str, Any]:
         return {"nodeSelector": {POOL: name}}
     return Scenario(
@@ -274,8 +275,9 @@ def pools() -> Scenario:
                              Workload("api", 6, "1", "2Gi", spec=pool("general")),
                              Workload("cache", 6, "1", "8Gi", guaranteed=True,
                                       spec=pool("highmem")),
-                             Workload("batch", 22, "2", "2Gi", spec=pool("compute"))]),
-            Phase(nodes=_nodes("general", 2, "8", "32Gi", ["za", "zb"], start=3,
+                             Workload("batch", 42, "1", "1Gi", spec=pool("compute")),
+                             Workload("misc", 6, "500m", "512Mi")]),
+            Phase(nodes=_nodes("general", 3, "8", "32Gi", ["za", "zb", "zc"], start=3,
                                labels={POOL: "general"})),
         ],
         lambda sc, ns: _policy(sc, [_lnu(20, 50)], maxNoOfPodsToEvictPerNode=3))
