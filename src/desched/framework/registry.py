@@ -16,6 +16,9 @@ class PluginSpec:
     args_type: type
     factory: Callable[[Any, Handle], object]
     validate: Callable[[Any], list[str]] = lambda args: []
+    # Notes about args that are valid but may not do what the user means, one line each: the
+    # policy loader adds them to the policy's warnings.
+    warnings: Callable[[Any], list[str]] = lambda args: []
     default: Callable[[Any], None] = lambda args: None
     # Koordinator decodes args of its own plugins by the kind "<Name>Args"; upstream names them too.
     args_kind: str = ""

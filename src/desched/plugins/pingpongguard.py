@@ -8,19 +8,29 @@ plugin would itself find over its thresholds after the placement (LowNodeLoad's 
 on measured usage, LowNodeUtilization's targetThresholds), it only moves the hotspot and is
 refused too. A pod that fits nowhere else is
 let through: whether it may be evicted then is the evicting plugin's own nodeFit question.
+
+Args: `scheduler` (the model: kube-default or koord-load-aware) and `schedulerConfig`, the path
+of the scheduler's KubeSchedulerConfiguration (scheduler/config_file.py; absolute, or relative
+to the working directory), whose profiles the model runs; empty: kube-scheduler's default
+profile.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import msgspec
 
+from desched.errors import InputError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.model.pod import Pod
+from desched.scheduler.config_file import load_scheduler_config
 from desched.scheduler.model import KUBE_DEFAULT, MODELS, scheduler_model
+from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 
 # The most equally scored nodes among which the pod's own node still refuses the eviction.
 _MAX_TIED = 2
@@ -28,20 +38,60 @@ _MAX_TIED = 2
 
 class PingPongGuardArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     scheduler: str = KUBE_DEFAULT
+    scheduler_config: str = ""  # a KubeSchedulerConfiguration file; "": the default profile
+
+
+@lru_cache(maxsize=8)
+def _load_version(path: str, _mtime_ns: int, _size: int) -> tuple[SchedulerConfig, list[str]]:
+    return load_scheduler_config(path)
+
+
+def _load(path: str) -> tuple[SchedulerConfig, list[str]]:
+    """The configuration in `path`, read once per version of the file (validation, the policy's
+    warnings and the plugin each ask for it). InputError when it does not load."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return load_scheduler_config(path)  # raises, naming the problem
+    return _load_version(path, st.st_mtime_ns, st.st_size)
+
+
+def scheduler_config(args: PingPongGuardArgs) -> SchedulerConfig:
+    return _load(args.scheduler_config)[0] if args.scheduler_config else DEFAULT_CONFIG
 
 
 def validate(args: PingPongGuardArgs) -> list[str]:
+    errs = []
     if args.scheduler not in MODELS:
         supported = ", ".join(f'"{m}"' for m in MODELS)
-        return [f'scheduler: Unsupported value: "{args.scheduler}": supported values: '
-                f'{supported}']
-    return []
+        errs.append(f'scheduler: Unsupported value: "{args.scheduler}": supported values: '
+                    f'{supported}')
+    if args.scheduler_config == "-":
+        errs.append("schedulerConfig: must name a file (standard input holds the policy or "
+                    "nothing)")
+    elif args.scheduler_config:
+        try:
+            _load(args.scheduler_config)
+        except InputError as err:
+            errs.append(f"schedulerConfig: {err}")
+    return errs
+
+
+def warnings(args: PingPongGuardArgs) -> list[str]:
+    """The scheduler configuration's warnings (unknown fields and plugins, plugins the models
+    leave out), for the policy's."""
+    if not args.scheduler_config or args.scheduler_config == "-":
+        return []
+    try:
+        return [f"schedulerConfig: {w}" for w in _load(args.scheduler_config)[1]]
+    except InputError:
+        return []  # validation reports it
 
 
 class PingPongGuard:
     def __init__(self, args: PingPongGuardArgs, handle: Handle) -> None:
         self.handle = handle
-        self.model = scheduler_model(args.scheduler)
+        self.model = scheduler_model(args.scheduler, scheduler_config(args))
         # One verdict per pod per cycle: plugins ask both filter extension points, often twice.
         self._verdicts: dict[tuple[str, datetime, str, int, int], str | None] = {}
 
@@ -73,13 +123,13 @@ class PingPongGuard:
         target = placement.node
         if target is None:
             return None
-        if target == pod.node_name and len(placement.tied) <= 1:
+        if target == pod.node_name and placement.ties <= 1:
             return f"replacement would land on {target} again ({self.model.name})"
-        if pod.node_name in placement.tied and len(placement.tied) <= _MAX_TIED:
+        if pod.node_name in placement.tied and placement.ties <= _MAX_TIED:
             # kube-scheduler picks among equal scores at random: back on the node at even odds
             # or worse is a ping-pong as much as a certain one.
             return (f"replacement would land on {pod.node_name} again with probability "
-                    f"1/{len(placement.tied)} ({self.model.name}: {len(placement.tied)} nodes "
+                    f"1/{placement.ties} ({self.model.name}: {placement.ties} nodes "
                     f"score the same)")
         plugin: Any = handle.evictor.plugins.get(asking)
         check = getattr(plugin, "over_thresholds_after", None)
@@ -96,4 +146,5 @@ register(PluginSpec(
     args_type=PingPongGuardArgs,
     factory=PingPongGuard,
     validate=validate,
+    warnings=warnings,
 ))

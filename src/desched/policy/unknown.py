@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec.inspect as mi
 
+from desched.errors import shown
 from desched.framework.registry import registry
 from desched.policy.model import Policy
 from desched.util.names import nearest
@@ -119,3 +120,18 @@ def idle_warning(policy: Policy) -> list[str]:
         text += (" by itself (MigrationController only carries out PodMigrationJobs created by "
                  "others)")
     return [text]
+
+
+def args_warnings(policy: Policy) -> list[str]:
+    """Each enabled plugin's own warnings about its args (PingPongGuard's scheduler
+    configuration), naming the file and the profile."""
+    plugins = registry()
+    out: list[str] = []
+    for profile in policy.profiles:
+        enabled = {name for names in profile.enabled.values() for name in names}
+        for name, args in profile.args.items():
+            spec = plugins.get(name)
+            if spec is not None and name in enabled:
+                out.extend(f"{policy.path}: profile {shown(profile.name)}: {name}: {w}"
+                           for w in spec.warnings(args))
+    return out
