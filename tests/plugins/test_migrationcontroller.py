@@ -366,9 +366,9 @@ def test_reservation_first_places_a_reservation_on_another_node() -> None:
     h = Harness(NO_LIMITER, *web())
     assert h.evict("web-0") and h.evict("web-1")
     # Reservations spread: a node holding none is preferred.
-    assert h.decisions() == [("evicted", "web-0", "dup; reservation on n2"),
-                             ("evicted", "web-1", "dup; reservation on n3")]
-    assert h.mc.reservations == {"default/web-0": "n2", "default/web-1": "n3"}
+    assert h.decisions() == [("evicted", "web-0", "dup; reservation on n3"),
+                             ("evicted", "web-1", "dup; reservation on n2")]
+    assert h.mc.reservations == {"default/web-0": "n3", "default/web-1": "n2"}
 
 
 def test_reservation_first_refuses_when_no_other_node_fits() -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from builders import NOW, decode, node, pod, snapshot
+from desched.model.node import ContainerImage
 from desched.scheduler.kube_default import KubeDefault
 from desched.scheduler.load_aware import LoadAware, estimated_usage
 from desched.scheduler.model import scheduler_model
@@ -165,6 +167,13 @@ def test_unknown_model_name() -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+ZONE = "topology.kubernetes.io/zone"
+
+
+def workload(app: str) -> Any:
+    return decode("ReplicaSet", {"metadata": {"name": f"rs-{app}", "namespace": "default"},
+                                 "spec": {"selector": {"matchLabels": {"app": app}}}})
+
 
 @st.composite
 def placements(draw: Any) -> tuple[list[Any], list[Any]]:
@@ -172,22 +181,37 @@ def placements(draw: Any) -> tuple[list[Any], list[Any]]:
     for i in range(draw(st.integers(2, 8))):
         taints = [{"key": "spot", "value": "x", "effect": "PreferNoSchedule"}] \
             if draw(st.booleans()) else None
-        nodes.append(node(f"n{i}", cpu=draw(st.sampled_from(["2", "4", "8"])),
-                          memory=draw(st.sampled_from(["4Gi", "8Gi"])),
-                          labels={"disk": draw(st.sampled_from(["ssd", "hdd"])),
-                                  "kubernetes.io/hostname": f"n{i}"}, taints=taints))
+        labels = {"disk": draw(st.sampled_from(["ssd", "hdd"])),
+                  "kubernetes.io/hostname": f"n{i}"}
+        zone = draw(st.sampled_from(["za", "zb", "zc", None]))
+        if zone is not None:
+            labels[ZONE] = zone
+        images = [{"names": ["app:1"], "sizeBytes": 300 * 1024 * 1024}] \
+            if draw(st.booleans()) else []
+        n = node(f"n{i}", cpu=draw(st.sampled_from(["2", "4", "8"])),
+                 memory=draw(st.sampled_from(["4Gi", "8Gi"])), labels=labels, taints=taints)
+        if images:
+            n = msgspec.structs.replace(n, status=msgspec.structs.replace(
+                n.status, images=(ContainerImage(names=("app:1",), size_bytes=300 << 20),)))
+        nodes.append(n)
     pods = []
     for i in range(draw(st.integers(0, 12))):
+        app = draw(st.sampled_from(["a", "b", "c"]))
         pods.append(pod(f"p{i}", f"n{draw(st.integers(0, len(nodes) - 1))}",
-                        cpu=draw(st.sampled_from(["100m", "500m", "1"])),
-                        memory=draw(st.sampled_from(["128Mi", "1Gi"]))))
+                        cpu=draw(st.sampled_from(["100m", "500m", "1", None])),
+                        memory=draw(st.sampled_from(["128Mi", "1Gi"])),
+                        labels={"app": app}, owner=("ReplicaSet", f"rs-{app}")))
     metrics = []
     for n in nodes:  # some nodes report usage (LoadAware reads it), some do not
         if draw(st.booleans()):
             mine = {p.name: draw(st.sampled_from(["50m", "900m", "2500m"]))
                     for p in pods if p.node_name == n.name}
             metrics.append(metric(n.name, mine))
-    return nodes, [*pods, *metrics]
+    owners = [workload("a"), workload("b")]  # rs-c is not in the snapshot: no spreading
+    if draw(st.booleans()):
+        owners.append(decode("Service", {"metadata": {"name": "svc", "namespace": "default"},
+                                         "spec": {"selector": {"app": "c"}}}))
+    return nodes, [*pods, *metrics, *owners]
 
 
 PREFER_SSD = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
@@ -195,27 +219,32 @@ PREFER_SSD = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDur
         {"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(placements(), st.lists(st.tuples(st.sampled_from(["100m", "700m", "2"]), st.booleans(),
-                                        st.booleans()), min_size=1, max_size=8))
-def test_ranked_placement_equals_the_exact_search(case: tuple[list[Any], list[Any]],
-                                                  steps: list[tuple[str, bool, bool]]) -> None:
+                                        st.booleans(), st.sampled_from(["a", "b", "c"])),
+                              min_size=1, max_size=8))
+def test_ranked_placement_equals_the_exact_search(
+        case: tuple[list[Any], list[Any]], steps: list[tuple[str, bool, bool, str]]) -> None:
+    """The Ranking's answer (scheduler/kube_ranked.py) is the exact search's: the node, its
+    score and how many nodes tie with it, as replacements land and pods leave."""
     nodes, running = case
     snap = snapshot(*nodes, *running)
     model, load_aware = KubeDefault(), LoadAware()
-    for i, (cpu, prefer, bound) in enumerate(steps):
+    for i, (cpu, prefer, bound, app) in enumerate(steps):
         if bound and snap.pods:  # the guard's question: a running pod, as if it left
             subject = sorted(snap.pods.values(), key=lambda p: p.key)[i % len(snap.pods)]
         else:
-            subject = pod(f"new{i}", node_name="", cpu=cpu, spec=PREFER_SSD if prefer else None)
+            subject = pod(f"new{i}", node_name="", cpu=cpu, spec=PREFER_SSD if prefer else None,
+                          labels={"app": app}, owner=("ReplicaSet", f"rs-{app}"))
         ready = snap.ready_nodes()
-        ranked = model.place(subject, ready, snap, NOW).node
-        exact = model.place_exact(subject, ready, snap, NOW).node
-        assert ranked == exact, (subject.key, subject.node_name)
+        ranked = model.place(subject, ready, snap, NOW)
+        exact = model.place_exact(subject, ready, snap, NOW)
+        assert (ranked.node, ranked.ties, ranked.why) == (exact.node, exact.ties, exact.why), (
+            subject.key, subject.node_name)
         by_usage = load_aware.place(subject, ready, snap, NOW).node
         assert by_usage == load_aware._place(subject, ready, snap, NOW).node, subject.key
-        if ranked is not None and not subject.node_name:
+        if ranked.node is not None and not subject.node_name:
             from desched.scheduler.placement import bind
-            snap.add_pod(bind(subject, ranked, NOW))
+            snap.add_pod(bind(subject, ranked.node, NOW))
         elif subject.node_name and i % 2:
             snap.remove_pod(subject)

@@ -123,13 +123,13 @@ class PingPongGuard:
         target = placement.node
         if target is None:
             return None
-        if target == pod.node_name and len(placement.tied) <= 1:
+        if target == pod.node_name and placement.ties <= 1:
             return f"replacement would land on {target} again ({self.model.name})"
-        if pod.node_name in placement.tied and len(placement.tied) <= _MAX_TIED:
+        if pod.node_name in placement.tied and placement.ties <= _MAX_TIED:
             # kube-scheduler picks among equal scores at random: back on the node at even odds
             # or worse is a ping-pong as much as a certain one.
             return (f"replacement would land on {pod.node_name} again with probability "
-                    f"1/{len(placement.tied)} ({self.model.name}: {len(placement.tied)} nodes "
+                    f"1/{placement.ties} ({self.model.name}: {placement.ties} nodes "
                     f"score the same)")
         plugin: Any = handle.evictor.plugins.get(asking)
         check = getattr(plugin, "over_thresholds_after", None)

@@ -49,8 +49,12 @@ def default_selector(pod: Pod, snapshot: ClusterSnapshot) -> LabelSelector | Non
             merged.update(workload.spec.selector or {})
         elif workload is not None and workload.spec.selector is not None:
             own = workload.spec.selector
-            expressions += [LabelSelectorRequirement(key=k, operator="In", values=(v,))
-                            for k, v in (own.match_labels or {}).items()]
+            for k, v in (own.match_labels or {}).items():
+                if merged.get(k, v) == v:
+                    merged[k] = v  # the same requirement, kept indexable (matchLabels)
+                else:  # a Service asks another value: both must hold (nothing matches)
+                    expressions.append(LabelSelectorRequirement(key=k, operator="In",
+                                                                values=(v,)))
             expressions += own.match_expressions or []
     if not merged and not expressions:
         return None

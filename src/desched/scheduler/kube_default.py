@@ -43,6 +43,7 @@ from desched.scheduler import scores as sc
 from desched.scheduler.default_spread import default_selector
 from desched.scheduler.model import KUBE_DEFAULT, Placement
 from desched.scheduler.profile import DEFAULT, DEFAULT_CONFIG, Profile, SchedulerConfig
+from desched.scheduler.ranking import Rankings
 from desched.snapshot.cluster import ClusterSnapshot
 
 _encoder = msgspec.json.Encoder(enc_hook=str)
@@ -257,7 +258,7 @@ def matching_per_node(pod: Pod, selector: LabelSelector | None,
             not selector.match_labels and not selector.match_expressions):
         return per_node  # an empty selector counts nothing
     key = pod.key
-    for other in snapshot.pods_by_namespace.get(pod.namespace, {}).values():
+    for _, other in snapshot.candidates(pod.namespace, selector):
         node = other.spec.node_name
         if (node and not other.terminal and other.metadata.deletion_timestamp is None
                 and match(other.metadata.labels) and other.key != key):
@@ -492,6 +493,7 @@ class KubeDefault:
 
     def __init__(self, config: SchedulerConfig = DEFAULT_CONFIG) -> None:
         self.config = config
+        self.rankings = Rankings()
 
     def profile(self, pod: Pod) -> Profile:
         """The profile named by the pod's schedulerName; kube-scheduler's default profile for a
@@ -501,7 +503,33 @@ class KubeDefault:
 
     def place(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
               now: datetime) -> Placement:
+        profile = self.profile(pod)
+        if self.rankable(pod, snapshot, profile):
+            from desched.scheduler import kube_ranked
+
+            placed = kube_ranked.place(self, pod, nodes, snapshot, profile)
+            if placed is not None:
+                return placed
         return self.place_exact(pod, nodes, snapshot, now)
+
+    @staticmethod
+    def rankable(pod: Pod, snapshot: ClusterSnapshot, profile: Profile) -> bool:
+        """Whether the Ranking answers for the pod (scheduler/kube_ranked.py): a simple pod no
+        running pod's term scores, with no DoNotSchedule default constraints to filter by."""
+        return (simple(pod) and snapshot.finished
+                and not ("PodTopologySpread" in profile.filters and any(
+                    (c.when_unsatisfiable or "DoNotSchedule") == "DoNotSchedule"
+                    for c in profile.spread.effective))
+                and not ("InterPodAffinity" in profile.scores
+                         and not profile.ignore_preferred_terms_of_existing_pods
+                         and running_terms_select(pod, snapshot, profile)))
+
+    @staticmethod
+    def space(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+              profile: Profile) -> Sequence[Node]:
+        """The nodes worth filtering: those the pod's node selector and affinity may match."""
+        return (affinity_space(pod, nodes, snapshot) if "NodeAffinity" in profile.filters
+                else nodes)
 
     def place_exact(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
                     now: datetime) -> Placement:
@@ -516,14 +544,20 @@ class KubeDefault:
     def choose(self, scores: Mapping[str, int], total: int, profile: Profile) -> Placement:
         top = max(scores.values())
         tied = tuple(sorted(n for n, s in scores.items() if s == top))
-        why = f"score {top} of {len(scores)} feasible node(s)"
-        if len(tied) > 1:
-            why += f"; one of {len(tied)} nodes with that score (kube-scheduler picks at random)"
+        return self.describe(top, tied[-1], tied, len(tied), len(scores), total, profile)
+
+    def describe(self, score: int, chosen: str, tied: tuple[str, ...], ties: int, feasible: int,
+                 total: int, profile: Profile) -> Placement:
+        """The placement on `chosen` (the last by name of the `ties` nodes with the top score,
+        `tied` those of them known by name), saying where kube-scheduler chooses at random."""
+        why = f"score {score} of {feasible} feasible node(s)"
+        if ties > 1:
+            why += f"; one of {ties} nodes with that score (kube-scheduler picks at random)"
         sample = self.config.nodes_to_score(profile, total)
-        if sample < len(scores):
+        if sample < feasible:
             why += (f"; kube-scheduler scores only the first {sample} feasible node(s) it finds "
                     f"(percentageOfNodesToScore), so it may pick a lower score")
-        return Placement(tied[0], why, tied)
+        return Placement(chosen, why, tied, ties)
 
     # -- filters -------------------------------------------------------------------------------
 
@@ -564,8 +598,7 @@ class KubeDefault:
 
     def feasible(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
                  profile: Profile = DEFAULT) -> tuple[list[Node], str]:
-        candidates = (affinity_space(pod, nodes, snapshot) if "NodeAffinity" in profile.filters
-                      else nodes)
+        candidates = self.space(pod, nodes, snapshot, profile)
         refuse = self.node_filter(pod, profile)
         reasons: Counter[str] = Counter()
         fits: list[Node] = []
@@ -643,3 +676,62 @@ class KubeDefault:
                 add("InterPodAffinity", sc.min_max_normalize(
                     {n.metadata.name: affinity_score(topology, n) for n in feasible}))
         return total
+
+
+# -- running pods' terms, grouped --------------------------------------------------------------
+
+# (kind, namespaces, label selector) -> a term of that shape and the running pods holding it.
+TermGroups = dict[bytes, tuple[str, PodAffinityTerm, Pod, list[Pod]]]
+
+
+def _terms_of(pod: Pod) -> list[tuple[str, PodAffinityTerm]]:
+    """The pod's terms that can score another pod: preferred (anti-)affinity, required
+    affinity (hardPodAffinityWeight)."""
+    out = [("preferred", term) for term, _ in _preferred(pod)[0]]
+    out += [("required", term) for term in _required_affinity(pod)]
+    return out
+
+
+def _group(groups: TermGroups, pod: Pod) -> None:
+    for kind, term in _terms_of(pod):
+        key = _encoder.encode((kind, sorted(term_namespaces(term, pod)), term.label_selector))
+        group = groups.get(key)
+        if group is None:
+            groups[key] = (kind, term, pod, [pod])
+        else:
+            group[3].append(pod)
+
+
+def term_groups(snapshot: ClusterSnapshot) -> TermGroups:
+    """Running pods' scoring terms grouped by shape: built once, then caught up with the pods
+    added since; a holder that left is skipped when read."""
+    cached = snapshot.caches.get("affinity-term-groups")
+    added = snapshot.added_since_finish
+    if cached is None or (not snapshot.finished and cached[0] != snapshot.additions):
+        groups: TermGroups = {}
+        for p in snapshot.pods.values():
+            if p.spec.node_name and _has_pod_affinity(p):
+                _group(groups, p)
+        cached = snapshot.caches["affinity-term-groups"] = [snapshot.additions, groups,
+                                                            len(added)]
+    elif cached[2] < len(added):
+        for p in added[cached[2]:]:
+            if p.spec.node_name and _has_pod_affinity(p):
+                _group(cached[1], p)
+        cached[2] = len(added)
+    found: TermGroups = cached[1]
+    return found
+
+
+def running_terms_select(pod: Pod, snapshot: ClusterSnapshot, profile: Profile) -> bool:
+    """Whether some running pod's term would score `pod` (InterPodAffinity would not skip)."""
+    current = snapshot.pods
+    for kind, term, owner, holders in term_groups(snapshot).values():
+        if kind == "required" and profile.hard_pod_affinity_weight <= 0:
+            continue
+        if not _term_matches(term, owner, pod):
+            continue
+        if any(current.get(h.key) is h and h.key != pod.key and not h.terminal
+               for h in holders):
+            return True
+    return False

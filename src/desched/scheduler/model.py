@@ -26,6 +26,7 @@ class Placement:
     # Every node with the winning score, `node` among them: kube-scheduler picks one of these
     # at random, so each is as likely as `node` (desched takes the first by name).
     tied: tuple[str, ...] = ()
+    ties: int = 1  # how many nodes have the winning score (not all named in `tied` at scale)
 
 
 class SchedulerModel(Protocol):

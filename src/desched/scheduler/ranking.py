@@ -9,7 +9,9 @@ to or removed from since its last use: a placement costs the changed nodes, not 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 import msgspec
 
@@ -19,7 +21,9 @@ from desched.predicates.domains import blocked_by_existing_anti_affinity
 from desched.predicates.nodefit import affinity_space
 from desched.snapshot.cluster import ClusterSnapshot
 
-Class = tuple[float, float]  # the node-static score parts: (untolerated soft taints, weight)
+# The node-static score parts a model groups nodes by (e.g. untolerated soft taints, preferred
+# affinity weight, topology domains).
+Class = tuple[Any, ...]
 Entry = Callable[[Node], "tuple[Class, float] | None"]  # None: the node does not fit
 
 # The weights of the node-static score parts (soft taints, preferred affinity) and a constant.
@@ -42,6 +46,8 @@ class Ranking:
         self.nodes = {n.metadata.name: n for n in candidates}
         self.classes: dict[Class, dict[str, tuple[float, str]]] = {}
         self.where: dict[str, Class] = {}
+        # Each class's members per score: how many share its top (equal scores: a tie).
+        self.score_counts: dict[Class, Counter[float]] = {}
         # Each class's best entry, while no member of it changed (most questions ask again
         # before anything moved: the guard asks about every candidate pod).
         self._tops: dict[Class, tuple[float, str]] = {}
@@ -71,14 +77,50 @@ class Ranking:
         name = node.metadata.name
         old = self.where.pop(name, None)
         if old is not None:
-            self.classes[old].pop(name, None)
+            gone = self.classes[old].pop(name, None)
+            if gone is not None:
+                self.score_counts[old][gone[0]] -= 1
             self._tops.pop(old, None)
         found = self.entry(node)
         if found is not None:
             cls, score = found
             self.classes.setdefault(cls, {})[name] = (score, name)
+            self.score_counts.setdefault(cls, Counter())[score] += 1
             self.where[name] = cls
             self._tops.pop(cls, None)
+
+    def member(self, name: str) -> tuple[Class, float] | None:
+        """A feasible node's (class, score), or None when it does not fit."""
+        cls = self.where.get(name)
+        if cls is None:
+            return None
+        return cls, self.classes[cls][name][0]
+
+    def tops(self, exclude: set[str]) -> dict[Class, tuple[float, str, int, int]]:
+        """Per class, over its members not in `exclude`: (top score, the last node by name
+        with it, how many members have it, how many members there are)."""
+        out: dict[Class, tuple[float, str, int, int]] = {}
+        for cls, members in self.classes.items():
+            if not members:
+                continue
+            top = self._tops.get(cls)
+            if top is None:
+                top = self._tops[cls] = max(members.values())
+            hidden = [n for n in exclude if n in members]
+            if not hidden:
+                out[cls] = (top[0], top[1], self.score_counts[cls][top[0]], len(members))
+                continue
+            kept = {n: v for n, v in members.items() if n not in exclude} \
+                if top[1] in exclude else None
+            if kept is None:
+                at_top = self.score_counts[cls][top[0]] - sum(
+                    1 for n in hidden if members[n][0] == top[0])
+                out[cls] = (top[0], top[1], at_top, len(members) - len(hidden))
+            elif kept:
+                best = max(kept.values())
+                at_top = sum(1 for v in kept.values() if v[0] == best[0])
+                out[cls] = (best[0], best[1], at_top, len(kept))
+        return out
 
     def best(self, exclude: set[str], extra: tuple[Class, float] | None, name: str = "",
              weighted: Weights | None = None) -> tuple[str, float, int] | None:
@@ -133,19 +175,28 @@ class Rankings:
     def __init__(self) -> None:
         self._by_key: dict[Hashable, Ranking] = {}
 
+    def get(self, key: Hashable, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+            entry_for: Callable[[Pod], Entry], candidates: Sequence[Node] | None = None
+            ) -> Ranking:
+        """The Ranking for `key` over `nodes`, brought up to date (built over `candidates`,
+        the pod's affinity space unless given, the first time)."""
+        full_key = (key, id(snapshot), id(nodes))
+        ranking = self._by_key.get(full_key)
+        if ranking is None or ranking.source is not nodes or not ranking.current(snapshot):
+            if len(self._by_key) >= self.MAX:
+                self._by_key.clear()
+            space = affinity_space(pod, nodes, snapshot) if candidates is None else candidates
+            ranking = self._by_key[full_key] = Ranking(
+                nodes, space, snapshot, entry_for(stranger(pod)))
+        return ranking
+
     def best(self, key: Hashable, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
              entry_for: Callable[[Pod], Entry], weighted: Weights | None = None
              ) -> tuple[str, float, int] | None:
         """Where `pod` goes among `nodes`: the Ranking for `key` brought up to date, less the
         nodes running pods' anti-affinity keeps it from; the node the pod leaves (if any) is
         judged with the pod itself, its own requests and usage no longer counted there."""
-        full_key = (key, id(snapshot), id(nodes))
-        ranking = self._by_key.get(full_key)
-        if ranking is None or ranking.source is not nodes or not ranking.current(snapshot):
-            if len(self._by_key) >= self.MAX:
-                self._by_key.clear()
-            ranking = self._by_key[full_key] = Ranking(
-                nodes, affinity_space(pod, nodes, snapshot), snapshot, entry_for(stranger(pod)))
+        ranking = self.get(key, pod, nodes, snapshot, entry_for)
         exclude = blocked_by_existing_anti_affinity(snapshot, pod, nodes, pod)
         own = ranking.nodes.get(pod.node_name) if pod.node_name else None
         extra: tuple[Class, float] | None = None

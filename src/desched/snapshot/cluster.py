@@ -348,7 +348,7 @@ class ClusterSnapshot:
         if members is None:
             matcher = self._pdb_matcher(pdb)
             namespace = pdb.metadata.namespace or "default"
-            members = {key: pod for key, pod in self._candidates(namespace, pdb.spec.selector)
+            members = {key: pod for key, pod in self.candidates(namespace, pdb.spec.selector)
                        if matcher(pod.metadata.labels)}
             self._pdb_members[id(pdb)] = members
             member_of = self._member_of
@@ -360,7 +360,7 @@ class ClusterSnapshot:
                     held.append(members)
         return members.values()
 
-    def _candidates(self, namespace: str,
+    def candidates(self, namespace: str,
                     selector: LabelSelector | None) -> Iterable[tuple[str, Pod]]:
         """Pods that may match a selector: for matchLabels, the smallest bucket of the
         namespace's label index (the caller still applies the whole selector)."""
