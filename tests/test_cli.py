@@ -488,3 +488,102 @@ def test_a_priority_class_threshold_is_looked_up_in_the_snapshot_not_at_validati
     assert desched("validate", "--policy", policy).stdout == "ok\n"
     proc = desched("simulate", "--policy", policy, "--snapshot", CLUSTER, "--now", NOW)
     assert_input_error(proc, 'priorityclasses.scheduling.k8s.io "high-priority" not found')
+
+
+# -- --scheduler-config ------------------------------------------------------------------------
+
+HOTSPOT = REPO / "examples" / "lownodeload-hotspot"
+HOT, OTHER = "cn-beijing.10.0.0.53", "cn-beijing.10.0.0.100"
+SCHED_HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+BIN_PACKING = SCHED_HEAD + """\
+profiles:
+- pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy: {type: MostAllocated}
+"""
+
+
+def hotspot(*extra: str) -> subprocess.CompletedProcess[str]:
+    return desched("simulate", "--policy", str(HOTSPOT / "policy.yaml"), "--snapshot",
+                   str(HOTSPOT / "cluster.yaml"), "--cycles", "7", "--reschedule", "--output",
+                   "json", *extra)
+
+
+def test_scheduler_config_places_the_replacements(tmp_path: Path) -> None:
+    """kube-scheduler's default profile puts the evicted pod's replacement back on the hot node;
+    a bin-packing profile (MostAllocated) puts it on the other busy node."""
+    default = hotspot()
+    assert default.returncode == 0, default.stderr
+    assert [r["node"] for r in json.loads(default.stdout)["rescheduled"]] == [HOT]
+    sched = write(tmp_path / "sched.yaml", BIN_PACKING)
+    packed = hotspot("--scheduler-config", sched)
+    assert packed.returncode == 0, packed.stderr
+    assert packed.stderr == ""
+    assert [r["node"] for r in json.loads(packed.stdout)["rescheduled"]] == [OTHER]
+
+
+def test_explain_follows_the_replacement_placed_by_the_scheduler_config(tmp_path: Path) -> None:
+    sched = write(tmp_path / "sched.yaml", BIN_PACKING)
+    proc = desched("explain", "--policy", str(HOTSPOT / "policy.yaml"), "--snapshot",
+                   str(HOTSPOT / "cluster.yaml"), "--cycles", "7", "--reschedule", "--node",
+                   HOT, "--scheduler-config", sched)
+    assert proc.returncode == 0, proc.stderr
+    assert f"replaced by default/stress-demo-588f9646cf-s7x2k-r6, placed on {OTHER}" \
+        in proc.stdout
+
+
+def test_scheduler_config_warnings_go_to_stderr_one_line_each(tmp_path: Path) -> None:
+    sched = write(tmp_path / "sched.yaml", SCHED_HEAD + textwrap.dedent("""\
+        profile: []
+        profiles:
+        - plugins:
+            score:
+              enabled: [{name: ImageLocalty}]
+        """))
+    proc = hotspot("--scheduler-config", sched)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f'warning: {sched}: unknown field "profile" (did you mean "profiles"?); it is ignored',
+        f'warning: {sched}: profiles[0].plugins.score.enabled[0]: unknown plugin "ImageLocalty" '
+        f"(did you mean ImageLocality?)"]
+    assert json.loads(proc.stdout)["rescheduled"]
+
+
+def test_scheduler_config_without_reschedule_says_it_changes_nothing(tmp_path: Path) -> None:
+    sched = write(tmp_path / "sched.yaml", BIN_PACKING)
+    proc = desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--now", NOW,
+                   "--scheduler-config", sched)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"warning: --scheduler-config {sched}: only --reschedule places pods; without it the "
+        f"configuration is checked and changes nothing"]
+
+
+@pytest.mark.parametrize("command", ["simulate", "explain"])
+def test_a_scheduler_config_that_does_not_load_is_one_line_exit_2(tmp_path: Path,
+                                                                   command: str) -> None:
+    extra = ["--pod", "default/x"] if command == "explain" else []
+    missing = str(tmp_path / "missing.yaml")
+    proc = desched(command, "--policy", POLICY, "--snapshot", CLUSTER, "--reschedule",
+                   "--scheduler-config", missing, *extra)
+    assert_input_error(proc, f"error: {missing}: failed to read the scheduler configuration: "
+                             f"No such file or directory")
+    bad = write(tmp_path / "bad.yaml", SCHED_HEAD + "percentageOfNodesToScore: 101\n")
+    proc = desched(command, "--policy", POLICY, "--snapshot", CLUSTER, "--reschedule",
+                   "--scheduler-config", bad, *extra)
+    assert_input_error(proc, f"error: {bad}: percentageOfNodesToScore: Invalid value: 101: not "
+                             f"in valid range [0-100]")
+
+
+def test_scheduler_config_from_standard_input() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "desched.cli", "simulate", "--policy", str(HOTSPOT / "policy.yaml"),
+         "--snapshot", str(HOTSPOT / "cluster.yaml"), "--cycles", "7", "--reschedule",
+         "--output", "json", "--scheduler-config", "-"],
+        input=BIN_PACKING, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["node"] for r in json.loads(proc.stdout)["rescheduled"]] == [OTHER]
+    both = desched("simulate", "--policy", "-", "--snapshot", CLUSTER, "--scheduler-config", "-")
+    assert_input_error(both, "only one of --policy, --snapshot and --scheduler-config can be - "
+                             "(standard input)")
