@@ -151,6 +151,23 @@ def test_load_aware_filters_nodes_at_the_usage_threshold_and_expired_metrics() -
     assert "1 node(s) nodeMetric expired" in placement.why
 
 
+def test_load_aware_reads_its_arguments_from_the_koord_scheduler_configuration() -> None:
+    """usageThresholds cpu 70 admits the node at 65 %; nodeMetricExpirationSeconds 300 keeps
+    the 181-second-old metric; filterExpiredNodeMetrics false would too."""
+    from desched.scheduler.profile import LoadAwareArgs, Profile, SchedulerConfig
+
+    objects = [node("n1"), node("n2"), pod("a", "n1"), pod("b", "n2", cpu="3"),
+               metric("n1", {"a": "2600m"}), metric("n2", {"b": "3500m"}, age=181)]
+    snap = snapshot(pod("new", node_name=""), *objects)
+    subject, ready = snap.pods["default/new"], snap.ready_nodes()
+    assert LoadAware().place(subject, ready, snap, NOW).node is None
+    args = LoadAwareArgs(usage_thresholds={"cpu": 70, "memory": 95},
+                         node_metric_expiration_seconds=300)
+    config = SchedulerConfig(profiles={"koord-scheduler": Profile(
+        scheduler_name="koord-scheduler", load_aware=args)})
+    assert LoadAware(config).place(subject, ready, snap, NOW).node == "n1"  # n2: 87.5 %
+
+
 def test_a_node_without_nodemetric_is_scheduled_on_estimates() -> None:
     objects = [node("n1"), node("n2"), pod("a", "n1", cpu="1"),
                metric("n1", {"a": "3"})]

@@ -1,6 +1,8 @@
-"""`koord-load-aware`: koord-scheduler with Koordinator's LoadAwareScheduling plugin, at its
-default arguments (filterExpiredNodeMetrics true, nodeMetricExpirationSeconds 180, usageThresholds
-cpu 65% memory 95%, resourceWeights cpu 1 memory 1, estimatedScalingFactors cpu 85% memory 70%).
+"""`koord-load-aware`: koord-scheduler with Koordinator's LoadAwareScheduling plugin, with the
+arguments of the koord-scheduler configuration given (`--scheduler-config`, PingPongGuard's
+`schedulerConfig`), else its defaults (filterExpiredNodeMetrics true, nodeMetricExpirationSeconds
+180, usageThresholds cpu 65% memory 95%, resourceWeights cpu 1 memory 1, estimatedScalingFactors
+cpu 85% memory 70%).
 
 Filters: kube-default's filters, then LoadAwareScheduling's: a node whose NodeMetric expired is
 unschedulable, one without a NodeMetric passes (no load data: plain scheduling), and a node whose
@@ -17,7 +19,7 @@ custom thresholds from node annotations.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from desched.model.node import Node
@@ -29,17 +31,14 @@ from desched.predicates.nodefit import (
 )
 from desched.scheduler.kube_default import KubeDefault, simple, simple_key
 from desched.scheduler.model import LOAD_AWARE, Placement, best
-from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
+from desched.scheduler.profile import DEFAULT_CONFIG, LoadAwareArgs, SchedulerConfig
 from desched.scheduler.ranking import Class, Entry, Rankings
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.usage.nodemetric import NodeLoad, expiry_problem, read_node_load
 
-USAGE_THRESHOLDS = {"cpu": 65, "memory": 95}
-RESOURCE_WEIGHTS = {"cpu": 1, "memory": 1}
 SCALING_FACTORS = {"cpu": 85, "memory": 70}
-EXPIRATION_SECONDS = 180
 DEFAULT_REQUESTS = {"cpu": 250, "memory": 200 * 1024 * 1024}  # millicores, bytes
-_RESOURCES = tuple(RESOURCE_WEIGHTS)
+_RESOURCES = ("cpu", "memory")
 
 
 def pod_limits(pod: Pod) -> dict[str, int]:
@@ -51,8 +50,9 @@ def pod_limits(pod: Pod) -> dict[str, int]:
     return limits
 
 
-def estimated_usage(pod: Pod) -> dict[str, int]:
-    """LoadAwareScheduling's default estimator for a pod the metrics do not report yet."""
+def estimated_usage(pod: Pod, factors: Mapping[str, int] = SCALING_FACTORS) -> dict[str, int]:
+    """LoadAwareScheduling's default estimator for a pod the metrics do not report yet
+    (`factors`: estimatedScalingFactors, percent)."""
     requests, limits = pod.requests, pod_limits(pod)
     out: dict[str, int] = {}
     for name in _RESOURCES:
@@ -62,8 +62,17 @@ def estimated_usage(pod: Pod) -> dict[str, int]:
         elif request == 0:
             out[name] = DEFAULT_REQUESTS[name]
         else:
-            out[name] = request * SCALING_FACTORS[name] // 100
+            out[name] = request * factors.get(name, SCALING_FACTORS[name]) // 100
     return out
+
+
+def load_aware_args(config: SchedulerConfig) -> LoadAwareArgs:
+    """The LoadAwareScheduling arguments of a koord-scheduler configuration (the first profile
+    that enables the plugin), or its defaults."""
+    for profile in config.profiles.values():
+        if profile.load_aware is not None:
+            return profile.load_aware
+    return LoadAwareArgs()
 
 
 class LoadAware:
@@ -71,6 +80,7 @@ class LoadAware:
 
     def __init__(self, config: SchedulerConfig = DEFAULT_CONFIG) -> None:
         self.config = config
+        self.args = load_aware_args(config)
         self.requests_model = KubeDefault()
         self._rankings = Rankings()
         # node -> ((snapshot, node version, clock), its NodeMetric, its base estimate)
@@ -130,16 +140,18 @@ class LoadAware:
                    now: datetime) -> float | str:
         """The node's score, or why LoadAwareScheduling filters it out."""
         if pod.node_name == node.name:
-            base = self._node_base(node, snapshot, now, leaving=pod)
+            base = self._node_base(node, snapshot, now, leaving=pod, args=self.args)
         else:
             base = self._cached_base(node, snapshot, now)
         if isinstance(base, str):
             return base
         estimated = dict(base)
-        for name, amount in estimated_usage(pod).items():
+        for name, amount in estimated_usage(pod, self.args.estimated_scaling_factors).items():
             estimated[name] += amount
         total = weight_sum = 0.0
-        for name, weight in RESOURCE_WEIGHTS.items():
+        for name, weight in self.args.resource_weights.items():
+            if name not in estimated:
+                continue
             capacity = node.allocatable.get(name, 0)
             share = max(0.0, (capacity - estimated[name]) * 100.0 / capacity) if capacity else 0
             total += weight * share
@@ -156,21 +168,23 @@ class LoadAware:
         cached = self._bases.get(name)
         if cached is not None and cached[0] == stamp and cached[1] is metric:
             return cached[2]
-        base = self._node_base(node, snapshot, now, leaving=None)
+        base = self._node_base(node, snapshot, now, leaving=None, args=self.args)
         self._bases[name] = (stamp, metric, base)
         return base
 
     @staticmethod
     def _node_base(node: Node, snapshot: ClusterSnapshot, now: datetime,
-                   leaving: Pod | None) -> dict[str, int] | str:
+                   leaving: Pod | None, args: LoadAwareArgs) -> dict[str, int] | str:
         """The node's estimated usage before the pod arrives (measured usage, less `leaving`'s,
         plus estimates for the pods the metric does not report), or why it is filtered."""
         metric = snapshot.node_metrics.get(node.name)
         load: NodeLoad | None = None
+        expiry = args.node_metric_expiration_seconds
         if metric is not None:
-            if expiry_problem(metric, now, EXPIRATION_SECONDS) is not None:
+            if (args.filter_expired_node_metrics
+                    and expiry_problem(metric, now, expiry) is not None):
                 return "node(s) nodeMetric expired"
-            got = read_node_load(node, snapshot, _RESOURCES, now, EXPIRATION_SECONDS)
+            got = read_node_load(node, snapshot, _RESOURCES, now, expiry)
             load = got if isinstance(got, NodeLoad) else None
         measured = dict.fromkeys(_RESOURCES, 0)
         reported: set[str] = set()
@@ -181,14 +195,14 @@ class LoadAware:
             gone = load.pod_usage.get(leaving.key) if leaving is not None else None
             for name, amount in (gone or {}).items():
                 measured[name] = max(0, measured[name] - amount)
-            for name, limit in USAGE_THRESHOLDS.items():
+            for name, limit in args.usage_thresholds.items():
                 capacity = node.allocatable.get(name, 0)
-                if capacity > 0 and measured[name] * 100 >= limit * capacity:
+                if capacity > 0 and measured.get(name, 0) * 100 >= limit * capacity:
                     return f"node(s) {name} usage exceed threshold"
         estimated = dict(measured)
         for other in snapshot.pods_on_node(node.name):
             if other is leaving or other.key in reported:
                 continue
-            for name, amount in estimated_usage(other).items():
+            for name, amount in estimated_usage(other, args.estimated_scaling_factors).items():
                 estimated[name] += amount
         return estimated
