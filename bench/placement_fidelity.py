@@ -66,6 +66,8 @@ NAME = "app.kubernetes.io/name"
 POOL = "node-pool"
 MOST_ALLOCATED = "most-allocated"  # the second kube-scheduler's profile (schedulerName)
 PENDING = "(pending)"  # the class of a replacement no node took
+GATE = "desched.io/fidelity-hold"  # gated mode: replacements wait here until all evictions are done
+MODES = ("interleaved", "gated")
 
 
 # -- what a scenario is made of -------------------------------------------------------------------
@@ -338,12 +340,12 @@ def scale(nodes: int = 200, added: int = 40, seed: int = 7) -> Scenario:
             return {"affinity": {"podAntiAffinity": _anti(HOSTNAME, name, 100)}}
         return {}
 
-    fill("general", general * 8 * 0.68, 25,
+    fill("general", general * 8 * 0.74, 25,
          [("250m", "512Mi", 0.25), ("500m", "1Gi", 0.5), ("750m", "1536Mi", 0.75)],
          general_extra)
-    fill("highmem", highmem * 8 * 0.55, 5, [("1", "8Gi", 1.0), ("500m", "4Gi", 0.5)],
+    fill("highmem", highmem * 8 * 0.45, 5, [("1", "8Gi", 1.0), ("500m", "4Gi", 0.5)],
          lambda i, name: {})
-    fill("compute", compute * 16 * 0.7, 5, [("2", "2Gi", 2.0), ("1", "1Gi", 1.0)],
+    fill("compute", compute * 16 * 0.55, 5, [("2", "2Gi", 2.0), ("1", "1Gi", 1.0)],
          lambda i, name: {})
     return Scenario(
         "scale", f"{nodes}+{added} nodes, 3 pools x 3 zones, LNU cpu 20/50, at most 25 "
@@ -379,7 +381,9 @@ def owner_of(pod: dict[str, Any]) -> str:
 
 
 def _unschedulable(pod: dict[str, Any]) -> bool:
+    """kube-scheduler tried and found no node (not: the pod waits at a scheduling gate)."""
     return any(c.get("type") == "PodScheduled" and c.get("status") == "False"
+               and c.get("reason") == "Unschedulable"
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
@@ -485,6 +489,44 @@ class Kube:
     def resize(self, ns: str, name: str, replicas: int) -> None:
         self.client.patch(ReplicaSet, name, {"spec": {"replicas": replicas}}, namespace=ns,
                           patch_type=PatchType.MERGE)
+
+    # -- gated mode ------------------------------------------------------------------------------
+    def hold(self, ns: str) -> None:
+        """Pods the ReplicaSets create from now on wait at a scheduling gate."""
+        for rs in self.client.list(ReplicaSet, namespace=ns):
+            self.client.patch(ReplicaSet, rs.metadata.name, {"spec": {"template": {"spec": {
+                "schedulingGates": [{"name": GATE}]}}}}, namespace=ns,
+                patch_type=PatchType.MERGE)
+
+    def replacements(self, ns: str, known: set[str], timeout: float) -> list[dict[str, Any]]:
+        """Until every ReplicaSet has its replicas again: the pods not in `known`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            want = {rs.metadata.name: rs.spec.replicas
+                    for rs in self.client.list(ReplicaSet, namespace=ns)}
+            pods = self.pods(ns)
+            have = Counter(owner_of(p) for p in pods)
+            if all(have.get(name, 0) == count for name, count in want.items()):
+                return [p for p in pods if p["metadata"]["name"] not in known]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{ns}: replacements not created after {timeout:g}s")
+            time.sleep(0.2)
+
+    def release(self, ns: str, names: list[str], timeout: float = 60.0) -> None:
+        """Lift the gate of each pod in turn, and wait until kube-scheduler has bound it (or
+        found no node) before the next: one placement at a time, in this order."""
+        for name in names:
+            self.client.patch(Pod, name, {"spec": {"schedulingGates": None}}, namespace=ns,
+                              patch_type=PatchType.MERGE)
+            deadline = time.monotonic() + timeout
+            while True:
+                pod = self.client.get(Pod, name, namespace=ns).to_dict()
+                if pod["spec"].get("nodeName") or _unschedulable(pod):
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{ns}/{name}: not scheduled {timeout:g}s after its "
+                                       f"gate was lifted")
+                time.sleep(0.02)
 
     # -- pods ------------------------------------------------------------------------------------
     def pods(self, ns: str) -> list[dict[str, Any]]:
@@ -648,6 +690,10 @@ class Timeline:
                     self.events.append((now, "bound", name, node))
         except Exception:  # the client closed under the watch, or the namespace went
             self._synced.set()
+
+    def created(self) -> list[str]:
+        """Pods created while watching, in the order their creation was seen."""
+        return [pod for _, what, pod, _ in self.events if what == "created"]
 
     def summary(self) -> dict[str, Any]:
         """The order of things: how far evictions and placements interleave."""
@@ -934,6 +980,11 @@ class Options:
     workdir: Path
     kube_scheduler: str | None = None
     keep: bool = False
+    # interleaved: as a cluster does it (each replacement is created and scheduled as soon as
+    # its pod is evicted, while desched goes on evicting). gated: replacements wait at a
+    # scheduling gate until the run is over, then are released one at a time in the order
+    # they were created, the order desched's model places them in.
+    mode: str = "interleaved"
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr,
                                                                      flush=True))
 
@@ -961,22 +1012,22 @@ def run_scenario(scenario: Scenario, opts: Options,
                  kube: Kube | None = None) -> dict[str, Any]:
     """Build, predict, run, compare. The result is JSON-ready; `skipped` says why a scenario
     could not run."""
-    result: dict[str, Any] = {"scenario": scenario.name, "summary": scenario.summary,
+    result: dict[str, Any] = {"scenario": scenario.name, "mode": opts.mode,
+                              "summary": scenario.summary,
                               "deterministic": scenario.deterministic, "commit": commit(),
                               "reported": scenario.reported}
     extra: list[str] = []
     binary = None
     if scenario.most_allocated:
         if not has_scheduler_config():
-            result["skipped"] = ("desched simulate has no --scheduler-config yet (being added): "
-                                 "cannot tell the model about the MostAllocated profile")
+            result["skipped"] = "this desched's simulate has no --scheduler-config"
             return result
         binary = find_kube_scheduler(opts.kubeconfig, opts.kube_scheduler)
         if binary is None:
             result["skipped"] = "no kube-scheduler binary for the second scheduler " \
                                 "(--kube-scheduler)"
             return result
-    work = opts.workdir / scenario.name
+    work = opts.workdir / f"{scenario.name}-{opts.mode}"
     work.mkdir(parents=True, exist_ok=True)
     own = kube is None
     kube = kube or Kube(opts.kubeconfig)
@@ -1004,11 +1055,19 @@ def run_scenario(scenario: Scenario, opts: Options,
         (work / "simulate.json").write_text(sim.stdout, encoding="utf-8")
         simulated = json.loads(sim.stdout)
         opts.log(f"{scenario.name}: simulated {len(simulated['evictions'])} evictions; "
-                 f"running desched")
-        with Timeline(opts.kubeconfig, ns, (p["metadata"]["name"] for p in before)) as timeline:
+                 f"running desched ({opts.mode})")
+        known = {p["metadata"]["name"] for p in before}
+        if opts.mode == "gated":
+            kube.hold(ns)
+        with Timeline(opts.kubeconfig, ns, known) as timeline:
             run = desched("run", "--once", "--policy", str(policy), "--kubeconfig",
                           opts.kubeconfig, "--log-format", "json")
             run_done = time.monotonic() - timeline.t0
+            if opts.mode == "gated":
+                waiting = {p["metadata"]["name"] for p in
+                           kube.replacements(ns, known, scenario.settle_timeout)}
+                seen = [name for name in timeline.created() if name in waiting]
+                kube.release(ns, seen + sorted(waiting - set(seen)))
             after = kube.settle(ns, scenario.settle_timeout)
             time.sleep(0.5)
         (work / "run.log").write_text(run.stderr, encoding="utf-8")
@@ -1034,6 +1093,7 @@ def run_scenario(scenario: Scenario, opts: Options,
 # -- report ---------------------------------------------------------------------------------------
 
 def table(results: list[dict[str, Any]]) -> str:
+    """The summary table (one mode's results)."""
     head = ("scenario", "evictions pred/real (same set)", "replacements on predicted class",
             "std after pred vs real", "max after pred vs real")
     rows: list[tuple[str, ...]] = []
@@ -1061,8 +1121,8 @@ def table(results: list[dict[str, Any]]) -> str:
 def details(r: dict[str, Any]) -> str:
     """Per scenario: where the replacements went, predicted and real, and the order of events."""
     if "skipped" in r:
-        return f"{r['scenario']}: skipped: {r['skipped']}"
-    lines = [f"{r['scenario']}: {r['summary']} ({r['cluster']['nodes']} nodes, "
+        return f"{r['scenario']} [{r.get('mode', '')}]: skipped: {r['skipped']}"
+    lines = [f"{r['scenario']} [{r['mode']}]: {r['summary']} ({r['cluster']['nodes']} nodes, "
              f"{r['cluster']['pods']} pods; simulate {r['simulateSeconds']} s)"]
     if r.get("reported"):
         lines.append(f"  issue reported: {r['reported']}")
@@ -1122,6 +1182,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="policies, snapshots, simulate output and logs per scenario")
     parser.add_argument("--kube-scheduler", help="kube-scheduler binary for the MostAllocated "
                         "scenario (default: realk8s's, beside the kubeconfig)")
+    parser.add_argument("--mode", choices=[*MODES, "both"], default="both",
+                        help="interleaved: replacements are scheduled while desched still "
+                             "evicts, as in any cluster; gated: they wait until the run is "
+                             "over and are placed one by one (the model's assumption); "
+                             "default both")
     parser.add_argument("--desched-rev", help="run desched as committed at this revision "
                         "(git archive), not the working tree")
     parser.add_argument("--keep", action="store_true",
@@ -1139,20 +1204,25 @@ def main(argv: list[str] | None = None) -> int:
         head = commit()
         print(f"# placement fidelity, desched {head}, {stamp()}", flush=True)
         results = []
+        modes = MODES if args.mode == "both" else (args.mode,)
         for name in args.scenario or list(SCENARIOS):
-            started = time.monotonic()
-            try:
-                result = run_scenario(SCENARIOS[name](), opts)
-            except Exception as err:
-                result = {"scenario": name, "skipped": f"failed: {type(err).__name__}: {err}",
-                          "commit": head}
-            result["seconds"] = round(time.monotonic() - started, 1)
-            results.append(result)
-            print(details(result), flush=True)
+            for mode in modes:
+                opts.mode = mode
+                started = time.monotonic()
+                try:
+                    result = run_scenario(SCENARIOS[name](), opts)
+                except Exception as err:
+                    result = {"scenario": name, "mode": mode, "commit": head,
+                              "skipped": f"failed: {type(err).__name__}: {err}"}
+                result["seconds"] = round(time.monotonic() - started, 1)
+                results.append(result)
+                print(details(result), flush=True)
             if args.out:
                 args.out.write_text(json.dumps({"commit": head, "results": results}, indent=1),
                                     encoding="utf-8")
-        print(f"\ndesched {head}\n" + table(results), flush=True)
+        for mode in modes:
+            chosen = [r for r in results if r.get("mode", mode) == mode]
+            print(f"\n{mode}: desched {head}\n" + table(chosen), flush=True)
     finally:
         if args.realk8s and not args.kubeconfig:
             stop_realk8s(args.realk8s)
