@@ -716,6 +716,17 @@ P0 = "profiles[0].pluginConfig[0].args"
      f"{P0}.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].matchExpressions"
      f"[0].values[0]: Invalid value: \"many\": for 'Gt', 'Lt' operators, the value must be an "
      f"integer"),
+    (args("NodeAffinity", "addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                          "{nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: "
+                          "Within, values: [a]}]}]}}\n"),
+     f"{P0}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+     f'.matchExpressions[0].operator: Unsupported value: "Within": supported values: "In", '
+     f'"NotIn", "Exists", "DoesNotExist", "Gt", "Lt"'),
+    (args("NodeAffinity", "addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                          "{nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: "
+                          "Exists}]}]}}\n"),
+     f"{P0}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+     f'.matchFields[0].operator: Unsupported value: "Exists": supported values: "In", "NotIn"'),
     (args("NodeResourcesFit", "kind: NodeResourcesBalancedAllocationArgs\n"),
      "profiles[0].pluginConfig[0]: args for plugin NodeResourcesFit were not of type "
      "NodeResourcesFitArgs.kubescheduler.config.k8s.io, got "

@@ -433,10 +433,17 @@ def _from_config_map(source: str, doc: dict[str, Any]) -> tuple[str, dict[str, A
     return inner, _parse(inner, text)
 
 
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
 def _msgspec_error(err: msgspec.ValidationError, where: str) -> str:
-    """msgspec's `Expected ... - at `$.a.b`` as `where.a.b: Expected ...`."""
+    """msgspec's `Expected ... - at `$.a.b`` as `where.a.b: Expected ...`; a node selector
+    operator it does not know in kube-scheduler's words."""
     body, sep, at = str(err).partition(" - at `$")
     path = (where + at.rstrip("`")).lstrip(".") if sep else where
+    bad_enum = body.startswith("Invalid enum value '")
+    if bad_enum and path.endswith(".operator"):
+        return _unsupported(path, body.removeprefix("Invalid enum value '")[:-1], _OPERATORS)
     return f"{path}: {body}" if path else body
 
 
