@@ -1,0 +1,58 @@
+"""Placement fidelity against the real kube-scheduler: for each deterministic scenario of
+bench/placement_fidelity.py, `desched simulate --reschedule --scheduler kube-default` must put
+the replacements of the pods `desched run --once` evicts where kube-scheduler really puts them
+(by class of interchangeable nodes: at least 95 %), and predict the balance after the cycle
+(std and max of cpu-request utilization per node) within half a point.
+
+The cluster must run kube-scheduler and the ReplicaSet controller and have no schedulable node
+of its own (see README.md, "Placement fidelity"). The scenarios delete every Node and Namespace
+labelled `desched-fidelity` first; they run one at a time, also under `pytest -n 2`."""
+
+from __future__ import annotations
+
+import fcntl
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+import placement_fidelity as fidelity  # noqa: E402
+
+SHARE = 0.95  # of the replacements, on a node of the predicted class
+POINTS = 0.5  # balance after the cycle: |predicted - real|, std and max, percentage points
+
+
+@pytest.fixture
+def one_at_a_time() -> Iterator[None]:
+    """The scenarios share the cluster's nodes: xdist workers take turns."""
+    with open("/tmp/desched-e2e-placement.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.mark.parametrize("name", fidelity.DETERMINISTIC)
+def test_replacements_land_where_kube_scheduler_puts_them(
+        name: str, kubeconfig: str, tmp_path: Path, one_at_a_time: None) -> None:
+    opts = fidelity.Options(kubeconfig, tmp_path, mode="interleaved", log=lambda text: None)
+    result = fidelity.run_scenario(fidelity.SCENARIOS[name](), opts)
+    if "skipped" in result:
+        pytest.skip(f"{name}: {result['skipped']}")
+    report = fidelity.details(result)
+    placements = result["placements"]
+    assert placements["total"] > 0, f"no replacements to compare:\n{report}"
+    assert placements["fraction"] >= SHARE, (
+        f"{placements['matched']} of {placements['total']} replacements on the predicted "
+        f"class of nodes (need {SHARE:.0%}):\n{report}")
+    balance: dict[str, Any] = result["balance"]
+    for measure in ("std", "max"):
+        predicted, real = balance["predicted"][measure], balance["real"][measure]
+        assert abs(predicted - real) <= POINTS, (
+            f"{measure} of cpu-request utilization after the cycle: predicted {predicted:.2f}, "
+            f"real {real:.2f} (allowed difference {POINTS} points):\n{report}")
