@@ -42,7 +42,8 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
                    "note": n.text} for n in log.notes],
         "cyclesSkipped": [{"cycle": s.cycle, "reason": s.skipped}
                           for s in result.summaries if s.skipped],
-        "rescheduled": [{"cycle": s.cycle, "pod": key, "node": node}
+        "rescheduled": [{"cycle": s.cycle, "pod": key, "node": node,
+                         "replaces": s.replaces.get(key), "tiedNodes": s.ties.get(key, 1)}
                         for s in result.summaries for key, node in s.placements],
     }
 
@@ -99,7 +100,10 @@ def render_text(result: SimulationResult) -> str:
         lines.append(head)
         lines.extend(by_cycle.get(summary.cycle, []))
         for key, node in summary.placements:
-            lines.append(f"  placed  {key} on {node}" if node else f"  pending {key}: no node fits")
+            tied = summary.ties.get(key, 1)
+            chance = f" (one of {tied} equally likely nodes)" if tied > 1 else ""
+            lines.append(f"  placed  {key} on {node}{chance}" if node
+                         else f"  pending {key}: no node fits")
     if result.log.notes:
         lines.append("notes:")
         for n in result.log.notes:

@@ -52,6 +52,9 @@ class CycleSummary:
     cycle: int
     skipped: str | None = None
     placements: list[tuple[str, str | None]] = field(default_factory=list)
+    # Replacement -> the evicted pod it replaces; and how many nodes tied for it (> 1 only).
+    replaces: dict[str, str] = field(default_factory=dict)
+    ties: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,8 +121,9 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
             descheduler.evictor.executor = executor
         elif do_reschedule and executor.evicted:
             placed = reschedule(executor.evicted, snapshot, cycle, descheduler.nodes(), model,
-                                clock.now)
+                                clock.now, summary.ties)
             summary.placements = [(new.key, node) for _, new, node in placed]
+            summary.replaces = {new.key: old.key for old, new, _ in placed}
             if log is not None and log.explaining:
                 _follow(log, placed, cycle)
             for old, _, node in placed:

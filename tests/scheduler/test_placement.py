@@ -69,3 +69,33 @@ def test_metric_times_advance_with_the_clock() -> None:
     advance_metrics(snap, timedelta(seconds=600))
     assert snap.node_metrics["n1"].status.update_time == before + timedelta(seconds=600)
     assert snap.metrics_nodes["n1"].timestamp.isoformat() == "2026-11-22T12:09:00+00:00"
+
+
+def test_a_most_allocated_scheduler_packs_what_high_node_utilization_drains() -> None:
+    """With kube-scheduler's default profile the replacements of the pods HighNodeUtilization
+    evicts from worker-3 land back on worker-3, which is drained again the next cycle; with the
+    MostAllocated configuration upstream recommends they pack onto worker-2, and stay."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "plugins" / "HighNodeUtilization"
+
+    def run(*extra: str) -> dict[str, Any]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "desched", "simulate", "--policy",
+             str(example / "policy.yaml"), "--snapshot", str(example / "cluster.yaml"),
+             "--cycles", "3", "--reschedule", "--output", "json", *extra],
+            capture_output=True, text=True, check=False, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        out: dict[str, Any] = json.loads(proc.stdout)
+        return out
+
+    default = run()
+    assert len(default["evictions"]) == 6
+    assert {r["node"] for r in default["rescheduled"]} == {"worker-3"}
+    packed = run("--scheduler-config", str(example / "scheduler-config.yaml"))
+    assert len(packed["evictions"]) == 2
+    assert [(r["node"], r["replaces"]) for r in packed["rescheduled"]] == [
+        ("worker-2", "shop/batch-0"), ("worker-2", "shop/api-0")]

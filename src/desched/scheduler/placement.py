@@ -80,9 +80,11 @@ def carry_usage(snapshot: ClusterSnapshot, old: Pod, new: Pod, now: datetime) ->
 
 
 def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes: list[Node],
-               model: SchedulerModel, now: datetime) -> list[tuple[Pod, Pod, str | None]]:
+               model: SchedulerModel, now: datetime, ties: dict[str, int] | None = None
+               ) -> list[tuple[Pod, Pod, str | None]]:
     """Recreate owned evicted pods and place each with the model; returns (evicted pod,
-    replacement, node name or None when no node fits)."""
+    replacement, node name or None when no node fits). `ties` collects, for each replacement
+    placed among equally scored nodes, how many there were (the scheduler picks at random)."""
     placed: list[tuple[Pod, Pod, str | None]] = []
     for old in evicted:
         if not old.metadata.owner_references:
@@ -92,7 +94,10 @@ def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes:
         if old.is_daemonset:
             target = old.node_name if old.node_name in snapshot.nodes else None
         else:
-            target = model.place(pod, nodes, snapshot, now).node
+            placement = model.place(pod, nodes, snapshot, now)
+            target = placement.node
+            if ties is not None and placement.ties > 1:
+                ties[pod.key] = placement.ties
         if target is not None:
             pod = bind(pod, target, now)
         snapshot.add_pod(pod)
