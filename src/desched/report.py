@@ -61,6 +61,11 @@ def summary_lines(result: SimulationResult) -> list[str]:
         shown = ", ".join(f"{name} {n}" for name, n in by_node.most_common(5))
         more = f" (and {len(by_node) - 5} more nodes)" if len(by_node) > 5 else ""
         lines.append(f"  by node: {shown}{more}")
+    placed = sum(1 for s in result.summaries for _, node in s.placements if node)
+    tied = sum(len(s.ties) for s in result.summaries)
+    if tied:
+        lines.append(f"  {tied} of {placed} replacement(s) went to one of several equally likely "
+                     f"nodes (kube-scheduler picks at random): the figures after are one outcome")
     if len(result.frames) >= 2:
         limits = thresholds(result.policy)
         before = {b.series: b for b in balance(result.frames[0], limits)}
