@@ -66,7 +66,8 @@ KNOWN_KINDS = {
 # What the default ClusterRole grants: (apiGroup, resource) -> verbs. Exactly this, nothing more.
 DEFAULT_RULES: dict[tuple[str, str], set[str]] = {
     **{("", r): {"get", "list", "watch"} for r in (
-        "nodes", "namespaces", "pods", "persistentvolumeclaims", "replicationcontrollers")},
+        "nodes", "namespaces", "pods", "persistentvolumeclaims", "replicationcontrollers",
+        "services")},
     ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
     **{("apps", r): {"get", "list", "watch"} for r in (
