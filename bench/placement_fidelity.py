@@ -929,10 +929,13 @@ def compare(nodes: list[dict[str, Any]], before: list[dict[str, Any]],
         namespace, _, name = entry["pod"].partition("/")
         if namespace != ns:
             continue
-        old = by_name.get(_REPLACEMENT.sub("", name))
+        # `replaces` names the evicted pod (newer desched); else the name tells (`<pod>-r1`).
+        replaces = str(entry.get("replaces") or "").partition("/")[2]
+        old = by_name.get(replaces or _REPLACEMENT.sub("", name))
         pred_placed.append({"pod": name, "owner": owner_of(old) if old else "?",
                             "cpu": cpu_request(old) if old else 0.0, "node": entry["node"],
-                            "class": klass(entry["node"])})
+                            "class": klass(entry["node"]),
+                            "tiedNodes": int(entry.get("tiedNodes") or 1)})
     new = sorted((p for p in after if p["metadata"]["name"] not in by_name),
                  key=lambda p: p["metadata"].get("creationTimestamp") or "")
     real_placed = [{"pod": p["metadata"]["name"], "owner": owner_of(p), "cpu": cpu_request(p),
@@ -959,6 +962,7 @@ def compare(nodes: list[dict[str, Any]], before: list[dict[str, Any]],
                       "common": len(set(pred_evicted) & set(real_evicted))},
         "placements": {"predicted": pred_placed, "real": real_placed, "matched": matched,
                        "total": total, "sameNode": same_node,
+                       "tied": sum(1 for p in pred_placed if p["tiedNodes"] > 1),
                        "fraction": round(matched / total, 4) if total else 1.0},
         "balance": {"before": spread_of(util_before), "predicted": spread_of(util_pred),
                     "real": spread_of(util_real)},
