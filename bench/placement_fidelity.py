@@ -760,7 +760,8 @@ def has_scheduler_config() -> bool:
 def commit() -> str:
     """The code desched runs: the revision given, else HEAD and whether src/ has edits."""
     rev = DESCHED_REV or "HEAD"
-    proc = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--oneline", rev],
+    # The last commit that changed src/ (the bench's own commits do not change desched).
+    proc = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--oneline", rev, "--", "src"],
                           capture_output=True, text=True, check=False)
     line = proc.stdout.strip()
     if len(line) > 90:
