@@ -270,6 +270,7 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
     status: PodStatus = msgspec.field(default_factory=PodStatus)
     # Derived facts, computed on first use. Their wire names cannot occur in Kubernetes JSON.
     cached_requests: dict[str, int] | None = msgspec.field(default=None, name="~requests")
+    cached_non_zero: dict[str, int] | None = msgspec.field(default=None, name="~nonzero")
     cached_qos: str = msgspec.field(default="", name="~qos")
     cached_conditions: tuple[PodCondition, ...] | None = msgspec.field(
         default=None, name="~conditions")
@@ -384,6 +385,9 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
         """Requests as kube-scheduler's resource scores count them: a container that names no
         cpu or memory request counts 100m / 200Mi of it. Shared between pods with the same
         resource spec: callers must not modify it."""
+        requests = self.cached_non_zero
+        if requests is not None:
+            return requests
         key = ("non-zero", *_requests_key(self.spec))
         requests = _pod_requests_cache.get(key)
         if requests is None:
@@ -392,6 +396,7 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
                                     limit=100_000)
             except QuantityError as err:
                 raise InputError("snapshot", f"pod {self.key}: {err}") from None
+        self.cached_non_zero = requests
         return requests
 
     def _compute_requests(self, fill: bool = False) -> dict[str, int]:

@@ -42,7 +42,13 @@ from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated, tol
 from desched.scheduler import scores as sc
 from desched.scheduler.default_spread import default_selector
 from desched.scheduler.model import KUBE_DEFAULT, Placement
-from desched.scheduler.profile import DEFAULT, DEFAULT_CONFIG, Profile, SchedulerConfig
+from desched.scheduler.profile import (
+    DEFAULT,
+    DEFAULT_CONFIG,
+    DEFAULT_RESOURCES,
+    Profile,
+    SchedulerConfig,
+)
 from desched.scheduler.ranking import Rankings
 from desched.snapshot.cluster import ClusterSnapshot
 
@@ -119,6 +125,60 @@ def balanced_score(pod: Pod, node: Node, snapshot: ClusterSnapshot, profile: Pro
                                   allocated, capacity)
 
 
+def default_resources(profile: Profile) -> bool:
+    """Whether the profile scores resources as the default profile does (LeastAllocated and
+    BalancedAllocation over cpu and memory, weight 1 each): resource_score's fast case."""
+    return (profile.fit.type == "LeastAllocated" and profile.fit.resources == DEFAULT_RESOURCES
+            and profile.balanced_resources == DEFAULT_RESOURCES)
+
+
+def _balance(cpu: float, memory: float) -> int:
+    """balanced_resource_score for the two fractions cpu and memory (same float steps)."""
+    return int((1 - abs((min(1.0, cpu) - min(1.0, memory)) / 2)) * sc.MAX)
+
+
+def resource_score(pod: Pod, node: Node, snapshot: ClusterSnapshot, profile: Profile,
+                   balance: bool) -> int:
+    """NodeResourcesFit's and (with `balance`) BalancedAllocation's scores, weighted: the same
+    numbers as fit_score and balanced_score, computed without their generality for the
+    default resources (a Ranking computes it for every node)."""
+    fit_weight = profile.weight("NodeResourcesFit")
+    balance_weight = profile.weight("NodeResourcesBalancedAllocation") if balance else 0
+    if not default_resources(profile):
+        return (fit_weight * fit_score(pod, node, snapshot, profile) if fit_weight else 0) + (
+            balance_weight * balanced_score(pod, node, snapshot, profile)
+            if balance_weight else 0)
+    name = node.metadata.name
+    allocatable = node.allocatable
+    cpu_cap, memory_cap = allocatable.get("cpu", 0), allocatable.get("memory", 0)
+    non_zero, requests = pod.non_zero_requests, pod.requests
+    pod_cpu, pod_memory = non_zero.get("cpu", 0), non_zero.get("memory", 0)
+    own_cpu, own_memory = requests.get("cpu", 0), requests.get("memory", 0)
+    zero_cpu, zero_memory = snapshot.node_non_zero_requested(name)
+    used = snapshot.node_requested(name)
+    used_cpu, used_memory = used.get("cpu", 0), used.get("memory", 0)
+    if pod.spec.node_name == name:  # leaving: its own requests no longer count
+        zero_cpu -= pod_cpu
+        zero_memory -= pod_memory
+        used_cpu -= own_cpu
+        used_memory -= own_memory
+    total = 0
+    if fit_weight:
+        parts = [sc.least_requested(zero_cpu + pod_cpu, cpu_cap)] if cpu_cap else []
+        if memory_cap:
+            parts.append(sc.least_requested(zero_memory + pod_memory, memory_cap))
+        total += fit_weight * (sum(parts) // len(parts) if parts else 0)
+    if balance_weight:
+        if cpu_cap and memory_cap:
+            with_pod = _balance((used_cpu + own_cpu) / cpu_cap,
+                                (used_memory + own_memory) / memory_cap)
+            gain = with_pod - _balance(used_cpu / cpu_cap, used_memory / memory_cap)
+        else:
+            gain = 0  # one fraction or none: no deviation, with the pod or without
+        total += balance_weight * (sc.MAX // 2 + sc._div(sc.MAX // 2 + gain, 2))
+    return total
+
+
 def best_effort(pod: Pod, profile: Profile) -> bool:
     """BalancedAllocation skips a pod that requests none of its resources."""
     requests = pod.requests
@@ -156,8 +216,8 @@ def node_affinity_weigher(pod: Pod, profile: Profile) -> Callable[[Node], int] |
 
 def _image_index(nodes: Sequence[Node], snapshot: ClusterSnapshot
                  ) -> dict[str, dict[str, int]] | None:
-    """Node name -> image name -> size, for nodes that report images; None when none does.
-    kube-scheduler counts an image's spread over all nodes, by each of its names."""
+    """Image name -> node name -> size, over the nodes that report images (by each of an
+    image's names, as kube-scheduler counts them); None when no node does."""
     key = ("images", id(nodes), len(nodes))
     cached = snapshot.caches.get("image-index")
     if cached is not None and cached[0] == key and cached[1] is nodes:
@@ -165,30 +225,35 @@ def _image_index(nodes: Sequence[Node], snapshot: ClusterSnapshot
         return found
     index: dict[str, dict[str, int]] = {}
     for node in nodes:
-        if node.status.images:
-            index[node.metadata.name] = {name: image.size_bytes for image in node.status.images
-                                         for name in image.names}
+        for image in node.status.images:
+            for name in image.names:
+                index.setdefault(name, {})[node.metadata.name] = image.size_bytes
     snapshot.caches["image-index"] = (key, nodes, index or None)
     return index or None
 
 
-def image_scorer(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot
-                 ) -> Callable[[Node], int] | None:
+def image_scores(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot) -> dict[str, int]:
+    """ImageLocality's score on every node where it is not 0 (the nodes holding some of the
+    pod's images enough to pass the 23 MB floor); every other node scores 0."""
     index = _image_index(nodes, snapshot)
     if index is None:
-        return None
+        return {}
     containers = (*pod.spec.init_containers, *pod.spec.containers)
     images = [sc.normalized_image(c.image) for c in containers]
-    spread = {image: sum(1 for held in index.values() if image in held) for image in set(images)}
+    held = [(index[i], len(index[i])) for i in images if i in index]
+    if not held:
+        return {}
+    sizes: dict[str, list[tuple[int, int]]] = {}
+    for by_node, spread in held:
+        for name, size in by_node.items():
+            sizes.setdefault(name, []).append((size, spread))
     total = len(nodes)
-
-    def score(node: Node) -> int:
-        held = index.get(node.metadata.name)
-        if not held:
-            return 0
-        sizes = [(held[i], spread[i]) for i in images if i in held]
-        return sc.image_locality(sizes, total, len(containers))
-    return score
+    out = {}
+    for name, found in sizes.items():
+        score = sc.image_locality(found, total, len(containers))
+        if score:
+            out[name] = score
+    return out
 
 
 # -- topology spread -------------------------------------------------------------------------------
@@ -471,13 +536,12 @@ def _term_counts(pod: Pod, term: PodAffinityTerm, nodes: Sequence[Node],
 # -- the model -------------------------------------------------------------------------------------
 
 def simple_key(pod: Pod) -> bytes:
-    """What a simple pod's filters and scores depend on besides the node: nodeSelector, node
-    affinity, tolerations, requests and images (not its namespace, name or owner: pods of
-    different workloads with these equal share one Ranking)."""
+    """What a simple pod's filters and node-local scores depend on besides the node:
+    nodeSelector, node affinity, tolerations, requests (not its namespace, name, owner or
+    images: pods of different workloads with these equal share one Ranking)."""
     spec = pod.spec
     return _encoder.encode((spec.node_selector, spec.affinity, spec.tolerations, pod.requests,
-                            pod.non_zero_requests,
-                            [c.image for c in (*spec.init_containers, *spec.containers)]))
+                            pod.non_zero_requests))
 
 
 def simple(pod: Pod) -> bool:
@@ -663,9 +727,7 @@ class KubeDefault:
             add("NodeResourcesBalancedAllocation",
                 {n.metadata.name: balanced_score(pod, n, snapshot, profile) for n in feasible})
         if "ImageLocality" in weights:
-            images = image_scorer(pod, nodes, snapshot)
-            if images is not None:
-                add("ImageLocality", {n.metadata.name: images(n) for n in feasible})
+            add("ImageLocality", image_scores(pod, nodes, snapshot))
         if "PodTopologySpread" in weights:
             spread = spread_raw(pod, feasible, nodes, snapshot, profile)
             if spread is not None:

@@ -40,16 +40,13 @@ def domain_keys(profile: Profile) -> tuple[str, ...]:
 
 def entry(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
           profile: Profile) -> Entry:
-    """A node's class (untolerated soft taints, preferred affinity weight, image score, hostname
-    label present, its domain values) and resource score, or None when a filter refuses it."""
+    """A node's class (untolerated soft taints, preferred affinity weight, hostname label
+    present, its domain values) and resource score, or None when a filter refuses it."""
     refuse = model.node_filter(pod, profile)
     tolerations = kd._prefer_no_schedule_tolerations(pod)
     weigh = kd.node_affinity_weigher(pod, profile)
-    images = kd.image_scorer(pod, nodes, snapshot)
     keys = domain_keys(profile)
-    fit_weight = profile.weight("NodeResourcesFit")
-    balance_weight = (0 if kd.best_effort(pod, profile)
-                      else profile.weight("NodeResourcesBalancedAllocation"))
+    balance = not kd.best_effort(pod, profile)
 
     def of(node: Node) -> tuple[Class, float] | None:
         if refuse(node, snapshot) is not None:
@@ -57,14 +54,8 @@ def entry(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
         labels = node.metadata.labels
         cls = (kd.untolerated_soft_taints(tolerations, node),
                weigh(node) if weigh is not None else 0,
-               images(node) if images is not None else 0,
                _HOSTNAME in labels, tuple(labels.get(k) for k in keys))
-        score = 0
-        if fit_weight:
-            score += fit_weight * kd.fit_score(pod, node, snapshot, profile)
-        if balance_weight:
-            score += balance_weight * kd.balanced_score(pod, node, snapshot, profile)
-        return cls, float(score)
+        return cls, float(kd.resource_score(pod, node, snapshot, profile, balance))
     return of
 
 
@@ -83,9 +74,11 @@ def place(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
     per_node: Counter[str] = Counter()
     if constraints:
         per_node = kd.matching_per_node(pod, constraints[0][1], snapshot)
-    # Judged one by one: the nodes where the workload runs, and the node the pod leaves.
+    images = kd.image_scores(pod, nodes, snapshot) if "ImageLocality" in profile.scores else {}
+    # Judged one by one: the nodes where the workload runs or that hold its images, and the
+    # node the pod leaves.
     alone: dict[str, tuple[Class, float]] = {}
-    for name in per_node:
+    for name in (*per_node, *images):
         if name in ranking.nodes and name not in exclude and name != pod.node_name:
             found = ranking.member(name)
             if found is not None:
@@ -95,7 +88,8 @@ def place(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
         found = entry(model, pod, nodes, snapshot, profile)(own)
         if found is not None:
             alone[own.metadata.name] = found
-    tops = ranking.tops(exclude | set(per_node) | ({pod.node_name} if pod.node_name else set()))
+    tops = ranking.tops(exclude | set(per_node) | set(images)
+                        | ({pod.node_name} if pod.node_name else set()))
     if not tops and not alone:
         return None
     feasible = sum(t[3] for t in tops.values()) + len(alone)
@@ -105,21 +99,22 @@ def place(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
     taint_max = max(c[0] for c in classes)
     affinity_max = max(c[1] for c in classes)
 
-    def static(cls: Class, spread_norm: int) -> int:
+    def static(cls: Class, spread_norm: int, image: int) -> int:
         taint = sc.MAX - (sc._div(sc.MAX * cls[0], taint_max) if taint_max else 0)
         affinity = sc._div(sc.MAX * cls[1], affinity_max) if affinity_max else 0
         return (profile.weight("TaintToleration") * taint
                 + profile.weight("NodeAffinity") * affinity
-                + profile.weight("ImageLocality") * cls[2]
+                + profile.weight("ImageLocality") * image
                 + profile.weight("PodTopologySpread") * spread_norm)
 
     spread_of = _spread(pod, constraints, require_all, tops, alone, per_node, feasible,
                         snapshot, profile)
     totals: list[tuple[int, str, int]] = []  # (total, node, how many nodes have it)
     for cls, (score, name, at_top, _) in tops.items():
-        totals.append((static(cls, spread_of(cls, None)) + int(score), name, at_top))
+        totals.append((static(cls, spread_of(cls, None), 0) + int(score), name, at_top))
     for name, (cls, score) in alone.items():
-        totals.append((static(cls, spread_of(cls, name)) + int(score), name, 1))
+        totals.append((static(cls, spread_of(cls, name), images.get(name, 0)) + int(score),
+                       name, 1))
     best = max(totals)
     tied = [t for t in totals if t[0] == best[0]]
     count = sum(t[2] for t in tied)
@@ -140,8 +135,8 @@ def _spread(pod: Pod, constraints: list[kd.Spread], require_all: bool,
 
     def ignored(cls: Class) -> bool:
         return require_all and any(
-            (c.topology_key == _HOSTNAME and not cls[3])
-            or (c.topology_key != _HOSTNAME and cls[4][index[c.topology_key]] is None)
+            (c.topology_key == _HOSTNAME and not cls[2])
+            or (c.topology_key != _HOSTNAME and cls[3][index[c.topology_key]] is None)
             for c, _ in constraints)
 
     groups = [(cls, t[3]) for cls, t in tops.items()] + [(c, 1) for c, _ in alone.values()]
@@ -155,7 +150,7 @@ def _spread(pod: Pod, constraints: list[kd.Spread], require_all: bool,
             counts.append({})
             continue
         i = index[c.topology_key]
-        domains = {cls[4][i] or "" for cls, _ in groups if not ignored(cls)}
+        domains = {cls[3][i] or "" for cls, _ in groups if not ignored(cls)}
         weights.append(sc.topology_weight(len(domains)))
         tally = dict.fromkeys(domains, 0)
         honor_affinity = c.node_affinity_policy != "Ignore"
@@ -175,11 +170,11 @@ def _spread(pod: Pod, constraints: list[kd.Spread], require_all: bool,
         total = 0.0
         for (c, _), weight, tally in zip(constraints, weights, counts, strict=True):
             if c.topology_key == _HOSTNAME:
-                if cls[3]:
+                if cls[2]:
                     total += sc.spread_part(per_node.get(name, 0) if name else 0, c.max_skew,
                                             weight)
                 continue
-            value = cls[4][index[c.topology_key]]
+            value = cls[3][index[c.topology_key]]
             if value is not None:
                 total += sc.spread_part(tally[value], c.max_skew, weight)
         return sc.go_round(total)
