@@ -54,6 +54,19 @@ def test_a_replacement_of_a_replacement_does_not_grow_its_name() -> None:
     assert new.name == "web-1-r5"
 
 
+def test_each_replacement_is_placed_while_the_later_evictions_still_run() -> None:
+    """Live, a replacement is bound before the descheduler's next eviction: x's replacement
+    sees y still on n1 and goes to n2; y's then finds n1 empty and goes there. Placed after
+    every eviction, both would have gone to the emptied n1."""
+    x, y = pod("x", "n1", cpu="2"), pod("y", "n1", cpu="2")
+    snap = snapshot(node("n1"), node("n2"), x, y, pod("z", "n2", cpu="1", owner=None))
+    snap.remove_pod(x)
+    snap.remove_pod(y)
+    placed = reschedule([x, y], snap, 1, snap.ready_nodes(), KubeDefault(), NOW)
+    assert [(new.name, where) for _, new, where in placed] == [("x-r1", "n2"), ("y-r1", "n1")]
+    assert "default/x" not in snap.pods and "default/y" not in snap.pods
+
+
 def test_bare_pods_are_not_recreated() -> None:
     old = pod("bare", "n1", owner=None)
     snap = snapshot(node("n1"), old)
