@@ -8,7 +8,7 @@ from typing import Any
 
 from desched.framework.decisions import REFUSED_OUTCOMES
 from desched.model.meta import json_encoder
-from desched.simulation import SimulationResult
+from desched.simulation import CycleSummary, SimulationResult
 from desched.utilization import balance, thresholds
 
 
@@ -42,10 +42,21 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
                    "note": n.text} for n in log.notes],
         "cyclesSkipped": [{"cycle": s.cycle, "reason": s.skipped}
                           for s in result.summaries if s.skipped],
-        "rescheduled": [{"cycle": s.cycle, "pod": key, "node": node,
-                         "replaces": s.replaces.get(key), "tiedNodes": s.ties.get(key, 1)}
+        "rescheduled": [_placement(s, key, node)
                         for s in result.summaries for key, node in s.placements],
     }
+
+
+def _placement(summary: CycleSummary, key: str, node: str | None) -> dict[str, object]:
+    """A `rescheduled` entry: the replacement, its node, the pod it replaces, and where
+    kube-scheduler chooses at random: how many nodes tied (1: none), how many it scores."""
+    chance = summary.chances.get(key)
+    entry: dict[str, object] = {"cycle": summary.cycle, "pod": key, "node": node,
+                                "replaces": summary.replaces.get(key),
+                                "tiedNodes": chance.ties if chance is not None else 1}
+    if chance is not None and chance.sampled:
+        entry["scoredNodes"] = chance.sampled
+    return entry
 
 
 def summary_lines(result: SimulationResult) -> list[str]:
@@ -62,10 +73,15 @@ def summary_lines(result: SimulationResult) -> list[str]:
         more = f" (and {len(by_node) - 5} more nodes)" if len(by_node) > 5 else ""
         lines.append(f"  by node: {shown}{more}")
     placed = sum(1 for s in result.summaries for _, node in s.placements if node)
-    tied = sum(len(s.ties) for s in result.summaries)
+    tied = sum(1 for s in result.summaries for p in s.chances.values() if p.ties > 1)
+    sampled = max((p.sampled for s in result.summaries for p in s.chances.values()), default=0)
     if tied:
         lines.append(f"  {tied} of {placed} replacement(s) went to one of several equally likely "
                      f"nodes (kube-scheduler picks at random): the figures after are one outcome")
+    if sampled:
+        lines.append(f"  at this size kube-scheduler scores only {sampled} feasible node(s) per "
+                     f"pod (percentageOfNodesToScore): it may place a replacement on a node that "
+                     f"scores less than the one shown")
     if len(result.frames) >= 2:
         limits = thresholds(result.policy)
         before = {b.series: b for b in balance(result.frames[0], limits)}
@@ -105,9 +121,10 @@ def render_text(result: SimulationResult) -> str:
         lines.append(head)
         lines.extend(by_cycle.get(summary.cycle, []))
         for key, node in summary.placements:
-            tied = summary.ties.get(key, 1)
-            chance = f" (one of {tied} equally likely nodes)" if tied > 1 else ""
-            lines.append(f"  placed  {key} on {node}{chance}" if node
+            chance = summary.chances.get(key)
+            tied = chance.ties if chance is not None else 1
+            chance_text = f" (one of {tied} equally likely nodes)" if tied > 1 else ""
+            lines.append(f"  placed  {key} on {node}{chance_text}" if node
                          else f"  pending {key}: no node fits")
     if result.log.notes:
         lines.append("notes:")

@@ -14,7 +14,7 @@ from desched.framework.types import Clock
 from desched.model.pod import Pod
 from desched.policy.loader import load_policy
 from desched.policy.model import Policy
-from desched.scheduler.model import KUBE_DEFAULT, scheduler_model
+from desched.scheduler.model import KUBE_DEFAULT, Placement, scheduler_model
 from desched.scheduler.placement import reschedule
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.snapshot.clock import (
@@ -52,9 +52,10 @@ class CycleSummary:
     cycle: int
     skipped: str | None = None
     placements: list[tuple[str, str | None]] = field(default_factory=list)
-    # Replacement -> the evicted pod it replaces; and how many nodes tied for it (> 1 only).
+    # Replacement -> the evicted pod it replaces; and its placement where kube-scheduler
+    # would choose at random (ties, a sample of the nodes).
     replaces: dict[str, str] = field(default_factory=dict)
-    ties: dict[str, int] = field(default_factory=dict)
+    chances: dict[str, Placement] = field(default_factory=dict)
 
 
 @dataclass
@@ -121,7 +122,7 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
             descheduler.evictor.executor = executor
         elif do_reschedule and executor.evicted:
             placed = reschedule(executor.evicted, snapshot, cycle, descheduler.nodes(), model,
-                                clock.now, summary.ties)
+                                clock.now, summary.chances)
             summary.placements = [(new.key, node) for _, new, node in placed]
             summary.replaces = {new.key: old.key for old, new, _ in placed}
             if log is not None and log.explaining:

@@ -265,3 +265,30 @@ def test_ranked_placement_equals_the_exact_search(
             snap.add_pod(bind(subject, ranked.node, NOW))
         elif subject.node_name and i % 2:
             snap.remove_pod(subject)
+
+
+@pytest.mark.parametrize(("nodes", "percentage", "profile_percentage", "scored"), [
+    (99, 0, None, 99),  # below 100 nodes kube-scheduler scores them all
+    (150, 0, None, 100),  # 50 - 1 = 49 % of 150 = 73, but at least 100
+    (1000, 0, None, 420),  # adaptive: 50 - 1000/125 = 42 %
+    (5000, 0, None, 500),  # 10 %
+    (7000, 0, None, 350),  # 50 - 56 < 5: the 5 % floor
+    (1000, 30, None, 300),
+    (1000, 30, 60, 600),  # the profile's own percentage wins
+])
+def test_percentage_of_nodes_to_score(nodes: int, percentage: int,
+                                      profile_percentage: int | None, scored: int) -> None:
+    from desched.scheduler.profile import Profile, SchedulerConfig
+
+    profile = Profile(percentage_of_nodes_to_score=profile_percentage)
+    config = SchedulerConfig(percentage_of_nodes_to_score=percentage)
+    assert config.nodes_to_score(profile, nodes) == scored
+
+
+def test_a_placement_among_a_sample_says_so() -> None:
+    many = [node(f"n{i:03}") for i in range(150)]
+    snap = snapshot(pod("new", node_name=""), *many)
+    placement = KubeDefault().place(snap.pods["default/new"], snap.ready_nodes(), snap, NOW)
+    assert placement.sampled == 100 and placement.ties == 150
+    assert "scores only the first 100 feasible node(s)" in placement.why
+    assert placement.node == "n149"  # the last of the tied nodes by name

@@ -618,10 +618,11 @@ class KubeDefault:
         if ties > 1:
             why += f"; one of {ties} nodes with that score (kube-scheduler picks at random)"
         sample = self.config.nodes_to_score(profile, total)
-        if sample < feasible:
+        sampled = sample if sample < feasible else 0
+        if sampled:
             why += (f"; kube-scheduler scores only the first {sample} feasible node(s) it finds "
                     f"(percentageOfNodesToScore), so it may pick a lower score")
-        return Placement(chosen, why, tied, ties)
+        return Placement(chosen, why, tied, ties, sampled)
 
     # -- filters -------------------------------------------------------------------------------
 

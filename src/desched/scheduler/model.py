@@ -27,6 +27,9 @@ class Placement:
     # at random, so each is as likely as `node` (desched takes the first by name).
     tied: tuple[str, ...] = ()
     ties: int = 1  # how many nodes have the winning score (not all named in `tied` at scale)
+    # When kube-scheduler would score only a sample of the feasible nodes
+    # (percentageOfNodesToScore): how many it scores, else 0.
+    sampled: int = 0
 
 
 class SchedulerModel(Protocol):

@@ -13,7 +13,7 @@ from desched.model.meta import Shared
 from desched.model.node import Node
 from desched.model.objects import PodMetricInfo
 from desched.model.pod import Pod, PodCondition
-from desched.scheduler.model import SchedulerModel
+from desched.scheduler.model import Placement, SchedulerModel
 from desched.snapshot.cluster import ClusterSnapshot
 
 _SUFFIX = re.compile(r"-r\d+$")
@@ -80,11 +80,12 @@ def carry_usage(snapshot: ClusterSnapshot, old: Pod, new: Pod, now: datetime) ->
 
 
 def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes: list[Node],
-               model: SchedulerModel, now: datetime, ties: dict[str, int] | None = None
+               model: SchedulerModel, now: datetime, chances: dict[str, Placement] | None = None
                ) -> list[tuple[Pod, Pod, str | None]]:
     """Recreate owned evicted pods and place each with the model; returns (evicted pod,
-    replacement, node name or None when no node fits). `ties` collects, for each replacement
-    placed among equally scored nodes, how many there were (the scheduler picks at random)."""
+    replacement, node name or None when no node fits). `chances` collects the placements of
+    replacements where the scheduler chooses at random: among equally scored nodes, or among a
+    sample of the feasible nodes."""
     placed: list[tuple[Pod, Pod, str | None]] = []
     # Live, the controller recreates an evicted pod and kube-scheduler binds the replacement
     # within milliseconds, while the descheduler is still evicting the next ones (tens of
@@ -104,8 +105,8 @@ def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes:
         else:
             placement = model.place(pod, nodes, snapshot, now)
             target = placement.node
-            if ties is not None and placement.ties > 1:
-                ties[pod.key] = placement.ties
+            if chances is not None and (placement.ties > 1 or placement.sampled):
+                chances[pod.key] = placement
         if target is not None:
             pod = bind(pod, target, now)
         snapshot.add_pod(pod)
