@@ -11,7 +11,8 @@ import pytest
 
 from builders import NOW, decode, node, pod, snapshot
 from desched.model.node import ContainerImage, Node
-from desched.scheduler import kube_default as kd
+from desched.scheduler import interpod, spread
+from desched.scheduler import node_scores as ns
 from desched.scheduler import scores as sc
 from desched.scheduler.kube_default import KubeDefault
 from desched.scheduler.profile import DEFAULT, FitScoring, Profile, ShapePoint
@@ -35,13 +36,13 @@ def two_containers(cpu: tuple[str, str] | None, memory: tuple[str, str] | None) 
 def fit(profile: Profile, subject: Any, *objects: Any) -> dict[str, int]:
     snap = snapshot(subject, *objects)
     p = snap.pods[subject.key]
-    return {n.name: kd.fit_score(p, n, snap, profile) for n in snap.ready_nodes()}
+    return {n.name: ns.fit_score(p, n, snap, profile) for n in snap.ready_nodes()}
 
 
 def balanced(subject: Any, *objects: Any) -> dict[str, int]:
     snap = snapshot(subject, *objects)
     p = snap.pods[subject.key]
-    return {n.name: kd.balanced_score(p, n, snap, DEFAULT) for n in snap.ready_nodes()}
+    return {n.name: ns.balanced_score(p, n, snap, DEFAULT) for n in snap.ready_nodes()}
 
 
 REQUESTED = pod("p", node_name="", cpu=None, memory=None,
@@ -113,7 +114,7 @@ def _spread(subject: Any, feasible: list[str], nodes: list[Node], *objects: Any,
     snap = snapshot(subject, *nodes, *objects)
     p = snap.pods[subject.key]
     ready = snap.ready_nodes()
-    found = kd.spread_raw(p, [n for n in ready if n.name in feasible], ready, snap, profile)
+    found = spread.spread_raw(p, [n for n in ready if n.name in feasible], ready, snap, profile)
     assert found is not None
     return sc.spread_normalize(*found)
 
@@ -168,7 +169,7 @@ def test_system_default_spreading_for_a_pod_a_service_selects() -> None:
 def test_a_pod_nothing_selects_gets_no_default_spreading() -> None:
     snap = snapshot(pod("p", node_name="", labels={"foo": ""}), *hosts("node-a"))
     p = snap.pods["default/p"]
-    assert kd.spread_raw(p, snap.ready_nodes(), snap.ready_nodes(), snap, DEFAULT) is None
+    assert spread.spread_raw(p, snap.ready_nodes(), snap.ready_nodes(), snap, DEFAULT) is None
 
 
 def test_topology_spread_over_candidates_only() -> None:
@@ -208,7 +209,7 @@ def test_image_locality() -> None:
     subject = pod("p", node_name="", spec={"containers": [
         {"name": "a", "image": "gcr.io/40"}, {"name": "b", "image": "gcr.io/300"}]})
     snap = snapshot(subject, n1, node("node2"))
-    assert kd.image_scores(snap.pods["default/p"], snap.ready_nodes(), snap) == {"node1": 7}
+    assert ns.image_scores(snap.pods["default/p"], snap.ready_nodes(), snap) == {"node1": 7}
 
 
 def test_inter_pod_affinity_counts_running_pods_preferred_terms() -> None:
@@ -223,9 +224,9 @@ def test_inter_pod_affinity_counts_running_pods_preferred_terms() -> None:
     subject = pod("p", node_name="", labels={"app": "web"})
     snap = snapshot(subject, *nodes, holder)
     p = snap.pods["default/p"]
-    topology = kd.affinity_raw(p, snap.ready_nodes(), snap, DEFAULT)
+    topology = interpod.affinity_raw(p, snap.ready_nodes(), snap, DEFAULT)
     assert topology == {"zone": {"za": -50}}
-    raw = {n.name: kd.affinity_score(topology, n) for n in snap.ready_nodes()}
+    raw = {n.name: interpod.affinity_score(topology, n) for n in snap.ready_nodes()}
     assert sc.min_max_normalize(raw) == {"n1": 0, "n2": 100}
     assert KubeDefault().place(p, snap.ready_nodes(), snap, NOW).node == "n2"
 

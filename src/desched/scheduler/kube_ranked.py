@@ -20,7 +20,9 @@ from desched.model.pod import Pod
 from desched.predicates.domains import blocked_by_existing_anti_affinity
 from desched.predicates.nodeaffinity import required_affinity_matcher
 from desched.scheduler import kube_default as kd
+from desched.scheduler import node_scores as ns
 from desched.scheduler import scores as sc
+from desched.scheduler import spread
 from desched.scheduler.model import Placement
 from desched.scheduler.profile import Profile
 from desched.scheduler.ranking import Class, Entry
@@ -43,19 +45,19 @@ def entry(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
     """A node's class (untolerated soft taints, preferred affinity weight, hostname label
     present, its domain values) and resource score, or None when a filter refuses it."""
     refuse = model.node_filter(pod, profile)
-    tolerations = kd._prefer_no_schedule_tolerations(pod)
-    weigh = kd.node_affinity_weigher(pod, profile)
+    tolerations = ns.prefer_no_schedule_tolerations(pod)
+    weigh = ns.node_affinity_weigher(pod, profile)
     keys = domain_keys(profile)
-    balance = not kd.best_effort(pod, profile)
+    balance = not ns.best_effort(pod, profile)
 
     def of(node: Node) -> tuple[Class, float] | None:
         if refuse(node, snapshot) is not None:
             return None
         labels = node.metadata.labels
-        cls = (kd.untolerated_soft_taints(tolerations, node),
+        cls = (ns.untolerated_soft_taints(tolerations, node),
                weigh(node) if weigh is not None else 0,
                _HOSTNAME in labels, tuple(labels.get(k) for k in keys))
-        return cls, float(kd.resource_score(pod, node, snapshot, profile, balance))
+        return cls, float(ns.resource_score(pod, node, snapshot, profile, balance))
     return of
 
 
@@ -68,13 +70,15 @@ def place(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
                                  candidates=model.space(pod, nodes, snapshot, profile))
     exclude = (blocked_by_existing_anti_affinity(snapshot, pod, nodes, pod)
                if "InterPodAffinity" in profile.filters else set())
-    spread = (("PodTopologySpread" in profile.scores
-              and kd.spread_constraints(pod, snapshot, profile, "ScheduleAnyway")) or ([], False))
-    constraints, require_all = spread
+    constraints: list[spread.Spread] = []
+    require_all = False
+    if "PodTopologySpread" in profile.scores:
+        constraints, require_all = spread.spread_constraints(pod, snapshot, profile,
+                                                             "ScheduleAnyway")
     per_node: Counter[str] = Counter()
     if constraints:
-        per_node = kd.matching_per_node(pod, constraints[0][1], snapshot)
-    images = kd.image_scores(pod, nodes, snapshot) if "ImageLocality" in profile.scores else {}
+        per_node = spread.matching_per_node(pod, constraints[0][1], snapshot)
+    images = ns.image_scores(pod, nodes, snapshot) if "ImageLocality" in profile.scores else {}
     # Judged one by one: the nodes where the workload runs or that hold its images, and the
     # node the pod leaves.
     alone: dict[str, tuple[Class, float]] = {}
@@ -122,7 +126,7 @@ def place(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
     return model.describe(best[0], best[1], names, count, feasible, len(nodes), profile)
 
 
-def _spread(pod: Pod, constraints: list[kd.Spread], require_all: bool,
+def _spread(pod: Pod, constraints: list[spread.Spread], require_all: bool,
             tops: dict[Class, tuple[float, str, int, int]],
             alone: dict[str, tuple[Class, float]], per_node: Counter[str], feasible: int,
             snapshot: ClusterSnapshot, profile: Profile) -> SpreadOf:

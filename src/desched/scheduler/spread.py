@@ -1,0 +1,171 @@
+"""PodTopologySpread as kube-scheduler runs it for one incoming pod: its constraints (its own,
+or the profile's defaults with the selector the pod's Services and controller give), the
+ScheduleAnyway score before normalization, and the DoNotSchedule filter."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from desched.model.meta import LabelSelector
+from desched.model.node import Node
+from desched.model.pod import Pod, TopologySpreadConstraint
+from desched.predicates.labels import Matcher, SelectorError, compile_selector
+from desched.predicates.nodeaffinity import (
+    required_affinity_matcher,
+)
+from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
+from desched.scheduler import scores as sc
+from desched.scheduler.default_spread import default_selector
+from desched.scheduler.profile import Profile
+from desched.snapshot.cluster import ClusterSnapshot
+
+_HOSTNAME = "kubernetes.io/hostname"
+
+
+def lenient_matcher(selector: LabelSelector | None) -> Matcher | None:
+    """A selector's matcher; None for an invalid one, which selects nothing."""
+    try:
+        return compile_selector(selector)
+    except SelectorError:
+        return None
+
+
+def _with_match_label_keys(c: TopologySpreadConstraint, pod: Pod) -> LabelSelector | None:
+    """The constraint's selector with matchLabelKeys folded in (the pod's values of them)."""
+    selector = c.label_selector
+    if not c.match_label_keys:
+        return selector
+    extra = {k: pod.metadata.labels[k] for k in c.match_label_keys if k in pod.metadata.labels}
+    if not extra:
+        return selector
+    base = selector or LabelSelector()
+    return LabelSelector(match_labels={**(base.match_labels or {}), **extra},
+                         match_expressions=base.match_expressions)
+
+
+Spread = tuple[TopologySpreadConstraint, LabelSelector | None]
+
+
+def spread_constraints(pod: Pod, snapshot: ClusterSnapshot, profile: Profile, action: str
+                       ) -> tuple[list[Spread], bool]:
+    """The pod's constraints with `action` (whenUnsatisfiable) and their selectors, and
+    whether every node must carry all their topology keys (not so for the system defaults)."""
+    own = pod.spec.topology_spread_constraints
+    if own:
+        return [(c, _with_match_label_keys(c, pod)) for c in own
+                if (c.when_unsatisfiable or "DoNotSchedule") == action], True
+    defaults = [c for c in profile.spread.effective
+                if (c.when_unsatisfiable or "DoNotSchedule") == action]
+    if not defaults:
+        return [], False
+    selector = default_selector(pod, snapshot)
+    if selector is None:
+        return [], False
+    return [(c, selector) for c in defaults], not profile.spread.system
+
+
+def _counted_nodes(pod: Pod, c: TopologySpreadConstraint, nodes: Sequence[Node],
+                   keys: Sequence[str], require_all: bool) -> list[Node]:
+    """The nodes whose pods count toward a constraint: nodeAffinityPolicy (Honor by default:
+    nodes the pod's nodeSelector and required affinity match), nodeTaintsPolicy (Ignore by
+    default), and every topology key present when that is required."""
+    match = required_affinity_matcher(pod) if c.node_affinity_policy != "Ignore" else None
+    honor_taints = c.node_taints_policy == "Honor"
+    out = []
+    for node in nodes:
+        labels = node.metadata.labels
+        if require_all and any(k not in labels for k in keys):
+            continue
+        if match is not None and not match(node):
+            continue
+        if honor_taints and node.spec.taints and first_untolerated(
+                node.spec.taints, pod.spec.tolerations, SCHEDULING_EFFECTS) is not None:
+            continue
+        out.append(node)
+    return out
+
+
+def matching_per_node(pod: Pod, selector: LabelSelector | None,
+                      snapshot: ClusterSnapshot) -> Counter[str]:
+    """Pods of the pod's namespace that `selector` matches, per node (not the pod itself, which
+    is leaving; not terminal or deleted ones)."""
+    match = lenient_matcher(selector)
+    per_node: Counter[str] = Counter()
+    if match is None or selector is None or (
+            not selector.match_labels and not selector.match_expressions):
+        return per_node  # an empty selector counts nothing
+    key = pod.key
+    for _, other in snapshot.candidates(pod.namespace, selector):
+        node = other.spec.node_name
+        if (node and not other.terminal and other.metadata.deletion_timestamp is None
+                and match(other.metadata.labels) and other.key != key):
+            per_node[node] += 1
+    return per_node
+
+
+def spread_raw(pod: Pod, feasible: Sequence[Node], nodes: Sequence[Node],
+               snapshot: ClusterSnapshot, profile: Profile
+               ) -> tuple[dict[str, int], frozenset[str]] | None:
+    """PodTopologySpread's raw scores over the feasible nodes and the nodes it ignores, or
+    None when the plugin skips (no soft constraints, an empty default selector)."""
+    constraints, require_all = spread_constraints(pod, snapshot, profile, "ScheduleAnyway")
+    if not constraints:
+        return None
+    keys = [c.topology_key for c, _ in constraints]
+    ignored = frozenset(n.metadata.name for n in feasible if require_all and any(
+        k not in n.metadata.labels for k in keys))
+    scored = [n for n in feasible if n.metadata.name not in ignored]
+    raw = {n.metadata.name: 0.0 for n in feasible}
+    for c, selector in constraints:
+        per_node = matching_per_node(pod, selector, snapshot)
+        key = c.topology_key
+        if key == _HOSTNAME:
+            weight = sc.topology_weight(len(scored))
+            for n in scored:
+                if key in n.metadata.labels:
+                    raw[n.metadata.name] += sc.spread_part(
+                        per_node.get(n.metadata.name, 0), c.max_skew, weight)
+            continue
+        domains = {n.metadata.labels.get(key, "") for n in scored}
+        counts = dict.fromkeys(domains, 0)
+        for node in _counted_nodes(pod, c, nodes, keys, require_all):
+            value = node.metadata.labels.get(key, "")
+            if value in counts:
+                counts[value] += per_node.get(node.metadata.name, 0)
+        weight = sc.topology_weight(len(domains))
+        for n in scored:
+            domain = n.metadata.labels.get(key)
+            if domain is not None:
+                raw[n.metadata.name] += sc.spread_part(counts[domain], c.max_skew, weight)
+    return {name: sc.go_round(v) for name, v in raw.items()}, ignored
+
+
+def spread_misses(pod: Pod, fits: Sequence[Node], nodes: Sequence[Node],
+                  snapshot: ClusterSnapshot, profile: Profile) -> set[str]:
+    """The nodes PodTopologySpread's filter refuses: a node without a constraint's topology
+    key, or whose domain would exceed maxSkew over the least populated eligible domain (0 while
+    fewer than minDomains domains exist)."""
+    constraints, _ = spread_constraints(pod, snapshot, profile, "DoNotSchedule")
+    misses: set[str] = set()
+    keys = [c.topology_key for c, _ in constraints]
+    for c, selector in constraints:
+        key = c.topology_key
+        per_node = matching_per_node(pod, selector, snapshot)
+        counts: Counter[str] = Counter()
+        domains: set[str] = set()
+        for node in _counted_nodes(pod, c, nodes, keys, True):
+            value = node.metadata.labels[key]
+            domains.add(value)
+            counts[value] += per_node.get(node.metadata.name, 0)
+        lowest = min((counts[d] for d in domains), default=0)
+        if c.min_domains is not None and len(domains) < c.min_domains:
+            lowest = 0
+        match = lenient_matcher(selector)
+        own = 1 if match is not None and match(pod.metadata.labels) else 0
+        for n in fits:
+            domain = n.metadata.labels.get(key)
+            if domain is None or counts.get(domain, 0) + own - lowest > c.max_skew:
+                misses.add(n.metadata.name)
+    return misses
+
