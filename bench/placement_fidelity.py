@@ -942,6 +942,10 @@ def compare(nodes: list[dict[str, Any]], before: list[dict[str, Any]],
     real_placed = [{"pod": p["metadata"]["name"], "owner": owner_of(p), "cpu": cpu_request(p),
                     "node": p["spec"].get("nodeName"),
                     "class": klass(p["spec"].get("nodeName"))} for p in new]
+    sizes = Counter(classes.values())
+    # A tie among more nodes than the predicted node's class holds spans classes: kube-scheduler
+    # tosses a coin between them, and the outcome by class is not reproducible.
+    across = sum(1 for p in pred_placed if p["tiedNodes"] > sizes.get(p["class"], 1))
     matched = multiset_match([(p["owner"], p["class"]) for p in pred_placed],
                              [(p["owner"], p["class"]) for p in real_placed])
     same_node = multiset_match([(p["owner"], p["node"] or PENDING) for p in pred_placed],
@@ -964,6 +968,7 @@ def compare(nodes: list[dict[str, Any]], before: list[dict[str, Any]],
         "placements": {"predicted": pred_placed, "real": real_placed, "matched": matched,
                        "total": total, "sameNode": same_node,
                        "tied": sum(1 for p in pred_placed if p["tiedNodes"] > 1),
+                       "tiedAcrossClasses": across,
                        "fraction": round(matched / total, 4) if total else 1.0},
         "balance": {"before": spread_of(util_before), "predicted": spread_of(util_pred),
                     "real": spread_of(util_real)},
@@ -1143,6 +1148,11 @@ def details(r: dict[str, Any]) -> str:
         text = "; ".join(f"{owner}: " + ", ".join(f"{k} x{n}" for k, n in sorted(c.items()))
                          for owner, c in sorted(by_owner.items()))
         lines.append(f"  {side:9} {text}")
+    pl = r["placements"]
+    if pl.get("tied"):
+        lines.append(f"  ties: {pl['tied']} of {len(pl['predicted'])} predictions chose among "
+                     f"equally scored nodes, {pl['tiedAcrossClasses']} among more nodes than "
+                     f"the chosen node's class holds (a coin toss between classes)")
     b = r["balance"]
     lines.append(f"  balance std/max: before {b['before']['std']:.1f}/{b['before']['max']:.1f}, "
                  f"predicted {b['predicted']['std']:.1f}/{b['predicted']['max']:.1f}, "
@@ -1192,6 +1202,8 @@ def main(argv: list[str] | None = None) -> int:
                              "evicts, as in any cluster; gated: they wait until the run is "
                              "over and are placed one by one (the model's assumption); "
                              "default both")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run each scenario (and mode) this many times")
     parser.add_argument("--desched-rev", help="run desched as committed at this revision "
                         "(git archive), not the working tree")
     parser.add_argument("--keep", action="store_true",
@@ -1211,7 +1223,7 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         modes = MODES if args.mode == "both" else (args.mode,)
         for name in args.scenario or list(SCENARIOS):
-            for mode in modes:
+            for mode in [m for m in modes for _ in range(args.repeat)]:
                 opts.mode = mode
                 started = time.monotonic()
                 try:
