@@ -217,7 +217,8 @@ def taints() -> Scenario:
 def anti_affinity() -> Scenario:
     """Four full nodes in za/zb: a cache with required anti-affinity per node, a db with
     required anti-affinity per zone, web with preferred anti-affinity per node, api with
-    preferred anti-affinity per zone; then four empty nodes (two in a new zone zc)."""
+    preferred anti-affinity per zone; then four empty nodes: one 8-cpu node each in za and zb,
+    two 16-cpu nodes in a new zone zc."""
     return Scenario(
         "anti-affinity", "required/preferred pod anti-affinity (hostname, zone), LNU cpu 20/50", [
             Phase(nodes=_nodes("n", 4, "8", "32Gi", ["za", "zb"]),
@@ -230,7 +231,8 @@ def anti_affinity() -> Scenario:
                           "podAntiAffinity": _anti(HOSTNAME, "web", 100)}}),
                       Workload("api", 8, "1", "2Gi", guaranteed=True, spec={"affinity": {
                           "podAntiAffinity": _anti(ZONE, "api", 50)}})]),
-            Phase(nodes=_nodes("n", 4, "8", "32Gi", ["za", "zb", "zc", "zc"], start=5)),
+            Phase(nodes=[*_nodes("n", 2, "8", "32Gi", ["za", "zb"], start=5),
+                         *_nodes("n", 2, "16", "64Gi", ["zc"], start=7)]),
         ],
         lambda sc, ns: _policy(sc, [_lnu(20, 50)]))
 
@@ -287,20 +289,20 @@ def pools() -> Scenario:
 
 def most_allocated() -> Scenario:
     """kube-scheduler's MostAllocated scoring (a second kube-scheduler process whose profile
-    `most-allocated` the pods name): four nodes, then two more join and web shrinks from 16 to
-    8 replicas, leaving nodes half empty; HighNodeUtilization (cpu 50) empties them."""
+    `most-allocated` the pods name): four nodes, then two more join, and web and api shrink,
+    leaving nodes half empty; HighNodeUtilization (cpu 45) empties them."""
     ma = {"schedulerName": MOST_ALLOCATED}
     return Scenario(
-        "most-allocated", "MostAllocated profile, HighNodeUtilization cpu 50", [
+        "most-allocated", "MostAllocated profile, HighNodeUtilization cpu 45", [
             Phase(nodes=_nodes("n", 4, "8", "32Gi", ["za", "zb"]),
-                  workloads=[Workload("web", 16, "500m", "1Gi", spec=ma),
-                             Workload("api", 6, "1", "2Gi", spec=ma)]),
+                  workloads=[Workload("api", 8, "1", "2Gi", spec=ma),
+                             Workload("web", 16, "500m", "1Gi", spec=ma)]),
             Phase(nodes=_nodes("n", 2, "8", "32Gi", ["za", "zb"], start=5),
                   workloads=[Workload("worker", 8, "500m", "1Gi", spec=ma)]),
-            Phase(scale={"web": 8}),
+            Phase(scale={"web": 6, "api": 5}),
         ],
         lambda sc, ns: _policy(sc, [("balance", "HighNodeUtilization",
-                                     {"thresholds": {"cpu": 50}})]),
+                                     {"thresholds": {"cpu": 45}})]),
         most_allocated=True)
 
 
@@ -1152,7 +1154,8 @@ def details(r: dict[str, Any]) -> str:
     if pl.get("tied"):
         lines.append(f"  ties: {pl['tied']} of {len(pl['predicted'])} predictions chose among "
                      f"equally scored nodes, {pl['tiedAcrossClasses']} among more nodes than "
-                     f"the chosen node's class holds (a coin toss between classes)")
+                     f"the chosen node's class holds (kube-scheduler picks one at random; the "
+                     f"classes may still come out the same)")
     b = r["balance"]
     lines.append(f"  balance std/max: before {b['before']['std']:.1f}/{b['before']['max']:.1f}, "
                  f"predicted {b['predicted']['std']:.1f}/{b['predicted']['max']:.1f}, "
