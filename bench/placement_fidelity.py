@@ -289,17 +289,19 @@ def pools() -> Scenario:
 
 def most_allocated() -> Scenario:
     """kube-scheduler's MostAllocated scoring (a second kube-scheduler process whose profile
-    `most-allocated` the pods name): four nodes, then two more join, and web and api shrink,
-    leaving nodes half empty; HighNodeUtilization (cpu 45) empties them."""
+    `most-allocated` the pods name): two nodes take api and web (14 of 16 cpu); three nodes
+    join and a worker workload arrives, most of which has to go to the new nodes; api shrinks
+    from 8 to 4. HighNodeUtilization (cpu 45) empties the lightly used new nodes onto the first
+    two."""
     ma = {"schedulerName": MOST_ALLOCATED}
     return Scenario(
         "most-allocated", "MostAllocated profile, HighNodeUtilization cpu 45", [
-            Phase(nodes=_nodes("n", 4, "8", "32Gi", ["za", "zb"]),
+            Phase(nodes=_nodes("n", 2, "8", "32Gi", ["za", "zb"]),
                   workloads=[Workload("api", 8, "1", "2Gi", spec=ma),
-                             Workload("web", 16, "500m", "1Gi", spec=ma)]),
-            Phase(nodes=_nodes("n", 2, "8", "32Gi", ["za", "zb"], start=5),
-                  workloads=[Workload("worker", 8, "500m", "1Gi", spec=ma)]),
-            Phase(scale={"web": 6, "api": 5}),
+                             Workload("web", 12, "500m", "1Gi", spec=ma)]),
+            Phase(nodes=_nodes("n", 3, "8", "32Gi", ["za", "zb", "zc"], start=3),
+                  workloads=[Workload("worker", 10, "500m", "1Gi", spec=ma)]),
+            Phase(scale={"api": 4}),
         ],
         lambda sc, ns: _policy(sc, [("balance", "HighNodeUtilization",
                                      {"thresholds": {"cpu": 45}})]),
