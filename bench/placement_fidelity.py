@@ -940,7 +940,9 @@ def compare(nodes: list[dict[str, Any]], before: list[dict[str, Any]],
         pred_placed.append({"pod": name, "owner": owner_of(old) if old else "?",
                             "cpu": cpu_request(old) if old else 0.0, "node": entry["node"],
                             "class": klass(entry["node"]),
-                            "tiedNodes": int(entry.get("tiedNodes") or 1)})
+                            "tiedNodes": int(entry.get("tiedNodes") or 1),
+                            # kube-scheduler would score only a sample of the nodes (from 100)
+                            "scoredNodes": entry.get("scoredNodes")})
     new = sorted((p for p in after if p["metadata"]["name"] not in by_name),
                  key=lambda p: p["metadata"].get("creationTimestamp") or "")
     real_placed = [{"pod": p["metadata"]["name"], "owner": owner_of(p), "cpu": cpu_request(p),
@@ -973,6 +975,7 @@ def compare(nodes: list[dict[str, Any]], before: list[dict[str, Any]],
                        "total": total, "sameNode": same_node,
                        "tied": sum(1 for p in pred_placed if p["tiedNodes"] > 1),
                        "tiedAcrossClasses": across,
+                       "sampled": sum(1 for p in pred_placed if p["scoredNodes"]),
                        "fraction": round(matched / total, 4) if total else 1.0},
         "balance": {"before": spread_of(util_before), "predicted": spread_of(util_pred),
                     "real": spread_of(util_real)},
@@ -1158,6 +1161,10 @@ def details(r: dict[str, Any]) -> str:
                      f"equally scored nodes, {pl['tiedAcrossClasses']} among more nodes than "
                      f"the chosen node's class holds (kube-scheduler picks one at random; the "
                      f"classes may still come out the same)")
+    if pl.get("sampled"):
+        lines.append(f"  sampled: for {pl['sampled']} of {len(pl['predicted'])} predictions "
+                     f"kube-scheduler scores only a sample of the feasible nodes "
+                     f"(percentageOfNodesToScore), from where its previous search stopped")
     b = r["balance"]
     lines.append(f"  balance std/max: before {b['before']['std']:.1f}/{b['before']['max']:.1f}, "
                  f"predicted {b['predicted']['std']:.1f}/{b['predicted']['max']:.1f}, "
