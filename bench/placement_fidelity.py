@@ -1000,7 +1000,8 @@ class Options:
     # interleaved: as a cluster does it (each replacement is created and scheduled as soon as
     # its pod is evicted, while desched goes on evicting). gated: replacements wait at a
     # scheduling gate until the run is over, then are released one at a time in the order
-    # they were created, the order desched's model places them in.
+    # they were created: every eviction first, then every placement (what desched's model
+    # assumed before db34714); it tells scoring errors from ordering errors.
     mode: str = "interleaved"
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr,
                                                                      flush=True))
@@ -1212,7 +1213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=[*MODES, "both"], default="both",
                         help="interleaved: replacements are scheduled while desched still "
                              "evicts, as in any cluster; gated: they wait until the run is "
-                             "over and are placed one by one (the model's assumption); "
+                             "over and are placed one by one (all evictions first); "
                              "default both")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each scenario (and mode) this many times")
