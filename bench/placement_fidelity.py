@@ -217,8 +217,8 @@ def taints() -> Scenario:
 def anti_affinity() -> Scenario:
     """Four full nodes in za/zb: a cache with required anti-affinity per node, a db with
     required anti-affinity per zone, web with preferred anti-affinity per node, api with
-    preferred anti-affinity per zone; then four empty nodes: one 8-cpu node each in za and zb,
-    two 16-cpu nodes in a new zone zc."""
+    preferred anti-affinity per zone; then four empty nodes of different sizes (za 8 cpu, zb 12,
+    two of 16 in a new zone zc: no coin toss between zones)."""
     return Scenario(
         "anti-affinity", "required/preferred pod anti-affinity (hostname, zone), LNU cpu 20/50", [
             Phase(nodes=_nodes("n", 4, "8", "32Gi", ["za", "zb"]),
@@ -231,7 +231,7 @@ def anti_affinity() -> Scenario:
                           "podAntiAffinity": _anti(HOSTNAME, "web", 100)}}),
                       Workload("api", 8, "1", "2Gi", guaranteed=True, spec={"affinity": {
                           "podAntiAffinity": _anti(ZONE, "api", 50)}})]),
-            Phase(nodes=[*_nodes("n", 2, "8", "32Gi", ["za", "zb"], start=5),
+            Phase(nodes=[NodeSpec("n-5", "8", "32Gi", "za"), NodeSpec("n-6", "12", "48Gi", "zb"),
                          *_nodes("n", 2, "16", "64Gi", ["zc"], start=7)]),
         ],
         lambda sc, ns: _policy(sc, [_lnu(20, 50)]))
