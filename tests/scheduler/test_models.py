@@ -214,10 +214,12 @@ def placements(draw: Any) -> tuple[list[Any], list[Any]]:
     pods = []
     for i in range(draw(st.integers(0, 12))):
         app = draw(st.sampled_from(["a", "b", "c"]))
+        # Some are deleted at once when evicted (no grace period), the others terminate.
+        grace = {"terminationGracePeriodSeconds": 0} if draw(st.booleans()) else None
         pods.append(pod(f"p{i}", f"n{draw(st.integers(0, len(nodes) - 1))}",
                         cpu=draw(st.sampled_from(["100m", "500m", "1", None])),
                         memory=draw(st.sampled_from(["128Mi", "1Gi"])),
-                        labels={"app": app}, owner=("ReplicaSet", f"rs-{app}")))
+                        labels={"app": app}, owner=("ReplicaSet", f"rs-{app}"), spec=grace))
     metrics = []
     for n in nodes:  # some nodes report usage (LoadAware reads it), some do not
         if draw(st.booleans()):

@@ -55,9 +55,10 @@ def test_a_replacement_of_a_replacement_does_not_grow_its_name() -> None:
 
 
 def test_each_replacement_is_placed_while_the_later_evictions_still_run() -> None:
-    """Live, a replacement is bound before the descheduler's next eviction: x's replacement
-    sees y still on n1 and goes to n2; y's then finds n1 empty and goes there. Placed after
-    every eviction, both would have gone to the emptied n1."""
+    """Live, a replacement is bound before the descheduler's next eviction, and the evicted
+    pods terminate for seconds, counted on their node: x's replacement finds n1 full (x and y
+    terminating) and goes to n2; y's fits nowhere until x and y are gone, then takes n1.
+    Placed after every eviction with the pods gone, both would have gone to the emptied n1."""
     x, y = pod("x", "n1", cpu="2"), pod("y", "n1", cpu="2")
     snap = snapshot(node("n1"), node("n2"), x, y, pod("z", "n2", cpu="1", owner=None))
     snap.remove_pod(x)
@@ -112,3 +113,25 @@ def test_a_most_allocated_scheduler_packs_what_high_node_utilization_drains() ->
     assert len(packed["evictions"]) == 2
     assert [(r["node"], r["replaces"]) for r in packed["rescheduled"]] == [
         ("worker-2", "shop/batch-0"), ("worker-2", "shop/api-0")]
+
+
+ANTI_WEB = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}]}}}
+
+
+def test_a_terminating_pod_still_holds_its_anti_affinity() -> None:
+    """One web pod per node: while the evicted web pod terminates on n1 (kube-scheduler still
+    counts it), its replacement cannot go there and takes n2, although n1 is emptier; a pod
+    deleted at once (terminationGracePeriodSeconds 0) leaves n1 free for it."""
+    for grace, expected in ((None, "n2"), (0, "n1")):
+        spec = {**ANTI_WEB, **({"terminationGracePeriodSeconds": grace} if grace == 0 else {})}
+        web = pod("web-1", "n1", labels={"app": "web"}, spec=spec)
+        snap = snapshot(node("n1"), node("n2"), web, pod("busy", "n2", cpu="2", owner=None))
+        snap.remove_pod(web)
+        ((_, _, where),) = reschedule([web], snap, 1, snap.ready_nodes(), KubeDefault(), NOW)
+        assert where == expected, grace
+        assert "default/web-1" not in snap.pods  # gone once the cycle's replacements are placed
+        # The guard's question about the running pod gets the same answer.
+        again = snapshot(node("n1"), node("n2"), web, pod("busy", "n2", cpu="2", owner=None))
+        assert KubeDefault().place(again.pods["default/web-1"], again.ready_nodes(), again,
+                                   NOW).node == expected

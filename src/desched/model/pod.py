@@ -141,6 +141,7 @@ class PodSpec(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     scheduler_name: Shared = Shared("")
     volumes: tuple[Volume, ...] = ()
     resource_claims: tuple[Present, ...] = ()
+    termination_grace_period_seconds: int | None = None
 
 
 class ContainerStateWaiting(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):

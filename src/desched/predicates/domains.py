@@ -64,7 +64,7 @@ def blocked_by_existing_anti_affinity(snapshot: ClusterSnapshot, pod: Pod,
     the same domain (the symmetric half of InterPodAffinity's filter)."""
     blocked: set[str] = set()
     domains_by_key: dict[str, dict[str, str]] = {}
-    for other in _with_required_anti_affinity(snapshot):
+    for other in with_required_anti_affinity(snapshot):
         if other is leaving or not other.node_name or other.terminal:
             continue
         for term in anti_affinity_terms(other):
@@ -81,7 +81,7 @@ def blocked_by_existing_anti_affinity(snapshot: ClusterSnapshot, pod: Pod,
     return blocked
 
 
-def _with_required_anti_affinity(snapshot: ClusterSnapshot) -> list[Pod]:
+def with_required_anti_affinity(snapshot: ClusterSnapshot) -> list[Pod]:
     """The pods with required anti-affinity terms (few, in most clusters): found once, then
     caught up with the pods added since; removed pods are dropped as they are read."""
     cached = snapshot.caches.get("required-anti-affinity")

@@ -14,7 +14,7 @@ pods' preferred terms and required affinity toward it) and ImageLocality (node s
 
 Where kube-scheduler chooses at random the Placement says so: `tied` lists every node with the
 winning score, and `why` notes when kube-scheduler would score only a sample of the feasible
-nodes (percentageOfNodesToScore). desched takes the first tied node by name, so a simulation is
+nodes (percentageOfNodesToScore). desched takes the last tied node by name, so a simulation is
 reproducible.
 """
 
@@ -28,7 +28,6 @@ import msgspec
 
 from desched.model.node import Node
 from desched.model.pod import Pod
-from desched.predicates.domains import blocked_by_existing_anti_affinity
 from desched.predicates.nodeaffinity import (
     compile_term,
     required_affinity_matcher,
@@ -40,6 +39,7 @@ from desched.scheduler.interpod import (
     affinity_misses,
     affinity_raw,
     affinity_score,
+    blocked_by_running_anti_affinity,
     running_terms_select,
 )
 from desched.scheduler.model import KUBE_DEFAULT, Placement
@@ -58,12 +58,20 @@ from desched.scheduler.profile import (
     Profile,
     SchedulerConfig,
 )
-from desched.scheduler.ranking import Rankings
+from desched.scheduler.ranking import Rankings, stranger
 from desched.scheduler.spread import spread_misses, spread_raw
 from desched.snapshot.cluster import ClusterSnapshot
 
 _encoder = msgspec.json.Encoder(enc_hook=str)
 _UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
+def gone_at_once(pod: Pod) -> bool:
+    """Whether an evicted pod leaves kube-scheduler's view before its replacement is scheduled:
+    one deleted without a grace period (terminationGracePeriodSeconds 0), or a StatefulSet's,
+    whose controller creates the replacement only once the pod is gone."""
+    return (pod.spec.termination_grace_period_seconds == 0
+            or any(ref.kind == "StatefulSet" for ref in pod.metadata.owner_references))
 
 
 def simple_key(pod: Pod) -> bytes:
@@ -98,17 +106,34 @@ class KubeDefault:
 
     def place(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
               now: datetime) -> Placement:
+        """Where `pod` lands among `nodes` (the candidates; pods are counted over every node of
+        the snapshot, as kube-scheduler counts over its whole cache). A pod still bound to a
+        node is asked about as if it were evicted: see `subject`."""
         profile = self.profile(pod)
-        if self.rankable(pod, snapshot, profile):
+        subject, gone = self.subject(pod)
+        if self.rankable(subject, snapshot, profile, gone):
             from desched.scheduler import kube_ranked
 
-            placed = kube_ranked.place(self, pod, nodes, snapshot, profile)
+            placed = kube_ranked.place(self, subject, nodes, snapshot, profile, gone)
             if placed is not None:
                 return placed
-        return self.place_exact(pod, nodes, snapshot, now)
+        return self._exact(subject, nodes, snapshot, profile, gone)
 
     @staticmethod
-    def rankable(pod: Pod, snapshot: ClusterSnapshot, profile: Profile) -> bool:
+    def subject(pod: Pod) -> tuple[Pod, Pod | None]:
+        """What kube-scheduler places for a pod being evicted, and the pod if it is gone by
+        then. A terminating pod stays in kube-scheduler's cache, its requests and pod
+        (anti-)affinity counted on its node, until the kubelet confirms it gone, seconds after
+        its replacement was scheduled (only topology spreading skips it): the replacement is
+        placed beside it. A pod deleted at once (gone_at_once) has left before."""
+        if not pod.spec.node_name:
+            return pod, None
+        if gone_at_once(pod):
+            return pod, pod
+        return stranger(pod), None
+
+    def rankable(self, pod: Pod, snapshot: ClusterSnapshot, profile: Profile,
+                 gone: Pod | None) -> bool:
         """Whether the Ranking answers for the pod (scheduler/kube_ranked.py): a simple pod no
         running pod's term scores, with no DoNotSchedule default constraints to filter by."""
         return (simple(pod) and snapshot.finished
@@ -117,7 +142,7 @@ class KubeDefault:
                     for c in profile.spread.effective))
                 and not ("InterPodAffinity" in profile.scores
                          and not profile.ignore_preferred_terms_of_existing_pods
-                         and running_terms_select(pod, snapshot, profile)))
+                         and running_terms_select(pod, snapshot, profile, gone)))
 
     @staticmethod
     def space(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
@@ -128,13 +153,17 @@ class KubeDefault:
 
     def place_exact(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
                     now: datetime) -> Placement:
-        """Every feasible node scored in full, as kube-scheduler does."""
-        profile = self.profile(pod)
-        feasible, why = self.feasible(pod, nodes, snapshot, profile)
+        """`place` with every feasible node scored in full, as kube-scheduler does."""
+        subject, gone = self.subject(pod)
+        return self._exact(subject, nodes, snapshot, self.profile(pod), gone)
+
+    def _exact(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+               profile: Profile, gone: Pod | None) -> Placement:
+        feasible, why = self.feasible(pod, nodes, snapshot, profile, gone)
         if not feasible:
             return Placement(None, why)
-        return self.choose(self.scores(pod, feasible, nodes, snapshot, profile), len(nodes),
-                           profile)
+        return self.choose(self.scores(pod, feasible, snapshot, profile, gone),
+                           len(snapshot.all_nodes()), profile)
 
     def choose(self, scores: Mapping[str, int], total: int, profile: Profile) -> Placement:
         top = max(scores.values())
@@ -193,8 +222,12 @@ class KubeDefault:
         return refuse
 
     def feasible(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
-                 profile: Profile = DEFAULT) -> tuple[list[Node], str]:
+                 profile: Profile = DEFAULT, gone: Pod | None = None
+                 ) -> tuple[list[Node], str]:
+        """The candidates among `nodes` the profile's filters pass, or why none does. `gone`:
+        the pod being placed again, already deleted (not counted anywhere)."""
         candidates = self.space(pod, nodes, snapshot, profile)
+        everywhere = snapshot.all_nodes()
         refuse = self.node_filter(pod, profile)
         reasons: Counter[str] = Counter()
         fits: list[Node] = []
@@ -206,11 +239,11 @@ class KubeDefault:
                 reasons[problem] += 1
         checks: list[tuple[str, str, Callable[[list[Node]], set[str]]]] = [
             ("InterPodAffinity", "node(s) didn't satisfy existing pods anti-affinity rules",
-             lambda ns: blocked_by_existing_anti_affinity(snapshot, pod, ns, pod)),
+             lambda ns: blocked_by_running_anti_affinity(snapshot, pod, everywhere, gone)),
             ("InterPodAffinity", "node(s) didn't match pod affinity/anti-affinity rules",
-             lambda ns: affinity_misses(pod, ns, nodes, snapshot)),
+             lambda ns: affinity_misses(pod, ns, everywhere, snapshot, gone)),
             ("PodTopologySpread", "node(s) didn't match pod topology spread constraints",
-             lambda ns: spread_misses(pod, ns, nodes, snapshot, profile)),
+             lambda ns: spread_misses(pod, ns, everywhere, snapshot, profile)),
         ]
         for plugin, label, check in checks:
             if not fits:
@@ -230,9 +263,10 @@ class KubeDefault:
 
     # -- scores --------------------------------------------------------------------------------
 
-    def scores(self, pod: Pod, feasible: Sequence[Node], nodes: Sequence[Node],
-               snapshot: ClusterSnapshot, profile: Profile) -> dict[str, int]:
+    def scores(self, pod: Pod, feasible: Sequence[Node], snapshot: ClusterSnapshot,
+               profile: Profile, gone: Pod | None = None) -> dict[str, int]:
         """Each feasible node's weighted total, as kube-scheduler sums its score plugins."""
+        nodes = snapshot.all_nodes()
         names = [n.metadata.name for n in feasible]
         total = dict.fromkeys(names, 0)
 
@@ -265,7 +299,7 @@ class KubeDefault:
             if spread is not None:
                 add("PodTopologySpread", sc.spread_normalize(*spread))
         if "InterPodAffinity" in weights:
-            topology = affinity_raw(pod, nodes, snapshot, profile)
+            topology = affinity_raw(pod, nodes, snapshot, profile, gone)
             if topology is not None:
                 add("InterPodAffinity", sc.min_max_normalize(
                     {n.metadata.name: affinity_score(topology, n) for n in feasible}))

@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 
 from desched.model.node import Node
 from desched.model.pod import Pod
-from desched.predicates.domains import blocked_by_existing_anti_affinity
 from desched.predicates.nodeaffinity import required_affinity_matcher
 from desched.scheduler import kube_default as kd
 from desched.scheduler import node_scores as ns
 from desched.scheduler import scores as sc
 from desched.scheduler import spread
+from desched.scheduler.interpod import blocked_by_running_anti_affinity
 from desched.scheduler.model import Placement
 from desched.scheduler.profile import Profile
 from desched.scheduler.ranking import Class, Entry
@@ -62,13 +62,16 @@ def entry(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
 
 
 def place(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
-          profile: Profile) -> Placement | None:
-    """The placement, or None when the exact search must answer (nothing fits: it says why)."""
+          profile: Profile, gone: Pod | None) -> Placement | None:
+    """The placement among the candidate `nodes`, or None when the exact search must answer
+    (nothing fits: it says why). `gone`: the pod itself, bound and already deleted (its node is
+    judged apart, without it)."""
+    everywhere = snapshot.all_nodes()
     key = (kd.simple_key(pod), id(profile))
     ranking = model.rankings.get(key, pod, nodes, snapshot,
-                                 lambda p: entry(model, p, nodes, snapshot, profile),
+                                 lambda p: entry(model, p, everywhere, snapshot, profile),
                                  candidates=model.space(pod, nodes, snapshot, profile))
-    exclude = (blocked_by_existing_anti_affinity(snapshot, pod, nodes, pod)
+    exclude = (blocked_by_running_anti_affinity(snapshot, pod, everywhere, gone)
                if "InterPodAffinity" in profile.filters else set())
     constraints: list[spread.Spread] = []
     require_all = False
@@ -78,7 +81,8 @@ def place(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
     per_node: Counter[str] = Counter()
     if constraints:
         per_node = spread.matching_per_node(pod, constraints[0][1], snapshot)
-    images = ns.image_scores(pod, nodes, snapshot) if "ImageLocality" in profile.scores else {}
+    images = (ns.image_scores(pod, everywhere, snapshot) if "ImageLocality" in profile.scores
+              else {})
     # Judged one by one: the nodes where the workload runs or that hold its images, and the
     # node the pod leaves.
     alone: dict[str, tuple[Class, float]] = {}
@@ -89,7 +93,7 @@ def place(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
                 alone[name] = found
     own = ranking.nodes.get(pod.node_name) if pod.node_name else None
     if own is not None and own.metadata.name not in exclude:
-        found = entry(model, pod, nodes, snapshot, profile)(own)
+        found = entry(model, pod, everywhere, snapshot, profile)(own)
         if found is not None:
             alone[own.metadata.name] = found
     tops = ranking.tops(exclude | set(per_node) | set(images)
@@ -123,7 +127,7 @@ def place(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
     tied = [t for t in totals if t[0] == best[0]]
     count = sum(t[2] for t in tied)
     names = tuple(sorted(t[1] for t in tied))
-    return model.describe(best[0], best[1], names, count, feasible, len(nodes), profile)
+    return model.describe(best[0], best[1], names, count, feasible, len(everywhere), profile)
 
 
 def _spread(pod: Pod, constraints: list[spread.Spread], require_all: bool,

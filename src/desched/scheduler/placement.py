@@ -13,6 +13,7 @@ from desched.model.meta import Shared
 from desched.model.node import Node
 from desched.model.objects import PodMetricInfo
 from desched.model.pod import Pod, PodCondition
+from desched.scheduler.kube_default import gone_at_once
 from desched.scheduler.model import Placement, SchedulerModel
 from desched.snapshot.cluster import ClusterSnapshot
 
@@ -79,6 +80,22 @@ def carry_usage(snapshot: ClusterSnapshot, old: Pod, new: Pod, now: datetime) ->
             timestamp=now)
 
 
+def _terminating(pod: Pod, now: datetime) -> Pod:
+    """The evicted pod while it terminates: deletionTimestamp set."""
+    meta = msgspec.structs.replace(pod.metadata, deletion_timestamp=now)
+    return msgspec.structs.replace(pod, metadata=meta)
+
+
+def _place(pod: Pod, nodes: list[Node], snapshot: ClusterSnapshot, model: SchedulerModel,
+           now: datetime, chances: dict[str, Placement] | None) -> str | None:
+    placement = model.place(pod, nodes, snapshot, now)
+    if chances is not None and (placement.ties > 1 or placement.sampled):
+        chances[pod.key] = placement
+    elif chances is not None:
+        chances.pop(pod.key, None)
+    return placement.node
+
+
 def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes: list[Node],
                model: SchedulerModel, now: datetime, chances: dict[str, Placement] | None = None
                ) -> list[tuple[Pod, Pod, str | None]]:
@@ -90,26 +107,48 @@ def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes:
     # Live, the controller recreates an evicted pod and kube-scheduler binds the replacement
     # within milliseconds, while the descheduler is still evicting the next ones (tens of
     # milliseconds apart): each replacement is placed with the pods evicted after it still
-    # running, as bench/placement_fidelity.py saw on a real control plane.
-    later = [old for old in evicted if old.key not in snapshot.pods]
-    for old in later:
-        snapshot.add_pod(old)
+    # running, as bench/placement_fidelity.py saw on a real control plane. An evicted pod
+    # terminates for seconds (its grace period, the kubelet's confirmation), and kube-scheduler
+    # counts it on its node meanwhile (not for topology spreading): it stays, terminating, until
+    # every replacement of the cycle is placed; one deleted at once (gone_at_once) leaves first.
     for old in evicted:
-        snapshot.remove_pod(old)
-        if not old.metadata.owner_references:
-            continue
-        pod = replacement(old, cycle, now)
-        target: str | None
-        if old.is_daemonset:
-            target = old.node_name if old.node_name in snapshot.nodes else None
-        else:
-            placement = model.place(pod, nodes, snapshot, now)
-            target = placement.node
-            if chances is not None and (placement.ties > 1 or placement.sampled):
-                chances[pod.key] = placement
+        if old.key not in snapshot.pods:
+            snapshot.add_pod(old)
+    terminating: list[Pod] = []
+    waiting: list[int] = []  # replacements no node took while the evicted pods terminated
+    try:
+        for old in evicted:
+            snapshot.remove_pod(old)
+            if not gone_at_once(old):
+                going = _terminating(old, now)
+                snapshot.add_pod(going)
+                terminating.append(going)
+            if not old.metadata.owner_references:
+                continue
+            pod = replacement(old, cycle, now)
+            target: str | None
+            if old.is_daemonset:
+                target = old.node_name if old.node_name in snapshot.nodes else None
+            else:
+                target = _place(pod, nodes, snapshot, model, now, chances)
+            if target is not None:
+                pod = bind(pod, target, now)
+                carry_usage(snapshot, old, pod, now)
+            elif terminating:
+                waiting.append(len(placed))
+            snapshot.add_pod(pod)
+            placed.append((old, pod, target))
+    finally:
+        for going in terminating:
+            snapshot.remove_pod(going)  # gone by the next cycle (a replacement that took its
+            # name, a DaemonSet's, stays: remove_pod removes only this very object)
+    # kube-scheduler tries a pending pod again when pods leave: once the evicted ones are gone.
+    for index in waiting:
+        old, pod, _ = placed[index]
+        target = _place(pod, nodes, snapshot, model, now, chances)
         if target is not None:
             pod = bind(pod, target, now)
-        snapshot.add_pod(pod)
+            snapshot.add_pod(pod)
         carry_usage(snapshot, old, pod, now)
-        placed.append((old, pod, target))
+        placed[index] = (old, pod, target)
     return placed

@@ -293,6 +293,14 @@ class ClusterSnapshot:
             cached = self._node_non_zero[node_name] = (cpu, memory)
         return cached
 
+    def all_nodes(self) -> list[Node]:
+        """Every node, ready or not, in one shared list (callers must not modify it): what
+        kube-scheduler counts pods over for spreading and pod affinity."""
+        cached = self._ready_nodes.get(-1)
+        if cached is None:
+            cached = self._ready_nodes[-1] = (None, list(self.nodes.values()))
+        return cached[1]
+
     def ready_nodes(self, selector: Matcher | None = None) -> list[Node]:
         """Ready nodes (unschedulable ones included), optionally filtered by a label matcher.
         Memoized per matcher (nodeFit asks for the same set once per candidate pod): the list
