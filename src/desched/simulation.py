@@ -121,7 +121,8 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
             executor = descheduler.executor = SimulationExecutor(snapshot)
             descheduler.evictor.executor = executor
         elif do_reschedule and executor.evicted:
-            placed = reschedule(executor.evicted, snapshot, cycle, descheduler.nodes(), model,
+            # kube-scheduler places on any node, whatever nodes the policy descheduled.
+            placed = reschedule(executor.evicted, snapshot, cycle, snapshot.ready_nodes(), model,
                                 clock.now, summary.chances)
             summary.placements = [(new.key, node) for _, new, node in placed]
             summary.replaces = {new.key: old.key for old, new, _ in placed}

@@ -252,3 +252,37 @@ def test_the_issue_s_empty_zone_pulls_replacements() -> None:
     bare = snapshot(subject, *nodes, *running)
     assert KubeDefault().place(bare.pods["default/new"], bare.ready_nodes(), bare,
                                NOW).node == "big"
+
+
+def test_filters_as_kube_scheduler_applies_them() -> None:
+    """NodeUnschedulable lets a pod onto a cordoned node only if it tolerates the
+    unschedulable NoSchedule taint; NodeResourcesFit checks only what a pod requests; a spread
+    constraint with matchLabelKeys but no labelSelector selects nothing."""
+    cordoned = node("c1", unschedulable=True, labels={HOST: "c1"})
+    for tolerations, fits in (
+            ([{"operator": "Exists", "effect": "NoExecute"}], False),
+            ([{"key": "node.kubernetes.io/unschedulable", "operator": "Equal", "value": "x"}],
+             False),
+            ([{"key": "node.kubernetes.io/unschedulable", "operator": "Exists",
+               "effect": "NoSchedule"}], True),
+            ([{"operator": "Exists"}], True)):
+        subject = pod("p", node_name="", spec={"tolerations": tolerations})
+        snap = snapshot(subject, cordoned)
+        placed = KubeDefault().place(snap.pods["default/p"], snap.ready_nodes(), snap, NOW)
+        assert (placed.node == "c1") is fits, tolerations
+    # An overcommitted node (by cpu) still takes a pod that requests no cpu.
+    over = node("o1", cpu="1")
+    snap = snapshot(pod("p", node_name="", cpu=None, memory="1Mi"), over,
+                    pod("big", "o1", cpu="2", owner=None))
+    assert KubeDefault().place(snap.pods["default/p"], snap.ready_nodes(), snap,
+                               NOW).node == "o1"
+    # matchLabelKeys without a labelSelector: the constraint counts nothing, refuses nothing.
+    zones = {"a1": "za", "b1": "zb"}
+    hard = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                                           "whenUnsatisfiable": "DoNotSchedule",
+                                           "matchLabelKeys": ["app"]}]}
+    subject = pod("p", node_name="", labels={"app": "web"}, spec=hard)
+    crowd = [pod(f"w{i}", "a1", labels={"app": "web"}) for i in range(2)]
+    snap = snapshot(subject, *hosts("a1", "b1", zones=zones), *crowd)
+    feasible, _ = KubeDefault().feasible(snap.pods["default/p"], snap.ready_nodes(), snap)
+    assert sorted(n.name for n in feasible) == ["a1", "b1"]

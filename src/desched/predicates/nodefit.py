@@ -35,11 +35,16 @@ ANTI_AFFINITY = "pod matches inter-pod anti-affinity rule of other pod on node"
 _BASIC = frozenset({"cpu", "memory", "pods"})
 
 
-def insufficient_resource(pod: Pod, node: Node, snapshot: ClusterSnapshot) -> str | None:
-    """The first resource the node cannot give the pod ("insufficient <name>"), or None."""
+def insufficient_resource(pod: Pod, node: Node, snapshot: ClusterSnapshot,
+                          scheduler: bool = False) -> str | None:
+    """The first resource the node cannot give the pod ("insufficient <name>"), or None.
+    `scheduler`: as kube-scheduler's NodeResourcesFit, which checks only what the pod requests
+    (a zero request fits an overcommitted node; the descheduler's NodeFit refuses it)."""
     allocatable = node.allocatable
     used = snapshot.node_requested(node.metadata.name)
     for name, request in pod.requests.items():
+        if scheduler and request <= 0:
+            continue
         if name in _BASIC or name in allocatable:
             available = allocatable.get(name, 0) - used.get(name, 0)
         else:

@@ -26,14 +26,15 @@ from datetime import datetime
 
 import msgspec
 
-from desched.model.node import Node
+from desched.model.meta import Shared
+from desched.model.node import Node, Taint
 from desched.model.pod import Pod
 from desched.predicates.nodeaffinity import (
     compile_term,
     required_affinity_matcher,
 )
 from desched.predicates.nodefit import affinity_space, insufficient_resource
-from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
+from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated, tolerates_taint
 from desched.scheduler import scores as sc
 from desched.scheduler.interpod import (
     affinity_misses,
@@ -63,7 +64,8 @@ from desched.scheduler.spread import spread_misses, spread_raw
 from desched.snapshot.cluster import ClusterSnapshot
 
 _encoder = msgspec.json.Encoder(enc_hook=str)
-_UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+# What NodeUnschedulable asks a pod to tolerate to go to a cordoned node.
+_UNSCHEDULABLE = Taint(key=Shared("node.kubernetes.io/unschedulable"), effect="NoSchedule")
 
 
 def gone_at_once(pod: Pod) -> bool:
@@ -191,9 +193,8 @@ class KubeDefault:
         """The node-local filters of the profile, compiled for `pod`: why a node is refused,
         or None."""
         on = profile.filters
-        unschedulable = "NodeUnschedulable" in on and not any(
-            (t.key == _UNSCHEDULABLE_TAINT and t.effect in ("", "NoSchedule"))
-            or (t.operator == "Exists" and not t.key) for t in pod.spec.tolerations)
+        unschedulable = "NodeUnschedulable" in on and not tolerates_taint(
+            pod.spec.tolerations, _UNSCHEDULABLE)
         affinity = required_affinity_matcher(pod) if "NodeAffinity" in on else None
         added = profile.added_affinity
         added_required = (added.required_during_scheduling_ignored_during_execution
@@ -215,7 +216,7 @@ class KubeDefault:
                     node.spec.taints, tolerations, SCHEDULING_EFFECTS) is not None:
                 return "node(s) had untolerated taint"
             if resources and pod.spec.node_name != node.metadata.name:
-                problem = insufficient_resource(pod, node, snapshot)
+                problem = insufficient_resource(pod, node, snapshot, scheduler=True)
                 if problem is not None:
                     return problem.replace("insufficient", "Insufficient")
             return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from desched.model.meta import LabelSelector
+from desched.model.meta import LabelSelector, LabelSelectorRequirement
 from desched.model.node import Node
 from desched.model.pod import Pod, TopologySpreadConstraint
 from desched.predicates.labels import Matcher, SelectorError, compile_selector
@@ -34,14 +34,18 @@ def lenient_matcher(selector: LabelSelector | None) -> Matcher | None:
 def _with_match_label_keys(c: TopologySpreadConstraint, pod: Pod) -> LabelSelector | None:
     """The constraint's selector with matchLabelKeys folded in (the pod's values of them)."""
     selector = c.label_selector
-    if not c.match_label_keys:
-        return selector
+    if not c.match_label_keys or selector is None:
+        return selector  # no selector selects nothing, whatever the keys add
     extra = {k: pod.metadata.labels[k] for k in c.match_label_keys if k in pod.metadata.labels}
     if not extra:
         return selector
-    base = selector or LabelSelector()
-    return LabelSelector(match_labels={**(base.match_labels or {}), **extra},
-                         match_expressions=base.match_expressions)
+    own = selector.match_labels or {}
+    # A key the selector already names with another value: both requirements hold.
+    clash = [LabelSelectorRequirement(key=k, operator="In", values=(v,))
+             for k, v in extra.items() if k in own and own[k] != v]
+    merged = {**extra, **own}
+    return LabelSelector(match_labels=merged,
+                         match_expressions=[*(selector.match_expressions or []), *clash] or None)
 
 
 Spread = tuple[TopologySpreadConstraint, LabelSelector | None]
