@@ -1118,7 +1118,9 @@ def table(results: list[dict[str, Any]]) -> str:
     for r in results:
         name = r["scenario"] + ("" if r.get("deterministic", True) else " (sampled)")
         if "skipped" in r:
-            rows.append((name, "skipped: " + r["skipped"], "", "", ""))
+            reason = r["skipped"].splitlines()[0]
+            reason = reason if len(reason) <= 60 else reason[:57] + "..."
+            rows.append((name, "skipped: " + reason, "", "", ""))
             continue
         ev, pl, bal = r["evictions"], r["placements"], r["balance"]
         same = "yes" if ev["same"] else f"no, {ev['common']} common"
