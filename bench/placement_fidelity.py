@@ -95,6 +95,7 @@ class Workload:
     memory: str
     guaranteed: bool = False
     spec: dict[str, Any] = field(default_factory=dict)
+    grace: int = 0  # terminationGracePeriodSeconds (the harness finishes the deletion then)
 
 
 @dataclass
@@ -261,29 +262,43 @@ def spread() -> Scenario:
             _lnu(20, 50)], maxNoOfPodsToEvictPerNode=4))
 
 
-def pools() -> Scenario:
-    """Three pools by nodeSelector: general (two full nodes, then three empty ones join),
-    highmem, and compute, nearly full (88 %): its evicted pods can only come back to it. One
-    workload has no nodeSelector and may go to any pool."""
+def _pools_phases(grace: int = 0) -> list[Phase]:
     def pool(name: str) -> dict[str, Any]:
         return {"nodeSelector": {POOL: name}}
-    return Scenario(
-        "pools", "node pools by nodeSelector, compute pool nearly full, LNU cpu 20/50", [
-            Phase(nodes=[*_nodes("general", 2, "8", "32Gi", ["za", "zb"],
+    return [Phase(nodes=[*_nodes("general", 2, "8", "32Gi", ["za", "zb"],
                                  labels={POOL: "general"}),
                          *_nodes("highmem", 2, "8", "64Gi", ["za", "zb"],
                                  labels={POOL: "highmem"}),
                          *_nodes("compute", 3, "16", "32Gi", ["za", "zb", "zc"],
                                  labels={POOL: "compute"})],
-                  workloads=[Workload("web", 14, "500m", "1Gi", spec=pool("general")),
-                             Workload("api", 6, "1", "2Gi", spec=pool("general")),
+                  workloads=[Workload("web", 14, "500m", "1Gi", spec=pool("general"), grace=grace),
+                             Workload("api", 6, "1", "2Gi", spec=pool("general"), grace=grace),
                              Workload("cache", 6, "1", "8Gi", guaranteed=True,
-                                      spec=pool("highmem")),
-                             Workload("batch", 42, "1", "1Gi", spec=pool("compute")),
-                             Workload("misc", 6, "500m", "512Mi")]),
+                                      spec=pool("highmem"), grace=grace),
+                             Workload("batch", 42, "1", "1Gi", spec=pool("compute"),
+                                      grace=grace),
+                             Workload("misc", 6, "500m", "512Mi", grace=grace)]),
             Phase(nodes=_nodes("general", 3, "8", "32Gi", ["za", "zb", "zc"], start=3,
-                               labels={POOL: "general"})),
-        ],
+                               labels={POOL: "general"}))]
+
+
+def pools() -> Scenario:
+    """Three pools by nodeSelector: general (two full nodes, then three empty ones join),
+    highmem, and compute, nearly full (88 %): its evicted pods can only come back to it. One
+    workload has no nodeSelector and may go to any pool."""
+    return Scenario(
+        "pools", "node pools by nodeSelector, compute pool nearly full, LNU cpu 20/50",
+        _pools_phases(), lambda sc, ns: _policy(sc, [_lnu(20, 50)], maxNoOfPodsToEvictPerNode=3))
+
+
+def graceful() -> Scenario:
+    """The pools cluster with terminationGracePeriodSeconds 10: an evicted pod stays on its
+    node, Terminating, for 10 s (the harness, as a kubelet, then finishes the deletion). Its
+    requests still count there while its replacement is scheduled, so some compute
+    replacements find no room until the evicted pods are gone."""
+    return Scenario(
+        "graceful", "pools cluster, evicted pods terminate for 10 s, LNU cpu 20/50",
+        _pools_phases(grace=10),
         lambda sc, ns: _policy(sc, [_lnu(20, 50)], maxNoOfPodsToEvictPerNode=3))
 
 
@@ -361,7 +376,7 @@ def scale(nodes: int = 200, added: int = 40, seed: int = 7) -> Scenario:
 
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "zones-lnu": zones_lnu, "zones-dup": zones_dup, "taints": taints,
-    "anti-affinity": anti_affinity, "spread": spread, "pools": pools,
+    "anti-affinity": anti_affinity, "spread": spread, "pools": pools, "graceful": graceful,
     "most-allocated": most_allocated, "scale": scale,
 }
 DETERMINISTIC = [name for name, build in SCENARIOS.items() if build().deterministic]
@@ -478,7 +493,7 @@ class Kube:
         resources: dict[str, Any] = {"requests": {"cpu": w.cpu, "memory": w.memory}}
         if w.guaranteed:
             resources["limits"] = dict(resources["requests"])
-        spec = {"terminationGracePeriodSeconds": 0, "automountServiceAccountToken": False,
+        spec = {"terminationGracePeriodSeconds": w.grace, "automountServiceAccountToken": False,
                 "enableServiceLinks": False,
                 "containers": [{"name": "app", "image": IMAGE, "resources": resources}],
                 **w.spec}
@@ -489,6 +504,11 @@ class Kube:
                       "metadata": {"name": w.name, "namespace": ns, "labels": labels},
                       "spec": {"replicas": w.replicas, "selector": {"matchLabels": selector},
                                "template": {"metadata": {"labels": labels}, "spec": spec}}})
+
+    def finish(self, ns: str, pod: str) -> None:
+        """A kubelet's last word on a deleted pod: its containers stopped, the deletion is
+        done."""
+        self._ignore_missing(lambda: self.client.delete(Pod, pod, namespace=ns, grace_period=0))
 
     def resize(self, ns: str, name: str, replicas: int) -> None:
         self.client.patch(ReplicaSet, name, {"spec": {"replicas": replicas}}, namespace=ns,
@@ -533,10 +553,10 @@ class Kube:
                 time.sleep(0.02)
 
     # -- pods ------------------------------------------------------------------------------------
-    def pods(self, ns: str) -> list[dict[str, Any]]:
-        """The namespace's pods that are not being deleted, as dicts."""
+    def pods(self, ns: str, terminating: bool = False) -> list[dict[str, Any]]:
+        """The namespace's pods (but those being deleted, unless `terminating`), as dicts."""
         return [p for p in (pod.to_dict() for pod in self.client.list(Pod, namespace=ns))
-                if not p["metadata"].get("deletionTimestamp")]
+                if terminating or not p["metadata"].get("deletionTimestamp")]
 
     def node_objects(self) -> list[dict[str, Any]]:
         return [self.client.get(Node, name).to_dict() for name in self.nodes]
@@ -569,8 +589,9 @@ class Kube:
         self._parallel(report, todo)
 
     def settle(self, ns: str, timeout: float) -> list[dict[str, Any]]:
-        """Until every ReplicaSet has its replicas, each pod is bound (and reported Running)
-        or kube-scheduler found no node for it, and nothing changed for a second; the pods."""
+        """Until every ReplicaSet has its replicas, no pod is terminating, each pod is bound (and
+        reported Running) or kube-scheduler found no node for it, and nothing changed for a
+        second; the pods."""
         deadline = time.monotonic() + timeout
         last: tuple[tuple[str, str], ...] | None = None
         since = 0.0
@@ -578,10 +599,12 @@ class Kube:
             self.heartbeat()
             want = {rs.metadata.name: rs.spec.replicas
                     for rs in self.client.list(ReplicaSet, namespace=ns)}
-            pods = self.pods(ns)
+            everything = self.pods(ns, terminating=True)
+            pods = [p for p in everything if not p["metadata"].get("deletionTimestamp")]
             self.mark_running(ns, pods)
             have = Counter(owner_of(p) for p in pods)
-            done = (all(have.get(name, 0) == count for name, count in want.items())
+            done = (len(pods) == len(everything)
+                    and all(have.get(name, 0) == count for name, count in want.items())
                     and all(p["spec"].get("nodeName") or _unschedulable(p) for p in pods))
             state = tuple(sorted((p["metadata"]["name"], p["spec"].get("nodeName") or "")
                                  for p in pods))
@@ -639,11 +662,17 @@ class Timeline:
     """Pod events in the namespace while desched runs (a watch), with the time each arrived:
     when each pod was evicted, each replacement created and bound."""
 
-    def __init__(self, kubeconfig: str, ns: str, known: Iterable[str]) -> None:
+    def __init__(self, kubeconfig: str, ns: str, known: Iterable[str],
+                 finish: Callable[[str], None] | None = None) -> None:
         self.client = Client(config=KubeConfig.from_file(kubeconfig),
                              field_manager="desched-fidelity")
         self.ns = ns
         self.known = set(known)
+        # What a kubelet does when a pod is deleted with a grace period: stop it and finish the
+        # deletion once the grace period is over (here: call `finish(pod)` then).
+        self.finish = finish
+        self._timers: list[threading.Timer] = []
+        self._deleting: set[str] = set()
         self.events: list[tuple[float, str, str, str]] = []  # (time, what, pod, node)
         self._seen: set[str] = set()
         self._bound: set[str] = set()
@@ -661,6 +690,8 @@ class Timeline:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        for timer in self._timers:
+            timer.cancel()
         self._stop.set()
         self.client.close()
         self._thread.join(timeout=5)
@@ -681,9 +712,18 @@ class Timeline:
                         self._synced.set()
                     continue
                 if kind == "DELETED" or pod.metadata.deletionTimestamp is not None:
-                    if name not in self._seen or kind == "DELETED":
+                    if name not in self._deleting:  # evicted (deleted at once, or terminating)
+                        self._deleting.add(name)
                         self.events.append((now, "evicted" if name in self.known else "deleted",
                                             name, node))
+                        grace = pod.metadata.deletionGracePeriodSeconds or 0
+                        if kind != "DELETED" and self.finish is not None:
+                            timer = threading.Timer(grace, self.finish, args=(name,))
+                            timer.daemon = True
+                            timer.start()
+                            self._timers.append(timer)
+                    elif kind == "DELETED":
+                        self.events.append((now, "gone", name, node))
                     self._seen.add(name)
                     continue
                 if name not in self._seen:
@@ -1077,7 +1117,7 @@ def run_scenario(scenario: Scenario, opts: Options,
         known = {p["metadata"]["name"] for p in before}
         if opts.mode == "gated":
             kube.hold(ns)
-        with Timeline(opts.kubeconfig, ns, known) as timeline:
+        with Timeline(opts.kubeconfig, ns, known, lambda pod: kube.finish(ns, pod)) as timeline:
             run = desched("run", "--once", "--policy", str(policy), "--kubeconfig",
                           opts.kubeconfig, "--log-format", "json")
             run_done = time.monotonic() - timeline.t0
