@@ -27,6 +27,8 @@ and Namespace labelled `desched-fidelity` before they start.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import json
 import math
@@ -40,7 +42,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -192,8 +194,8 @@ def zones_dup() -> Scenario:
 
 def taints() -> Scenario:
     """Three full nodes; then two nodes tainted dedicated=batch:NoSchedule, two tainted
-    spot=true:PreferNoSchedule and a small untainted one. One workload tolerates both taints,
-    one only the spot taint, one neither."""
+    spot=true:PreferNoSchedule and a smaller (6-cpu) untainted one. One workload tolerates both
+    taints, one only the spot taint, one neither."""
     dedicated = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
     spot = {"key": "spot", "value": "true", "effect": "PreferNoSchedule"}
     tolerate_dedicated = {"key": "dedicated", "operator": "Equal", "value": "batch",
@@ -210,7 +212,7 @@ def taints() -> Scenario:
                       Workload("plain", 10, "1", "2Gi", guaranteed=True)]),
             Phase(nodes=[*_nodes("dedicated", 2, "8", "32Gi", ["za", "zb"], taints=[dedicated]),
                          *_nodes("spot", 2, "8", "32Gi", ["za", "zc"], taints=[spot]),
-                         NodeSpec("small-1", "4", "16Gi", "zb")]),
+                         NodeSpec("small-1", "6", "24Gi", "zb")]),
         ],
         lambda sc, ns: _policy(sc, [_lnu(20, 50)]))
 
@@ -957,8 +959,10 @@ _REPLACEMENT = re.compile(r"-r\d+$")
 
 
 def compare(nodes: list[dict[str, Any]], before: list[dict[str, Any]],
-            after: list[dict[str, Any]], simulated: dict[str, Any]) -> dict[str, Any]:
-    """The prediction (simulate's JSON) against what happened (pods before and after)."""
+            after: list[dict[str, Any]], simulated: dict[str, Any],
+            created: list[str] | None = None) -> dict[str, Any]:
+    """The prediction (simulate's JSON) against what happened (pods before and after; the
+    replacements in the order they were created when `created` says it)."""
     ns = before[0]["metadata"]["namespace"] if before else ""
     by_name = {p["metadata"]["name"]: p for p in before}
     classes = node_classes(nodes, before)
@@ -983,8 +987,10 @@ def compare(nodes: list[dict[str, Any]], before: list[dict[str, Any]],
                             "tiedNodes": int(entry.get("tiedNodes") or 1),
                             # kube-scheduler would score only a sample of the nodes (from 100)
                             "scoredNodes": entry.get("scoredNodes")})
+    order = {name: i for i, name in enumerate(created or [])}
     new = sorted((p for p in after if p["metadata"]["name"] not in by_name),
-                 key=lambda p: p["metadata"].get("creationTimestamp") or "")
+                 key=lambda p: (order.get(p["metadata"]["name"], len(order)),
+                                p["metadata"].get("creationTimestamp") or ""))
     real_placed = [{"pod": p["metadata"]["name"], "owner": owner_of(p), "cpu": cpu_request(p),
                     "node": p["spec"].get("nodeName"),
                     "class": klass(p["spec"].get("nodeName"))} for p in new]
@@ -1031,6 +1037,21 @@ def _rounded(values: dict[str, float]) -> dict[str, float]:
 
 # -- one scenario ---------------------------------------------------------------------------------
 
+# Scenarios delete every node and namespace labelled desched-fidelity: on one machine, runs of the
+# bench and of tests/e2e/test_e2e_placement.py (and its xdist workers) take turns.
+LOCK = Path("/tmp/desched-fidelity.lock")
+
+
+@contextlib.contextmanager
+def cluster_turn() -> Iterator[None]:
+    with LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @dataclass
 class Options:
     kubeconfig: str
@@ -1068,8 +1089,13 @@ def build(kube: Kube, scenario: Scenario, opts: Options) -> tuple[str, list[dict
 
 def run_scenario(scenario: Scenario, opts: Options,
                  kube: Kube | None = None) -> dict[str, Any]:
-    """Build, predict, run, compare. The result is JSON-ready; `skipped` says why a scenario
-    could not run."""
+    """Build, predict, run, compare (waiting for the cluster's turn). The result is JSON-ready;
+    `skipped` says why a scenario could not run."""
+    with cluster_turn():
+        return _run_scenario(scenario, opts, kube)
+
+
+def _run_scenario(scenario: Scenario, opts: Options, kube: Kube | None) -> dict[str, Any]:
     result: dict[str, Any] = {"scenario": scenario.name, "mode": opts.mode,
                               "summary": scenario.summary,
                               "deterministic": scenario.deterministic, "commit": commit(),
@@ -1129,7 +1155,7 @@ def run_scenario(scenario: Scenario, opts: Options,
             after = kube.settle(ns, scenario.settle_timeout)
             time.sleep(0.5)
         (work / "run.log").write_text(run.stderr, encoding="utf-8")
-        result.update(compare(nodes, before, after, simulated))
+        result.update(compare(nodes, before, after, simulated, timeline.created()))
         result["loggedEvictions"] = sorted(p.partition("/")[2] for p in evicted_in_log(run.stderr)
                                            if p.startswith(f"{ns}/"))
         result["timeline"] = timeline.summary() | {"runExited": round(run_done, 3)}

@@ -6,13 +6,12 @@ the replacements of the pods `desched run --once` evicts where kube-scheduler re
 
 The cluster must run kube-scheduler and the ReplicaSet controller and have no schedulable node
 of its own (see README.md, "Placement fidelity"). The scenarios delete every Node and Namespace
-labelled `desched-fidelity` first; they run one at a time, also under `pytest -n 2`."""
+labelled `desched-fidelity` first; they take turns (a file lock) with each other under
+`pytest -n 2` and with the bench."""
 
 from __future__ import annotations
 
-import fcntl
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +25,9 @@ SHARE = 0.95  # of the replacements, on a node of the predicted class
 POINTS = 0.5  # balance after the cycle: |predicted - real|, std and max, percentage points
 
 
-@pytest.fixture
-def one_at_a_time() -> Iterator[None]:
-    """The scenarios share the cluster's nodes: xdist workers take turns."""
-    with open("/tmp/desched-e2e-placement.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 @pytest.mark.parametrize("name", fidelity.DETERMINISTIC)
 def test_replacements_land_where_kube_scheduler_puts_them(
-        name: str, kubeconfig: str, tmp_path: Path, one_at_a_time: None) -> None:
+        name: str, kubeconfig: str, tmp_path: Path) -> None:
     opts = fidelity.Options(kubeconfig, tmp_path, mode="interleaved", log=lambda text: None)
     result = fidelity.run_scenario(fidelity.SCENARIOS[name](), opts)
     if "skipped" in result:
