@@ -1248,6 +1248,30 @@ def details(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def report(paths: list[Path]) -> str:
+    """Details and tables again from saved results (--out files). A scenario that failed in one
+    file is replaced by the same scenario and mode from a later file (a rerun)."""
+    merged: list[dict[str, Any]] = []
+    for path in paths:
+        for r in json.loads(path.read_text(encoding="utf-8"))["results"]:
+            key = (r["scenario"], r.get("mode"))
+            for i, old in enumerate(merged):
+                if ((old["scenario"], old.get("mode")) == key
+                        and str(old.get("skipped", "")).startswith("failed")):
+                    merged[i] = r
+                    break
+            else:
+                merged.append(r)
+    heads = sorted({r.get("commit", "?") for r in merged})
+    out = [f"# placement fidelity, desched {' / '.join(heads)} (from {len(paths)} file(s))"]
+    out += [details(r) for r in merged]
+    for mode in MODES:
+        chosen = [r for r in merged if r.get("mode", mode) == mode]
+        if chosen:
+            out.append(f"\n{mode}: desched {' / '.join(heads)}\n" + table(chosen))
+    return "\n".join(out)
+
+
 # -- realk8s --------------------------------------------------------------------------------------
 
 def start_realk8s(root: Path) -> str:
@@ -1289,7 +1313,13 @@ def main(argv: list[str] | None = None) -> int:
                         "(git archive), not the working tree")
     parser.add_argument("--keep", action="store_true",
                         help="leave the last scenario's cluster in place")
+    parser.add_argument("--report", type=Path, nargs="+", metavar="JSON",
+                        help="print the details and tables of saved results (--out files; a "
+                             "later file's rerun replaces a failed scenario) and exit")
     args = parser.parse_args(argv)
+    if args.report:
+        print(report(args.report))
+        return 0
     if not args.kubeconfig and not args.realk8s:
         parser.error("give --kubeconfig or --realk8s")
     if args.desched_rev:
