@@ -135,3 +135,15 @@ def test_a_terminating_pod_still_holds_its_anti_affinity() -> None:
         again = snapshot(node("n1"), node("n2"), web, pod("busy", "n2", cpu="2", owner=None))
         assert KubeDefault().place(again.pods["default/web-1"], again.ready_nodes(), again,
                                    NOW).node == expected
+
+
+def test_pending_replacements_take_the_room_as_the_evicted_pods_go() -> None:
+    """Both nodes are full while x and y terminate; x goes first (evicted first), and x's
+    replacement takes its room at once; y's waits for y's node. Placed after both were gone,
+    x's replacement would have taken the last node by name of the two tied ones, n2."""
+    x, y = pod("x", "n1", cpu="2"), pod("y", "n2", cpu="2")
+    snap = snapshot(node("n1", cpu="2"), node("n2", cpu="2"), x, y)
+    snap.remove_pod(x)
+    snap.remove_pod(y)
+    placed = reschedule([x, y], snap, 1, snap.ready_nodes(), KubeDefault(), NOW)
+    assert [(new.name, where) for _, new, where in placed] == [("x-r1", "n1"), ("y-r1", "n2")]

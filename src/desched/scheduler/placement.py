@@ -96,6 +96,21 @@ def _place(pod: Pod, nodes: list[Node], snapshot: ClusterSnapshot, model: Schedu
     return placement.node
 
 
+def _retry(index: int, placed: list[tuple[Pod, Pod, str | None]], nodes: list[Node],
+           snapshot: ClusterSnapshot, model: SchedulerModel, now: datetime,
+           chances: dict[str, Placement] | None) -> bool:
+    """Place a pending replacement again; True when a node took it."""
+    old, pod, _ = placed[index]
+    target = _place(pod, nodes, snapshot, model, now, chances)
+    if target is None:
+        return False
+    pod = bind(pod, target, now)
+    snapshot.add_pod(pod)
+    carry_usage(snapshot, old, pod, now)
+    placed[index] = (old, pod, target)
+    return True
+
+
 def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes: list[Node],
                model: SchedulerModel, now: datetime, chances: dict[str, Placement] | None = None
                ) -> list[tuple[Pod, Pod, str | None]]:
@@ -139,16 +154,15 @@ def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes:
             snapshot.add_pod(pod)
             placed.append((old, pod, target))
     finally:
+        # The evicted pods go in the order they were evicted (their grace periods start one
+        # after the other); kube-scheduler tries the pending replacements again, in order, each
+        # time one goes.
         for going in terminating:
-            snapshot.remove_pod(going)  # gone by the next cycle (a replacement that took its
-            # name, a DaemonSet's, stays: remove_pod removes only this very object)
-    # kube-scheduler tries a pending pod again when pods leave: once the evicted ones are gone.
-    for index in waiting:
+            snapshot.remove_pod(going)  # a replacement that took its name (a DaemonSet's)
+            # stays: remove_pod removes only this very object
+            waiting = [i for i in waiting if not _retry(i, placed, nodes, snapshot, model, now,
+                                                        chances)]
+    for index in waiting:  # still nowhere: pending, its usage no longer where it was
         old, pod, _ = placed[index]
-        target = _place(pod, nodes, snapshot, model, now, chances)
-        if target is not None:
-            pod = bind(pod, target, now)
-            snapshot.add_pod(pod)
         carry_usage(snapshot, old, pod, now)
-        placed[index] = (old, pod, target)
     return placed
