@@ -280,12 +280,14 @@ def _pools_phases(grace: int = 0) -> list[Phase]:
                              Workload("batch", 42, "1", "1Gi", spec=pool("compute"),
                                       grace=grace),
                              Workload("misc", 6, "500m", "512Mi", grace=grace)]),
-            Phase(nodes=_nodes("general", 3, "8", "32Gi", ["za", "zb", "zc"], start=3,
-                               labels={POOL: "general"}))]
+            Phase(nodes=[NodeSpec(f"general-{i}", cpu, f"{4 * int(cpu)}Gi", zone,
+                                  labels={POOL: "general"})
+                         for i, cpu, zone in ((3, "8", "za"), (4, "12", "zb"), (5, "16", "zc"))])]
 
 
 def pools() -> Scenario:
-    """Three pools by nodeSelector: general (two full nodes, then three empty ones join),
+    """Three pools by nodeSelector: general (two full 8-cpu nodes, then empty ones of 8, 12 and
+    16 cpu join),
     highmem, and compute, nearly full (88 %): its evicted pods can only come back to it. One
     workload has no nodeSelector and may go to any pool."""
     return Scenario(
@@ -1249,19 +1251,17 @@ def details(r: dict[str, Any]) -> str:
 
 
 def report(paths: list[Path]) -> str:
-    """Details and tables again from saved results (--out files). A scenario that failed in one
-    file is replaced by the same scenario and mode from a later file (a rerun)."""
-    merged: list[dict[str, Any]] = []
+    """Details and tables again from saved results (--out files). A later file's results for a
+    scenario and mode replace an earlier file's (a rerun)."""
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for path in paths:
+        fresh: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for r in json.loads(path.read_text(encoding="utf-8"))["results"]:
-            key = (r["scenario"], r.get("mode"))
-            for i, old in enumerate(merged):
-                if ((old["scenario"], old.get("mode")) == key
-                        and str(old.get("skipped", "")).startswith("failed")):
-                    merged[i] = r
-                    break
-            else:
-                merged.append(r)
+            fresh.setdefault((r["scenario"], str(r.get("mode"))), []).append(r)
+        runs.update(fresh)
+    order = {name: i for i, name in enumerate(SCENARIOS)}
+    merged = [r for key in sorted(runs, key=lambda k: (order.get(k[0], len(order)), k[1]))
+              for r in runs[key]]
     heads = sorted({r.get("commit", "?") for r in merged})
     out = [f"# placement fidelity, desched {' / '.join(heads)} (from {len(paths)} file(s))"]
     out += [details(r) for r in merged]
@@ -1315,7 +1315,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave the last scenario's cluster in place")
     parser.add_argument("--report", type=Path, nargs="+", metavar="JSON",
                         help="print the details and tables of saved results (--out files; a "
-                             "later file's rerun replaces a failed scenario) and exit")
+                             "later file's rerun of a scenario replaces an earlier's) and exit")
     args = parser.parse_args(argv)
     if args.report:
         print(report(args.report))
