@@ -1250,9 +1250,9 @@ def details(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def report(paths: list[Path]) -> str:
-    """Details and tables again from saved results (--out files). A later file's results for a
-    scenario and mode replace an earlier file's (a rerun)."""
+def merge(paths: list[Path]) -> list[dict[str, Any]]:
+    """Saved results (--out files) as one list: a later file's results for a scenario and mode
+    replace an earlier file's (a rerun)."""
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for path in paths:
         fresh: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -1260,10 +1260,14 @@ def report(paths: list[Path]) -> str:
             fresh.setdefault((r["scenario"], str(r.get("mode"))), []).append(r)
         runs.update(fresh)
     order = {name: i for i, name in enumerate(SCENARIOS)}
-    merged = [r for key in sorted(runs, key=lambda k: (order.get(k[0], len(order)), k[1]))
-              for r in runs[key]]
+    return [r for key in sorted(runs, key=lambda k: (order.get(k[0], len(order)), k[1]))
+            for r in runs[key]]
+
+
+def report(merged: list[dict[str, Any]], files: int) -> str:
+    """The details and tables of `merged` results."""
     heads = sorted({r.get("commit", "?") for r in merged})
-    out = [f"# placement fidelity, desched {' / '.join(heads)} (from {len(paths)} file(s))"]
+    out = [f"# placement fidelity, desched {' / '.join(heads)} (from {files} file(s))"]
     out += [details(r) for r in merged]
     for mode in MODES:
         chosen = [r for r in merged if r.get("mode", mode) == mode]
@@ -1315,10 +1319,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave the last scenario's cluster in place")
     parser.add_argument("--report", type=Path, nargs="+", metavar="JSON",
                         help="print the details and tables of saved results (--out files; a "
-                             "later file's rerun of a scenario replaces an earlier's) and exit")
+                             "later file's rerun of a scenario replaces an earlier's; with --out, "
+                             "write the merged results) and exit")
     args = parser.parse_args(argv)
     if args.report:
-        print(report(args.report))
+        merged = merge(args.report)
+        print(report(merged, len(args.report)))
+        if args.out:
+            heads = sorted({r.get("commit", "?") for r in merged})
+            args.out.write_text(json.dumps({"commit": " / ".join(heads), "results": merged},
+                                           indent=1), encoding="utf-8")
         return 0
     if not args.kubeconfig and not args.realk8s:
         parser.error("give --kubeconfig or --realk8s")
