@@ -157,13 +157,17 @@ def _warn(warnings: list[str]) -> None:
               help="Recreate evicted owned pods and place them between cycles.")
 @_scheduler_option
 @_scheduler_config_option
+@click.option("--outcomes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --reschedule: simulate this many outcomes of kube-scheduler's random "
+                   "choice among equally scored nodes (the first breaks ties by node name) and "
+                   "give the balance figures after as a range (text summary).")
 @click.option("--output", type=click.Choice(["text", "json", "html"]), default="text",
               show_default=True, help="Report format: text for reading, json for tools "
               "(DESIGN §1.2), html for a browser.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here, not stdout.")
 def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None, cycles: int,
-             reschedule: bool, scheduler: str, scheduler_config_path: str | None, output: str,
-             out_path: str | None) -> None:
+             reschedule: bool, scheduler: str, scheduler_config_path: str | None,
+             outcomes: int, output: str, out_path: str | None) -> None:
     """Run the policy against a cluster snapshot and report what it would evict."""
     from desched.report import render
     from desched.simulation import run_simulation
@@ -171,9 +175,15 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
     _one_stdin(policy_path, snapshots, scheduler_config_path)
     now = _parse_now(now_text)
     config = _scheduler_config(scheduler_config_path, reschedule)
+    if outcomes > 1 and not reschedule:
+        _warn([f"--outcomes {outcomes}: only --reschedule places pods; without it there is one "
+               f"outcome"])
+    elif outcomes > 1 and output == "json":
+        _warn([f"--outcomes {outcomes}: the ranges are in the text and HTML summaries; JSON "
+               f"has this run's placements"])
     result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule,
                             scheduler=scheduler, scheduler_config=config,
-                            with_frames=output != "json")
+                            with_frames=output != "json", outcomes=outcomes)
     _warn(result.policy.warnings)
     text = render(result, output)
     if out_path:

@@ -9,7 +9,7 @@ from typing import Any
 from desched.framework.decisions import REFUSED_OUTCOMES
 from desched.model.meta import json_encoder
 from desched.simulation import CycleSummary, SimulationResult
-from desched.utilization import balance, thresholds
+from desched.utilization import Balance, balance, thresholds
 
 
 def to_json_obj(result: SimulationResult) -> dict[str, Any]:
@@ -59,6 +59,13 @@ def _placement(summary: CycleSummary, key: str, node: str | None) -> dict[str, o
     return entry
 
 
+def _span(values: list[float] | list[int], shape: str) -> str:
+    """' (low–high)' over the outcomes, when there are several and they differ."""
+    if len(values) < 2 or min(values) == max(values):
+        return ""
+    return f" ({shape.format(min(values))}–{shape.format(max(values))})"
+
+
 def summary_lines(result: SimulationResult) -> list[str]:
     """Counts per plugin and node, and the balance before and after: what a reader wants
     first."""
@@ -75,9 +82,14 @@ def summary_lines(result: SimulationResult) -> list[str]:
     placed = sum(1 for s in result.summaries for _, node in s.placements if node)
     tied = sum(1 for s in result.summaries for p in s.chances.values() if p.ties > 1)
     sampled = max((p.sampled for s in result.summaries for p in s.chances.values()), default=0)
-    if tied:
+    outcomes = 1 + len(result.other_outcomes)
+    if tied and outcomes > 1:
         lines.append(f"  {tied} of {placed} replacement(s) went to one of several equally likely "
-                     f"nodes (kube-scheduler picks at random): the figures after are one outcome")
+                     f"nodes (kube-scheduler picks at random): ranges over {outcomes} outcomes")
+    elif tied:
+        lines.append(f"  {tied} of {placed} replacement(s) went to one of several equally likely "
+                     f"nodes (kube-scheduler picks at random): the figures after are one outcome "
+                     f"(--outcomes N gives their range)")
     if sampled:
         lines.append(f"  at this size kube-scheduler scores only {sampled} feasible node(s) per "
                      f"pod (percentageOfNodesToScore): it may place a replacement on a node that "
@@ -86,14 +98,22 @@ def summary_lines(result: SimulationResult) -> list[str]:
         limits = thresholds(result.policy)
         before = {b.series: b for b in balance(result.frames[0], limits)}
         after = {b.series: b for b in balance(result.frames[-1], limits)}
+        others: dict[str, list[Balance]] = {}
+        for frame in result.other_outcomes:
+            for o in balance(frame, limits):
+                others.setdefault(o.series, []).append(o)
         for series, b in before.items():
             a = after.get(series)
             if a is None:
                 continue
-            over = (f", over {limits[series]:g}%: {b.over} -> {a.over} node(s)"
+            every = [a, *others.get(series, [])]
+            over = (f", over {limits[series]:g}%: {b.over} -> {a.over}"
+                    f"{_span([o.over or 0 for o in every], '{:d}')} node(s)"
                     if b.over is not None else "")
-            lines.append(f"  {series}: std {b.std:.1f} -> {a.std:.1f} points, max "
-                         f"{b.max:.1f}% -> {a.max:.1f}%{over}")
+            lines.append(f"  {series}: std {b.std:.1f} -> {a.std:.1f}"
+                         f"{_span([o.std for o in every], '{:.1f}')} points, max "
+                         f"{b.max:.1f}% -> {a.max:.1f}%{_span([o.max for o in every], '{:.1f}%')}"
+                         f"{over}")
     return lines
 
 

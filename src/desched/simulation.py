@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -71,6 +72,9 @@ class SimulationResult:
     descheduler: Descheduler | None = None  # its profiles and plugins, for explain
     # Utilization before the first cycle and after each (for the report's plots and balance).
     frames: list[Frame] = field(default_factory=list)
+    # With outcomes > 1: the utilization after the last cycle in each other outcome of
+    # kube-scheduler's random choices (this result's own is frames[-1]).
+    other_outcomes: list[Frame] = field(default_factory=list)
 
     @property
     def evictions(self) -> list[Decision]:
@@ -82,12 +86,16 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                    log: DecisionLog | None = None, *,
                    scheduler: str = KUBE_DEFAULT,
                    scheduler_config: SchedulerConfig = DEFAULT_CONFIG,
-                   with_frames: bool = False) -> SimulationResult:
+                   with_frames: bool = False, outcomes: int = 1,
+                   tie_seed: int | None = None) -> SimulationResult:
     """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
     that places replacements with `do_reschedule`, running the profiles of `scheduler_config`
     (scheduler/config_file.py). `with_frames`: take utilization frames (snapshot/utilization)
-    for a report."""
-    model = scheduler_model(scheduler, scheduler_config)
+    for a report. `outcomes` > 1 (with `do_reschedule` and frames): run the simulation again
+    outcomes - 1 times, kube-scheduler's ties broken at random (seeds 1, 2, ...), for the
+    range of the figures after; `tie_seed`: this run's seed (None: ties by node name)."""
+    model = scheduler_model(scheduler, scheduler_config,
+                            random.Random(tie_seed) if tie_seed is not None else None)
     policy = load_policy(policy_path)
     check_policy(policy)  # before the snapshot, which can take seconds to load
     if now is not None:
@@ -135,8 +143,15 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
         summaries.append(summary)
         if with_frames:
             frames.append(take_frame(snapshot, f"after cycle {cycle}", clock.now))
-    return SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
-                            summaries, sim_clock, descheduler, frames)
+    result = SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
+                              summaries, sim_clock, descheduler, frames)
+    if outcomes > 1 and do_reschedule and with_frames:
+        for seed in range(1, outcomes):
+            other = run_simulation(policy_path, snapshot_paths, now, cycles, True,
+                                   scheduler=scheduler, scheduler_config=scheduler_config,
+                                   with_frames=True, tie_seed=seed)
+            result.other_outcomes.append(other.frames[-1])
+    return result
 
 
 def _follow(log: DecisionLog, placed: list[tuple[Pod, Pod, str | None]], cycle: int) -> None:

@@ -147,3 +147,38 @@ def test_pending_replacements_take_the_room_as_the_evicted_pods_go() -> None:
     snap.remove_pod(y)
     placed = reschedule([x, y], snap, 1, snap.ready_nodes(), KubeDefault(), NOW)
     assert [(new.name, where) for _, new, where in placed] == [("x-r1", "n1"), ("y-r1", "n2")]
+
+
+def test_kube_scheduler_s_random_choice_among_ties() -> None:
+    """With a random source the model picks any of the equally scored nodes, as kube-scheduler
+    does; without one, the last by name, every time."""
+    import random
+
+    many = [node(f"n{i}") for i in range(6)]
+    snap = snapshot(pod("new", node_name=""), *many)
+    subject, ready = snap.pods["default/new"], snap.ready_nodes()
+    assert {KubeDefault().place(subject, ready, snap, NOW).node for _ in range(5)} == {"n5"}
+    rng = random.Random(3)
+    picks = {KubeDefault(rng=rng).place(subject, ready, snap, NOW).node for _ in range(40)}
+    assert len(picks) > 1 and picks <= {n.name for n in many}
+
+
+def test_simulate_gives_the_balance_after_as_a_range_over_outcomes() -> None:
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    proc = subprocess.run(
+        [sys.executable, "-m", "desched", "simulate", "--policy", str(examples / "policy.yaml"),
+         "--snapshot", str(examples / "cluster.yaml"), "--now", "2026-11-22T12:00:00Z",
+         "--reschedule", "--outcomes", "8"],
+        capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "ranges over 8 outcomes" in proc.stdout
+    found = re.search(r"cpu requests: std [\d.]+ -> ([\d.]+) \(([\d.]+)–([\d.]+)\) points",
+                      proc.stdout)
+    assert found is not None, proc.stdout
+    point, low, high = (float(g) for g in found.groups())
+    assert low <= point <= high and low < high

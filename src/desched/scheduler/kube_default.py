@@ -20,6 +20,7 @@ reproducible.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -96,9 +97,13 @@ def simple(pod: Pod) -> bool:
 class KubeDefault:
     name = KUBE_DEFAULT
 
-    def __init__(self, config: SchedulerConfig = DEFAULT_CONFIG) -> None:
+    def __init__(self, config: SchedulerConfig = DEFAULT_CONFIG,
+                 rng: random.Random | None = None) -> None:
         self.config = config
         self.rankings = Rankings()
+        # With rng, ties go to a random one of the tied nodes, as kube-scheduler's do (every
+        # feasible node scored: the Ranking names only some of them); else the last by name.
+        self.rng = rng
 
     def profile(self, pod: Pod) -> Profile:
         """The profile named by the pod's schedulerName; kube-scheduler's default profile for a
@@ -113,7 +118,7 @@ class KubeDefault:
         node is asked about as if it were evicted: see `subject`."""
         profile = self.profile(pod)
         subject, gone = self.subject(pod)
-        if self.rankable(subject, snapshot, profile, gone):
+        if self.rng is None and self.rankable(subject, snapshot, profile, gone):
             from desched.scheduler import kube_ranked
 
             placed = kube_ranked.place(self, subject, nodes, snapshot, profile, gone)
@@ -170,7 +175,8 @@ class KubeDefault:
     def choose(self, scores: Mapping[str, int], total: int, profile: Profile) -> Placement:
         top = max(scores.values())
         tied = tuple(sorted(n for n, s in scores.items() if s == top))
-        return self.describe(top, tied[-1], tied, len(tied), len(scores), total, profile)
+        chosen = self.rng.choice(tied) if self.rng is not None else tied[-1]
+        return self.describe(top, chosen, tied, len(tied), len(scores), total, profile)
 
     def describe(self, score: int, chosen: str, tied: tuple[str, ...], ties: int, feasible: int,
                  total: int, profile: Profile) -> Placement:

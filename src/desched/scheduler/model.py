@@ -4,6 +4,7 @@ that pass; ties go to the node name (kube-scheduler picks among ties at random).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,16 +44,18 @@ class SchedulerModel(Protocol):
         ...
 
 
-def scheduler_model(name: str, config: SchedulerConfig = DEFAULT_CONFIG) -> SchedulerModel:
+def scheduler_model(name: str, config: SchedulerConfig = DEFAULT_CONFIG,
+                    rng: random.Random | None = None) -> SchedulerModel:
     """The model `name`, scheduling as `config` (a KubeSchedulerConfiguration's profiles; the
-    default profile unless the user gave one) says."""
+    default profile unless the user gave one) says. `rng`: kube-default breaks ties at random
+    with it, as kube-scheduler does (else by node name, reproducibly)."""
     from desched.scheduler.kube_default import KubeDefault
     from desched.scheduler.load_aware import LoadAware
 
     if name == LOAD_AWARE:
         return LoadAware(config)
     if name == KUBE_DEFAULT:
-        return KubeDefault(config)
+        return KubeDefault(config, rng)
     raise ValueError(f"unknown scheduler model {name!r}: expected one of {', '.join(MODELS)}")
 
 
