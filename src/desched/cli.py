@@ -160,7 +160,7 @@ def _warn(warnings: list[str]) -> None:
 @click.option("--outcomes", type=click.IntRange(min=1), default=1, show_default=True,
               help="With --reschedule: simulate this many outcomes of kube-scheduler's random "
                    "choice among equally scored nodes (the first breaks ties by node name) and "
-                   "give the balance figures after as a range (text summary).")
+                   "give the balance figures after as a range (text output).")
 @click.option("--output", type=click.Choice(["text", "json", "html"]), default="text",
               show_default=True, help="Report format: text for reading, json for tools "
               "(DESIGN §1.2), html for a browser.")
@@ -178,9 +178,9 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
     if outcomes > 1 and not reschedule:
         _warn([f"--outcomes {outcomes}: only --reschedule places pods; without it there is one "
                f"outcome"])
-    elif outcomes > 1 and output == "json":
-        _warn([f"--outcomes {outcomes}: the ranges are in the text and HTML summaries; JSON "
-               f"has this run's placements"])
+    elif outcomes > 1 and output != "text":
+        _warn([f"--outcomes {outcomes}: the ranges are in the text summary; {output} shows "
+               f"the first outcome"])
     result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule,
                             scheduler=scheduler, scheduler_config=config,
                             with_frames=output != "json", outcomes=outcomes)
