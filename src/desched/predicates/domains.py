@@ -13,16 +13,9 @@ from collections.abc import Mapping, Sequence
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import Pod, PodAffinityTerm
-from desched.predicates.labels import Matcher, SelectorError, compile_selector
+from desched.predicates.labels import lenient_matcher
 from desched.predicates.podaffinity import anti_affinity_terms, term_namespaces
 from desched.snapshot.cluster import ClusterSnapshot
-
-
-def _selector(selector: LabelSelector | None) -> Matcher | None:
-    try:
-        return compile_selector(selector)
-    except SelectorError:
-        return None  # an invalid selector selects nothing (the API server would refuse it)
 
 
 def domain_counts(snapshot: ClusterSnapshot, namespaces: frozenset[str],
@@ -30,7 +23,7 @@ def domain_counts(snapshot: ClusterSnapshot, namespaces: frozenset[str],
                   leaving: Pod | None) -> Counter[str]:
     """Matching pods per domain value of `key` (nodes without the key are in no domain). The
     pod `leaving` is not counted: its replacement is the one being placed."""
-    match = _selector(selector)
+    match = lenient_matcher(selector)
     counts: Counter[str] = Counter()
     if match is None:
         return counts
@@ -70,7 +63,7 @@ def blocked_by_existing_anti_affinity(snapshot: ClusterSnapshot, pod: Pod,
         for term in anti_affinity_terms(other):
             if pod.namespace not in term_namespaces(term, other):
                 continue
-            match = _selector(term.label_selector)
+            match = lenient_matcher(term.label_selector)
             if match is None or not match(pod.metadata.labels):
                 continue
             key = term.topology_key

@@ -161,6 +161,15 @@ def compile_selector(selector: LabelSelector | None, validate: bool = False) -> 
     return _all(checks)
 
 
+def lenient_matcher(selector: LabelSelector | None) -> Matcher | None:
+    """A selector's matcher; None for an invalid one, which selects nothing (the API server
+    would have refused it)."""
+    try:
+        return compile_selector(selector)
+    except SelectorError:
+        return None
+
+
 def selector_is_empty(selector: LabelSelector | None) -> bool:
     return selector is None or (not selector.match_labels and not selector.match_expressions)
 

@@ -17,8 +17,8 @@ import msgspec
 from desched.model.node import Node
 from desched.model.pod import Pod, PodAffinityTerm
 from desched.predicates.domains import domains_of, with_required_anti_affinity
+from desched.predicates.labels import lenient_matcher
 from desched.scheduler.profile import Profile
-from desched.scheduler.spread import lenient_matcher
 from desched.snapshot.cluster import ClusterSnapshot
 
 _encoder = msgspec.json.Encoder(enc_hook=str)
@@ -145,12 +145,12 @@ def affinity_score(topology: Mapping[str, Mapping[str, int]], node: Node) -> int
 def _running(snapshot: ClusterSnapshot, pod: Pod, terms: Sequence[PodAffinityTerm],
              gone: Pod | None) -> list[Pod]:
     """Bound, not terminal pods in the namespaces of any of the terms (the candidates to match
-    them), the pod being placed and `gone` left out."""
+    them), `gone` left out (a terminating pod counts)."""
     if not terms:
         return []
     selectors = [_namespaces(t, pod, snapshot) for t in terms]
     if all(t.namespace_selector is None for t in terms):
-        spaces = {pod.namespace} if not any(t.namespaces for t in terms) else set()
+        spaces: set[str] = set()
         for t in terms:
             spaces.update(t.namespaces or (pod.namespace,))
     else:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from desched.model.meta import LabelSelector, LabelSelectorRequirement
 from desched.model.node import Node
 from desched.model.pod import Pod, TopologySpreadConstraint
-from desched.predicates.labels import Matcher, SelectorError, compile_selector
+from desched.predicates.labels import lenient_matcher
 from desched.predicates.nodeaffinity import (
     required_affinity_matcher,
 )
@@ -21,14 +21,6 @@ from desched.scheduler.profile import Profile
 from desched.snapshot.cluster import ClusterSnapshot
 
 _HOSTNAME = "kubernetes.io/hostname"
-
-
-def lenient_matcher(selector: LabelSelector | None) -> Matcher | None:
-    """A selector's matcher; None for an invalid one, which selects nothing."""
-    try:
-        return compile_selector(selector)
-    except SelectorError:
-        return None
 
 
 def _with_match_label_keys(c: TopologySpreadConstraint, pod: Pod) -> LabelSelector | None:
