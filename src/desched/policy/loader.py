@@ -23,19 +23,25 @@ _ACCEPTED = ("descheduler/v1alpha2 DeschedulerPolicy, descheduler/v1alpha1 Desch
              "descheduler/v1alpha2 DeschedulerConfiguration or a ConfigMap holding one")
 
 
-def _parse(path: str, text: str) -> dict[str, Any]:
+def one_document(source: str, text: str, what: str) -> Any:
+    """The one YAML document of a configuration file (`what` names it in errors), read with
+    yamlguard's limits; InputError naming `source` otherwise."""
     try:
         docs = [d for d in yamlguard.load_all(text) if d is not None]
     except yaml.YAMLError as err:
-        raise InputError(path, f"invalid YAML: {describe_yaml_error(err)}") from None
+        raise InputError(source, f"invalid YAML: {describe_yaml_error(err)}") from None
     except yamlguard.YamlLimitError as err:
-        raise InputError(path, str(err)) from None
+        raise InputError(source, str(err)) from None
     if len(docs) != 1:
-        raise InputError(path, f"expected one policy document, found {len(docs)}")
-    bad = _non_finite(docs[0])
+        raise InputError(source, f"expected one {what} document, found {len(docs)}")
+    return docs[0]
+
+
+def _parse(path: str, text: str) -> dict[str, Any]:
+    doc = one_document(path, text, "policy")
+    bad = _non_finite(doc)
     if bad is not None:  # upstream converts YAML to JSON first, which has no NaN or infinity
         raise DecodeError(path, f"error converting YAML to JSON: json: unsupported value: {bad}")
-    doc = docs[0]
     if not isinstance(doc, dict):
         raise InputError(path, f"expected a policy object, got {type(doc).__name__}")
     return doc

@@ -39,13 +39,13 @@ from types import MappingProxyType
 from typing import Any, Literal, cast
 
 import msgspec
-import yaml
 
 from desched.errors import InputError, quote
 from desched.model.meta import LabelSelector, Shared, shared_hook
 from desched.model.pod import NodeAffinity, NodeSelectorRequirement, TopologySpreadConstraint
 from desched.policy.args import Int32, Int64
 from desched.policy.errors import aggregate
+from desched.policy.loader import one_document
 from desched.policy.unknown import ARGS_TYPE_META, describe, unknown_fields
 from desched.predicates.labels import label_key_problem, label_value_problem
 from desched.scheduler.profile import (
@@ -63,8 +63,6 @@ from desched.scheduler.profile import (
     ShapePoint,
     SpreadDefaults,
 )
-from desched.snapshot.loader import describe_yaml_error
-from desched.util import yamlguard
 from desched.util.names import nearest
 
 GROUP = "kubescheduler.config.k8s.io"
@@ -400,17 +398,10 @@ def parse_scheduler_config(source: str, text: str) -> tuple[SchedulerConfig, lis
 
 
 def _parse(source: str, text: str) -> dict[str, Any]:
-    try:
-        docs = [d for d in yamlguard.load_all(text) if d is not None]
-    except yaml.YAMLError as err:
-        raise InputError(source, f"invalid YAML: {describe_yaml_error(err)}") from None
-    except yamlguard.YamlLimitError as err:
-        raise InputError(source, str(err)) from None
-    if len(docs) != 1:
-        raise InputError(source, f"expected one {KIND} document, found {len(docs)}")
-    if not isinstance(docs[0], dict):
-        raise InputError(source, f"expected a {KIND} object, got {type(docs[0]).__name__}")
-    return docs[0]
+    doc = one_document(source, text, KIND)
+    if not isinstance(doc, dict):
+        raise InputError(source, f"expected a {KIND} object, got {type(doc).__name__}")
+    return doc
 
 
 def _from_config_map(source: str, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
