@@ -161,13 +161,16 @@ def _warn(warnings: list[str]) -> None:
               help="With --reschedule: simulate this many outcomes of kube-scheduler's random "
                    "choice among equally scored nodes (the first breaks ties by node name) and "
                    "give the balance figures after as a range (text output).")
-@click.option("--output", type=click.Choice(["text", "json", "html"]), default="text",
+@click.option("--output", "-o", type=click.Choice(["text", "json", "html"]), default="text",
               show_default=True, help="Report format: text for reading, json for tools "
-              "(DESIGN §1.2), html for a browser.")
+              "(docs/report.md), html for a browser.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@click.option("--group-by", "group_by", metavar="LABEL",
+              help="Give the balance before and after per value of this node label (e.g. "
+                   "node-pool, topology.kubernetes.io/zone), in every output.")
 def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None, cycles: int,
              reschedule: bool, scheduler: str, scheduler_config_path: str | None,
-             outcomes: int, output: str, out_path: str | None) -> None:
+             outcomes: int, output: str, out_path: str | None, group_by: str | None) -> None:
     """Run the policy against a cluster snapshot and report what it would evict."""
     from desched.report import render
     from desched.simulation import run_simulation
@@ -183,8 +186,11 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
                f"the first outcome"])
     result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule,
                             scheduler=scheduler, scheduler_config=config,
-                            with_frames=output != "json", outcomes=outcomes)
+                            with_frames=True, outcomes=outcomes, group_by=group_by)
     _warn(result.policy.warnings)
+    if group_by is not None and not any(result.groups.values()):
+        _warn([f"--group-by {group_by}: no node in the snapshot has this label; every node is "
+               f"in one group"])
     text = render(result, output)
     if out_path:
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from desched import whatif
 from desched.framework.decisions import REFUSED_OUTCOMES
 from desched.model.meta import json_encoder
 from desched.simulation import CycleSummary, SimulationResult
@@ -15,7 +16,10 @@ from desched.utilization import Balance, balance, thresholds
 def to_json_obj(result: SimulationResult) -> dict[str, Any]:
     """`cycles` and `evictions` keep the contract's meaning; the other keys are additions."""
     log = result.log
-    return {
+    kept = [{"cycle": cycle, "profile": profile, "plugin": plugin, "reason": reason,
+             "pods": count}
+            for (cycle, profile, plugin, reason), count in sorted(log.kept.items())]
+    out: dict[str, Any] = {
         "cycles": result.cycles,
         "clock": {"now": result.clock.now, "source": result.clock.source},
         "evictions": [
@@ -33,18 +37,22 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
              "node": d.node, "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
             for d in log.decisions if d.outcome in REFUSED_OUTCOMES
         ],
-        "skipped": [
-            {"cycle": cycle, "profile": profile, "plugin": plugin, "reason": reason,
-             "pods": count}
-            for (cycle, profile, plugin, reason), count in sorted(log.kept.items())
-        ],
+        "skipped": kept,  # the name of the first version; "kept" is what the text says
+        "kept": kept,
         "notes": [{"cycle": n.cycle, "node": n.node, "profile": n.profile, "plugin": n.plugin,
                    "note": n.text} for n in log.notes],
         "cyclesSkipped": [{"cycle": s.cycle, "reason": s.skipped}
                           for s in result.summaries if s.skipped],
         "rescheduled": [_placement(s, key, node)
                         for s in result.summaries for key, node in s.placements],
+        "evictedPodsReplaced": result.replaced,
+        "balance": whatif.balance_json(result),
+        "churn": whatif.churn(result).to_json(),
     }
+    groups = whatif.groups_json(result)
+    if groups is not None:
+        out["groups"] = groups
+    return out
 
 
 def _placement(summary: CycleSummary, key: str, node: str | None) -> dict[str, object]:
@@ -95,26 +103,56 @@ def summary_lines(result: SimulationResult) -> list[str]:
                      f"pod (percentageOfNodesToScore): it may place a replacement on a node that "
                      f"scores less than the one shown")
     if len(result.frames) >= 2:
-        limits = thresholds(result.policy)
-        before = {b.series: b for b in balance(result.frames[0], limits)}
-        after = {b.series: b for b in balance(result.frames[-1], limits)}
-        others: dict[str, list[Balance]] = {}
-        for frame in result.other_outcomes:
-            for o in balance(frame, limits):
-                others.setdefault(o.series, []).append(o)
-        for series, b in before.items():
-            a = after.get(series)
-            if a is None:
-                continue
-            every = [a, *others.get(series, [])]
-            over = (f", over {limits[series]:g}%: {b.over} -> {a.over}"
-                    f"{_span([o.over or 0 for o in every], '{:d}')} node(s)"
-                    if b.over is not None else "")
-            lines.append(f"  {series}: std {b.std:.1f} -> {a.std:.1f}"
-                         f"{_span([o.std for o in every], '{:.1f}')} points, max "
-                         f"{b.max:.1f}% -> {a.max:.1f}%{_span([o.max for o in every], '{:.1f}%')}"
-                         f"{over}")
+        lines.extend(_balance_lines(result))
+    churn = whatif.churn(result)
+    if churn:
+        lines.append("  churn:")
+        lines.extend(f"    {line}" for line in churn.lines())
+    limits = thresholds(result.policy)
+    for group in whatif.group_balance(result):
+        lines.append(f"  {result.group_label}={group.name} ({group.nodes} node(s)):")
+        lines.extend(f"    {_change(b, a, [a], result.replaced, limits)}"
+                     for b, a in group.pairs())
     return lines
+
+
+def _balance_lines(result: SimulationResult) -> list[str]:
+    """Per series, before the first cycle and after the last. Without --reschedule the true
+    figure (now) leads and the one after is named for what it is: pods gone, not replaced."""
+    limits = thresholds(result.policy)
+    before = {b.series: b for b in balance(result.frames[0], limits)}
+    after = {b.series: b for b in balance(result.frames[-1], limits)}
+    others: dict[str, list[Balance]] = {}
+    for frame in result.other_outcomes:
+        for o in balance(frame, limits):
+            others.setdefault(o.series, []).append(o)
+    lines = [] if result.replaced or not result.evictions else [
+        f"  balance now, then after the evictions ({whatif.NOT_REPLACED}):"]
+    for series, b in before.items():
+        a = after.get(series)
+        if a is not None:
+            every = [a, *others.get(series, [])]
+            lines.append(f"  {_change(b, a, every, result.replaced, limits)}")
+    return lines
+
+
+def _change(b: Balance, a: Balance, every: list[Balance], replaced: bool,
+            limits: dict[str, float]) -> str:
+    """One series' figures before and after (`every`: the outcomes after, for ranges)."""
+    limit = limits.get(b.series)
+    if not replaced:
+        over = (f", over {limit:g}%: {b.over} node(s)" if b.over is not None
+                and limit is not None else "")
+        over_after = (f", over {limit:g}%: {a.over}" if a.over is not None
+                      and limit is not None else "")
+        return (f"{b.series}: now std {b.std:.1f} points, max {b.max:.1f}%{over}; "
+                f"not replaced: std {a.std:.1f}, max {a.max:.1f}%{over_after}")
+    over = (f", over {limit:g}%: {b.over} -> {a.over}"
+            f"{_span([o.over or 0 for o in every], '{:d}')} node(s)"
+            if b.over is not None and limit is not None else "")
+    return (f"{b.series}: std {b.std:.1f} -> {a.std:.1f}{_span([o.std for o in every], '{:.1f}')}"
+            f" points, max {b.max:.1f}% -> {a.max:.1f}%{_span([o.max for o in every], '{:.1f}%')}"
+            f"{over}")
 
 
 def render_text(result: SimulationResult) -> str:

@@ -26,9 +26,10 @@ from desched.snapshot.clock import (
 )
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.loader import load_snapshot
+from desched.snapshot.workloads import Workload, WorkloadResolver
 from desched.util.duration import MAX_SECONDS, format_duration
 from desched.util.names import nearest
-from desched.utilization import Frame, take_frame
+from desched.utilization import Frame, MeasuredUsage, take_frame
 
 # Plugins add and subtract policy durations (Go's, at most about 292 years) to and from the
 # clock; every cycle's clock must leave that much room inside datetime's years 1 to 9999.
@@ -57,6 +58,27 @@ class CycleSummary:
     # would choose at random (ties, a sample of the nodes).
     replaces: dict[str, str] = field(default_factory=dict)
     chances: dict[str, Placement] = field(default_factory=dict)
+    # Each pod this cycle evicted -> the node it left and its workload ("Deployment ns/name"),
+    # for the churn a report flags (replacements back on their node, workloads evicted again).
+    evicted: dict[str, Evicted] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Evicted:
+    node: str
+    workload: str
+
+
+def workload_name(resolver: WorkloadResolver, pod: Pod) -> str:
+    """The workload a pod belongs to, as a report names it: the Deployment behind its
+    ReplicaSet where the snapshot has both, else its controller, else the pod itself."""
+    found = resolver.resolve(pod)
+    if isinstance(found, Workload):
+        return str(found)
+    ref = pod.controller
+    if ref is not None:
+        return f"{ref.kind} {pod.namespace}/{ref.name}"
+    return f"Pod {pod.key}"
 
 
 @dataclass
@@ -75,6 +97,12 @@ class SimulationResult:
     # With outcomes > 1: the utilization after the last cycle in each other outcome of
     # kube-scheduler's random choices (this result's own is frames[-1]).
     other_outcomes: list[Frame] = field(default_factory=list)
+    # Whether evicted pods were recreated and placed (--reschedule): without it every figure
+    # after a cycle has them gone and not replaced, an optimistic reading.
+    replaced: bool = False
+    # --group-by LABEL: the label, and each node's value of it ("" when the node has none).
+    group_label: str | None = None
+    groups: dict[str, str] = field(default_factory=dict)
 
     @property
     def evictions(self) -> list[Decision]:
@@ -87,13 +115,15 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                    scheduler: str = KUBE_DEFAULT,
                    scheduler_config: SchedulerConfig = DEFAULT_CONFIG,
                    with_frames: bool = False, outcomes: int = 1,
-                   tie_seed: int | None = None) -> SimulationResult:
+                   tie_seed: int | None = None,
+                   group_by: str | None = None) -> SimulationResult:
     """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
     that places replacements with `do_reschedule`, running the profiles of `scheduler_config`
     (scheduler/config_file.py). `with_frames`: take utilization frames (snapshot/utilization)
     for a report. `outcomes` > 1 (with `do_reschedule` and frames): run the simulation again
     outcomes - 1 times, kube-scheduler's ties broken at random (seeds 1, 2, ...), for the
-    range of the figures after; `tie_seed`: this run's seed (None: ties by node name)."""
+    range of the figures after; `tie_seed`: this run's seed (None: ties by node name).
+    `group_by`: a node label whose values group the nodes in a report."""
     model = scheduler_model(scheduler, scheduler_config,
                             random.Random(tie_seed) if tie_seed is not None else None)
     policy = load_policy(policy_path)
@@ -112,7 +142,9 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
     clock = Clock(now)
     descheduler = Descheduler(policy, snapshot, executor, clock, log or DecisionLog())
     summaries = []
-    frames = [take_frame(snapshot, "before", now)] if with_frames else []
+    resolver = WorkloadResolver(snapshot)
+    measured = MeasuredUsage(snapshot, now) if with_frames else None
+    frames = [take_frame(snapshot, "before", now, measured)] if with_frames else []
     for cycle in range(1, cycles + 1):
         # Cycles are a descheduling interval apart when the policy sets one (Koordinator's
         # deschedulingInterval), so timeouts and metric expiry play out as they would live.
@@ -120,6 +152,9 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
         advance_metrics(snapshot, moment - clock.now)
         clock.now = moment
         summary = CycleSummary(cycle, descheduler.run_cycle(cycle))
+        if not policy.dry_run:  # a dry run's next cycle starts from the real cluster again
+            summary.evicted = {pod.key: Evicted(pod.node_name, workload_name(resolver, pod))
+                               for pod in executor.evicted}
         if policy.dry_run:
             # Koordinator's dryRun evicts nothing: the cycle ran on its own copy of the facts
             # (pods gone, budgets used) as a live dry run does, the next starts from the real
@@ -142,9 +177,14 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
         executor.evicted.clear()
         summaries.append(summary)
         if with_frames:
-            frames.append(take_frame(snapshot, f"after cycle {cycle}", clock.now))
+            frames.append(take_frame(snapshot, f"after cycle {cycle}", clock.now, measured))
     result = SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
-                              summaries, sim_clock, descheduler, frames)
+                              summaries, sim_clock, descheduler, frames,
+                              replaced=do_reschedule and not policy.dry_run)
+    if group_by is not None:
+        result.group_label = group_by
+        result.groups = {name: node.labels.get(group_by, "")
+                         for name, node in snapshot.nodes.items()}
     if outcomes > 1 and do_reschedule and with_frames:
         for seed in range(1, outcomes):
             other = run_simulation(policy_path, snapshot_paths, now, cycles, True,

@@ -4,17 +4,22 @@ A frame is taken before the first cycle and after each one: requested cpu, memor
 share of allocatable, and real usage where the snapshot has it (Koordinator's NodeMetric, else
 metrics.k8s.io NodeMetrics). One pass over the nodes per frame, reading the snapshot's cached
 per-node sums: no per-pod work.
+
+Measured usage moves with the pods as the plugins see it move: NodeMetric counts a podsMetric
+entry only while its pod is on the node (the rescheduler carries the entry to the replacement's
+node); metrics.k8s.io node usage is corrected by the usage of the pods that left or arrived since
+it was taken, through the same usage source LowNodeUtilization balances with.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from desched.model.quantity import QuantityError, resource_amount
 from desched.policy.model import Policy
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.usage.metrics_server import KubernetesMetricsUsage
 from desched.usage.nodemetric import NodeLoad, read_node_load
 
 # Series of a frame: percent of allocatable. "usage" series exist only where measured.
@@ -43,32 +48,58 @@ def _percent(amount: float, capacity: int) -> float:
     return amount * 100.0 / capacity if capacity > 0 else 0.0
 
 
-def _measured_usage(snapshot: ClusterSnapshot, node_name: str,
-                    now: datetime) -> dict[str, float] | None:
-    node = snapshot.nodes[node_name]
-    if node_name in snapshot.node_metrics:
-        load = read_node_load(node, snapshot, ("cpu", "memory"), now, None)
-        if isinstance(load, NodeLoad):
-            return {r: float(load.usage.get(r, 0)) for r in ("cpu", "memory")}
-    sample = snapshot.metrics_nodes.get(node_name)
-    if sample is not None:
-        try:
-            return {r: float(resource_amount(r, sample.usage.get(r, 0)))
-                    for r in ("cpu", "memory")}
-        except QuantityError:
-            return None
-    return None
+# A report shows what was measured, however old: staleness is the plugins' question.
+_ANY_AGE = timedelta(days=36500)
 
 
-def take_frame(snapshot: ClusterSnapshot, label: str, now: datetime) -> Frame:
+class MeasuredUsage:
+    """Node usage as measured when the snapshot was taken, moved with the pods since: made
+    before the first cycle (the pods the metrics were measured with), read after each."""
+
+    def __init__(self, snapshot: ClusterSnapshot, now: datetime) -> None:
+        self.snapshot = snapshot
+        self.now = now
+        self._metrics_server = (KubernetesMetricsUsage(snapshot, ("cpu", "memory"),
+                                                       lambda: self.now, max_age=_ANY_AGE)
+                                if snapshot.metrics_nodes else None)
+
+    def read(self, now: datetime) -> dict[str, dict[str, float]]:
+        """Node -> {"cpu": millicores, "memory": bytes} for every node measured."""
+        self.now = now
+        snapshot = self.snapshot
+        out: dict[str, dict[str, float]] = {}
+        rest = []
+        for name, node in snapshot.nodes.items():
+            if name in snapshot.node_metrics:
+                load = read_node_load(node, snapshot, ("cpu", "memory"), now, None)
+                if isinstance(load, NodeLoad):
+                    out[name] = {r: float(load.usage.get(r, 0)) for r in ("cpu", "memory")}
+                    continue
+            rest.append(node)
+        source = self._metrics_server
+        if source is not None and rest:
+            unmeasured = source.sync(rest)
+            for node in rest:
+                if node.name not in unmeasured:
+                    usage = source.node_usage(node.name)
+                    out[node.name] = {"cpu": float(usage["cpu"]),
+                                      "memory": float(usage["memory"])}
+        return out
+
+
+def take_frame(snapshot: ClusterSnapshot, label: str, now: datetime,
+               measured: MeasuredUsage | None = None) -> Frame:
+    """`measured`: the usage tracker made before the first cycle; None reads the snapshot's
+    metrics as they are (right before any pod has moved)."""
     frame = Frame(label, {s: {} for s in SERIES})
+    usages = (measured or MeasuredUsage(snapshot, now)).read(now)
     for name, node in snapshot.nodes.items():
         requested = snapshot.node_requested(name)
         allocatable = node.allocatable
         for series, resource in _REQUESTED.items():
             frame.values[series][name] = _percent(requested.get(resource, 0),
                                                   allocatable.get(resource, 0))
-        usage = _measured_usage(snapshot, name, now)
+        usage = usages.get(name)
         if usage is not None:
             frame.values["cpu usage"][name] = _percent(usage["cpu"], allocatable.get("cpu", 0))
             frame.values["memory usage"][name] = _percent(usage["memory"],
