@@ -29,7 +29,14 @@ from desched.snapshot.loader import load_snapshot
 from desched.snapshot.workloads import Workload, WorkloadResolver
 from desched.util.duration import MAX_SECONDS, format_duration
 from desched.util.names import nearest
-from desched.utilization import Frame, MeasuredUsage, take_frame
+from desched.utilization import (
+    Frame,
+    MeasuredUsage,
+    QueriedUsage,
+    QueriesUsage,
+    add_queried,
+    take_frame,
+)
 
 # Plugins add and subtract policy durations (Go's, at most about 292 years) to and from the
 # clock; every cycle's clock must leave that much room inside datetime's years 1 to 9999.
@@ -177,7 +184,12 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
         executor.evicted.clear()
         summaries.append(summary)
         if with_frames:
-            frames.append(take_frame(snapshot, f"after cycle {cycle}", clock.now, measured))
+            frame = take_frame(snapshot, f"after cycle {cycle}", clock.now, measured)
+            for source in _queried(descheduler):
+                add_queried(frame, source)
+            frames.append(frame)
+    for source in _queried(descheduler) if with_frames else ():
+        add_queried(frames[0], source, first=True)  # before: as the server first answered
     result = SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
                               summaries, sim_clock, descheduler, frames,
                               replaced=do_reschedule and not policy.dry_run)
@@ -192,6 +204,18 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                                    with_frames=True, tie_seed=seed)
             result.other_outcomes.append(other.frames[-1])
     return result
+
+
+def _queried(descheduler: Descheduler) -> list[QueriedUsage]:
+    """The usage sources the plugins asked a server the snapshot does not hold."""
+    found = []
+    for profile in descheduler.profiles:
+        for plugin in profile.plugins.values():
+            if isinstance(plugin, QueriesUsage):
+                source = plugin.queried_usage()
+                if source is not None:
+                    found.append(source)
+    return found
 
 
 def _follow(log: DecisionLog, placed: list[tuple[Pod, Pod, str | None]], cycle: int) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
 
 from desched.policy.model import Policy
 from desched.snapshot.cluster import ClusterSnapshot
@@ -23,7 +24,8 @@ from desched.usage.metrics_server import KubernetesMetricsUsage
 from desched.usage.nodemetric import NodeLoad, read_node_load
 
 # Series of a frame: percent of allocatable. "usage" series exist only where measured.
-SERIES = ("cpu requests", "memory requests", "pods", "cpu usage", "memory usage")
+SERIES = ("cpu requests", "memory requests", "pods", "cpu usage", "memory usage",
+          "MetricResource usage")
 _REQUESTED = {"cpu requests": "cpu", "memory requests": "memory", "pods": "pods"}
 
 
@@ -50,6 +52,27 @@ def _percent(amount: float, capacity: int) -> float:
 
 # A report shows what was measured, however old: staleness is the plugins' question.
 _ANY_AGE = timedelta(days=36500)
+
+
+@runtime_checkable
+class QueriedUsage(Protocol):
+    """A usage source that asks a server the snapshot does not hold (Prometheus): the report
+    takes its figures from the answers the plugin got, corrected for the pods moved since."""
+
+    def percentages(self, first: bool = False) -> dict[str, dict[str, float]]:
+        """Series -> node -> percent: as first answered, or as now."""
+
+
+@runtime_checkable
+class QueriesUsage(Protocol):
+    """A plugin that may hold a `QueriedUsage` (None until its first run asks)."""
+
+    def queried_usage(self) -> QueriedUsage | None: ...
+
+
+def add_queried(frame: Frame, source: QueriedUsage, first: bool = False) -> None:
+    for series, values in source.percentages(first).items():
+        frame.values.setdefault(series, {}).update(values)
 
 
 class MeasuredUsage:

@@ -465,3 +465,21 @@ def test_against_a_real_prometheus(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+
+def test_a_simulation_takes_moved_pods_off_what_prometheus_answers(
+        prometheus: FakePrometheus, tmp_path: Path) -> None:
+    """The server cannot see simulated evictions: a pod requesting half of n1's cpu, evicted
+    in cycle 1, comes off n1's MetricResource in cycle 2 (95 -> 45, under 70: nothing more to
+    evict), and the report's usage figures say the same."""
+    prometheus.answers[QUERY] = (200, vector({"n1": 0.95, "n2": 0.05, "n3": 0.15}))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY.format(url=prometheus.url, query=QUERY))
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(CLUSTER.replace('image: "app:1"}',
+                                       'image: "app:1", resources: {requests: {cpu: "2"}}}'))
+    result = run_simulation(str(policy), [str(cluster)], NOW, 2, False, with_frames=True)
+    assert [(d.cycle, d.pod, d.node) for d in result.evictions] == [(1, "p1", "n1")]
+    series = [frame.values["MetricResource usage"] for frame in result.frames]
+    assert [s["n1"] for s in series] == [95.0, 45.0, 45.0]
+    assert [s["n2"] for s in series] == [5.0, 5.0, 5.0]

@@ -160,7 +160,8 @@ _SOURCE_NOTE = {REQUESTS: "", KUBERNETES_METRICS: "; actual usage from metrics.k
 
 
 def _findings() -> RunFindings:
-    return RunFindings("overutilized", "underutilized", "over-high", "under")
+    return RunFindings("overutilized", "underutilized", "over-high", "under",
+                       "appropriately utilized")
 
 
 class LowNodeUtilization:
@@ -180,6 +181,8 @@ class LowNodeUtilization:
         # Built now, before any eviction, so it knows the pods the metrics were measured with.
         self.metrics = (KubernetesMetricsUsage(handle.snapshot, self.names, lambda: handle.now)
                         if self.mode == KUBERNETES_METRICS else None)
+        self.prometheus: tuple[tuple[str, str, tuple[str, str] | None],
+                               PrometheusUsage] | None = None
         ns = args.evictable_namespaces
         self.excluded = frozenset(ns.exclude) if ns is not None else frozenset()
         limits = args.eviction_limits
@@ -209,9 +212,20 @@ class LowNodeUtilization:
             return None
         m = self.args.metrics_utilization
         query = m.prometheus.query if m is not None and m.prometheus is not None else ""
-        token = BearerToken.from_env(secret_configured=prometheus.auth_token_secret is not None)
-        return PrometheusUsage(handle.snapshot, PrometheusClient(prometheus.url, token),
-                               {METRIC_RESOURCE: query}, self.names, lambda: handle.now)
+        # One source for every run while the provider stays as it is: it corrects the server's
+        # answers for the pods this simulation moved since its first run.
+        key = (prometheus.url, query, prometheus.auth_token_secret)
+        if self.prometheus is None or self.prometheus[0] != key:
+            token = BearerToken.from_env(
+                secret_configured=prometheus.auth_token_secret is not None)
+            self.prometheus = key, PrometheusUsage(
+                handle.snapshot, PrometheusClient(prometheus.url, token),
+                {METRIC_RESOURCE: query}, self.names, lambda: handle.now)
+        return self.prometheus[1]
+
+    def queried_usage(self) -> PrometheusUsage | None:
+        """The Prometheus source runs ask (for a report's usage figures), once one has."""
+        return self.prometheus[1] if self.prometheus is not None else None
 
     def _thresholds(self, percentages: dict[str, Percentages]) -> tuple[Percentages, Percentages]:
         a = self.args
@@ -263,6 +277,9 @@ class LowNodeUtilization:
     def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
         return self.findings.verdict(pod, self.excluded)
 
+    def node_role(self, node: str) -> str | None:
+        return self.findings.role(node)
+
     def balance(self, nodes: list[Node]) -> None:
         args = self.args
         findings = self.findings = _findings()
@@ -282,6 +299,7 @@ class LowNodeUtilization:
             # Unschedulable nodes are never destinations, but may be sources.
             lambda node, pct, lo: not node.spec.unschedulable and below_threshold(pct, lo),
             lambda node, pct, hi: above_threshold(pct, hi), findings)
+        findings.classified(high, low)
         idle = nothing_to_do(len(low), len(nodes), args.number_of_nodes, len(high),
                              "All nodes are under target utilization, nothing to do here")
         if idle is not None:

@@ -35,6 +35,7 @@ from desched.usage.base import (
     UsageUnavailable,
     staleness,
 )
+from desched.usage.drift import PodMoves
 
 # What metrics.k8s.io measures; `pods` comes from the pod count, as upstream.
 MEASURED = ("cpu", "memory")
@@ -111,7 +112,7 @@ class NodeMetricsCollector:
         return dict(state.usage)
 
 
-def _measured(pod: Pod, metrics: PodMetrics | None) -> Amounts:
+def moved_usage(pod: Pod, metrics: PodMetrics | None) -> Amounts:
     """What a pod is taken to use when it moves: its PodMetrics when usable, else its
     requests."""
     if metrics is not None and metrics.containers:
@@ -150,9 +151,7 @@ class KubernetesMetricsUsage:
         self._usage: dict[str, Amounts] = {}
         self._pods: dict[str, list[Pod]] = {}
         # The pods the metrics were measured with, to correct for pods that move later.
-        self._origin = {key: pod for key, pod in snapshot.pods.items()
-                        if pod.node_name and not pod.terminal}
-        self._stamp = (snapshot.additions, len(snapshot.pods))
+        self.moves = PodMoves(snapshot)
 
     def sync(self, nodes: Sequence[Node]) -> dict[str, str]:
         self._usage.clear()
@@ -191,31 +190,12 @@ class KubernetesMetricsUsage:
     def _drift(self) -> dict[str, Amounts]:
         """Per node, the usage of pods that arrived minus that of pods that left since the
         metrics were taken."""
-        snapshot = self.snapshot
-        additions = snapshot.additions
-        if (additions, len(snapshot.pods)) == self._stamp:
-            return {}  # no pod added or removed since
         drift: dict[str, Amounts] = {}
-
-        def shift(node: str, pod: Pod, sign: int) -> None:
-            into = drift.setdefault(node, dict.fromkeys(MEASURED, 0))
-            for r, amount in _measured(pod, self.pod_metrics(pod.key)).items():
-                into[r] += sign * amount
-
-        pods = snapshot.pods
-        for key, old in self._origin.items():
-            current = pods.get(key)
-            if current is old or (current is not None and not current.terminal
-                                  and current.node_name == old.node_name):
-                continue
-            shift(old.node_name, old, -1)
-        if additions != self._stamp[0]:
-            for key, pod in pods.items():
-                if not pod.node_name or pod.terminal:
-                    continue
-                origin = self._origin.get(key)
-                if origin is None or origin.node_name != pod.node_name:
-                    shift(pod.node_name, pod, +1)
+        for node, moved in self.moves.since().items():
+            into = drift[node] = dict.fromkeys(MEASURED, 0)
+            for pod, sign in moved:
+                for r, amount in moved_usage(pod, self.pod_metrics(pod.key)).items():
+                    into[r] += sign * amount
         return drift
 
     def node_usage(self, node: str) -> Amounts:

@@ -46,6 +46,8 @@ from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.usage.base import Amounts, UsageUnavailable, as_utc
+from desched.usage.drift import PodMoves
+from desched.usage.metrics_server import moved_usage
 
 log = logging.getLogger("desched.usage")
 
@@ -309,7 +311,14 @@ def _node_value(node: str, values: Mapping[str, float], duplicated: set[str]) ->
 class PrometheusUsage:
     """Node usage from one instant query per resource; `pods` is the node's non-terminal pod
     count. `queries` maps a resource to its expression: MetricResource gives int(value * 100),
-    any other resource int(value * the node's allocatable)."""
+    any other resource int(value * the node's allocatable).
+
+    Kept across the runs of one simulation, it corrects what the server answers for the pods
+    moved since it was made (`PodMoves`): the server cannot see simulated evictions, and
+    without the correction every cycle would find the same node as hot. A moved pod counts
+    with its PodMetrics, else its requests; for MetricResource, as its share of the node's cpu
+    (the usual query is node cpu utilization: stated, since Prometheus cannot say). Live, a
+    source lives one cycle: nothing has moved between its query and its use."""
 
     pod_usage_known = False
 
@@ -326,10 +335,15 @@ class PrometheusUsage:
         self.now = now
         self._usage: dict[str, Amounts] = {}
         self._pods: dict[str, list[Pod]] = {}
+        self.moves = PodMoves(snapshot)
+        # Node -> usage as the server answered, by the first sync and by the latest.
+        self.first: dict[str, Amounts] = {}
+        self._answered: dict[str, Amounts] = {}
 
     def sync(self, nodes: Sequence[Node]) -> dict[str, str]:
         self._usage.clear()
         self._pods.clear()
+        self._answered.clear()
         at = self.now()
         results: dict[str, tuple[dict[str, float], set[str]]] = {}
         for resource in self.names:
@@ -368,9 +382,56 @@ class PrometheusUsage:
                     problem = f"{problem} (query for {resource})"
                 problems[name] = problem
                 continue
+            self._answered[name] = dict(usage)
+            self.first.setdefault(name, dict(usage))
             self._usage[name] = usage
             self._pods[name] = snapshot.pods_on_node(name)
+        self._correct(self._usage)
         return problems
+
+    def _correct(self, usage: dict[str, Amounts]) -> None:
+        """Take the pods that left each node off its usage, add those that arrived."""
+        nodes = self.snapshot.nodes
+        metrics = self.snapshot.metrics_pods
+        for name, moved in self.moves.since().items():
+            amounts = usage.get(name)
+            node = nodes.get(name)
+            if amounts is None or node is None:
+                continue
+            cpu = node.allocatable.get("cpu", 0)
+            for pod, sign in moved:
+                shift = moved_usage(pod, metrics.get(pod.key))
+                for resource in amounts:
+                    if resource == METRIC_RESOURCE:
+                        delta = shift["cpu"] * 100 // cpu if cpu > 0 else 0
+                    elif resource in shift:
+                        delta = shift[resource]
+                    else:
+                        continue
+                    amounts[resource] = max(0, amounts[resource] + sign * delta)
+
+    def percentages(self, first: bool = False) -> dict[str, dict[str, float]]:
+        """Series ("MetricResource usage", "cpu usage", "memory usage") -> node -> percent of
+        capacity: as first answered (`first`), else as the latest answer corrected for the
+        pods moved since (a report's figures after a cycle)."""
+        if first:
+            usage = {name: dict(amounts) for name, amounts in self.first.items()}
+        else:
+            usage = {name: dict(amounts) for name, amounts in self._answered.items()}
+            self._correct(usage)
+        out: dict[str, dict[str, float]] = {}
+        nodes = self.snapshot.nodes
+        for name, amounts in usage.items():
+            node = nodes.get(name)
+            if node is None:
+                continue
+            for resource, amount in amounts.items():
+                if resource == METRIC_RESOURCE:
+                    out.setdefault(f"{METRIC_RESOURCE} usage", {})[name] = float(amount)
+                elif resource in ("cpu", "memory") and node.allocatable.get(resource, 0) > 0:
+                    out.setdefault(f"{resource} usage", {})[name] = (
+                        amount * 100.0 / node.allocatable[resource])
+        return out
 
     def node_usage(self, node: str) -> Amounts:
         return self._usage[node]
