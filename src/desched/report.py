@@ -85,7 +85,11 @@ def summary_lines(result: SimulationResult) -> list[str]:
                                                  by_plugin.most_common()))
         by_node = Counter(d.node for d in evictions)
         shown = ", ".join(f"{name} {n}" for name, n in by_node.most_common(5))
-        more = f" (and {len(by_node) - 5} more nodes)" if len(by_node) > 5 else ""
+        more = ""
+        if len(by_node) > 5:  # the top alone reads as a column of 2s on a big cluster
+            spread = Counter(by_node.values())
+            more = (f" (and {len(by_node) - 5} more nodes; evictions per node: "
+                    + ", ".join(f"{n} on {spread[n]}" for n in sorted(spread)) + ")")
         lines.append(f"  by node: {shown}{more}")
     placed = sum(1 for s in result.summaries for _, node in s.placements if node)
     tied = sum(1 for s in result.summaries for p in s.chances.values() if p.ties > 1)
