@@ -95,6 +95,8 @@ def test_a_replacement_back_where_the_reason_said_it_would_not_go_is_named() -> 
                                                                                   (12, hot)]
     text = simulate(HOTSPOT, "--cycles", "14", "--reschedule")
     assert "2 replacement(s) placed back on the node their pod was evicted from" in text
+    assert (f"placed  default/stress-demo-588f9646cf-s7x2k-r6 on {hot}: back on the node its "
+            f"pod was evicted from (churn)") in text
 
 
 def test_without_reschedule_the_summary_leads_with_now_and_names_the_optimism() -> None:
