@@ -51,7 +51,7 @@ def test_the_browser_builds_every_table(page: Path) -> None:
     assert 'data-ready="1"' in dom, "the page's script did not finish"
     evictions = dom[dom.index('id="evictions"'):dom.index('id="refusals"')]
     # The ping-pong: the same workload evicted in cycles 6 and 12, both rows present.
-    assert len(re.findall(r"<tr><td>(6|12)</td><td>default/stress-demo", evictions)) == 2
+    assert len(re.findall(r'<tr><td class="n">(6|12)</td><td>default/stress-demo', evictions)) == 2
     assert "2 row(s)" in evictions
     assert dom.count("<svg") == 5  # cpu/memory requests, pods, cpu/memory usage
     notes = dom[dom.index('id="notes"'):dom.index('id="placements"')]

@@ -1,56 +1,132 @@
 """`simulate --output html`: one self-contained page (no network) that stays readable and fast
-at 5,000 nodes: aggregates first (summary, balance per cycle, utilization histograms before and
-after as inline SVG, evictions by plugin and node), details on demand (searchable, paged tables
-built by a small script from the data embedded in the page)."""
+at 5,000 nodes: aggregates first (summary, churn, balance per cycle, utilization before and after
+as inline SVG, balance per node group, evictions by plugin and node), details on demand
+(searchable, sortable, paged tables built by a small script from the data embedded in the page).
+
+The page tells the truth about its "after": without --reschedule the evicted pods are gone and
+not replaced, and every after figure says so; churn (replacements back on their source node,
+workloads evicted again, evictions that changed nothing) is flagged with its remedy."""
 
 from __future__ import annotations
 
 import html
 import json
+import math
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
+from desched import whatif
 from desched.framework.decisions import EVICTED_OUTCOMES, REFUSED_OUTCOMES, Decision
 from desched.simulation import SimulationResult
-from desched.utilization import SERIES, Balance, Frame, balance, thresholds
+from desched.utilization import SERIES, Balance, balance, thresholds
 
-_BUCKETS = 10  # histogram buckets of 10 percentage points; the last holds 90% and above
-_W, _H, _PAD = 360, 150, 24
+_BANDS = 10  # bands of 10 percentage points up to 100 % (100 in the last); then one overflow band
+_PER_NODE = 30  # clusters this small get a bar pair per node instead of a histogram
+_TOP_NODES = 15
+_W = 372  # three plots side by side in the page's 1200 px
+_FONT = 11
+_BEFORE, _AFTER, _LIMIT = "#9bb7d4", "#2b6cb0", "#c53030"
 
 _STYLE = """
-body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;color:#222}
+body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}
-.cards{display:flex;gap:1em;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;
-padding:.6em 1em;min-width:9em}.card b{display:block;font-size:1.5em}
+h3{font-size:1em;margin:.8em 0 .3em}
+.cards{display:flex;gap:.8em;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;
+padding:.6em 1em;flex:1 1 0;min-width:6em}.card b{display:block;font-size:1.5em}
+.card.warn{border-color:#d69e2e;background:#fffaf0}
+.warn{border:1px solid #d69e2e;border-left:6px solid #d69e2e;background:#fffaf0;
+padding:.5em 1em;border-radius:4px}.warn li{margin:.3em 0}.remedy{color:#555}
+.ok{color:#276749}.scroll{overflow-x:auto}
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;padding:3px 8px;
-text-align:left;font-size:.92em;vertical-align:top}th{background:#f4f4f4}
-td.n{text-align:right}.plots{display:flex;flex-wrap:wrap;gap:1em}
+text-align:left;font-size:.92em;vertical-align:top}th{background:#f4f4f4;white-space:nowrap}
+td.n{text-align:right;font-variant-numeric:tabular-nums}td.hot{background:#fde8e8}
+th[data-i]{cursor:pointer;user-select:none}th[data-i]:hover{background:#e8eef6}
+th[aria-sort=none] .arrow::after{content:" \\21C5";color:#bbb}
+.plots{display:flex;flex-wrap:wrap;gap:1em}
 figure{margin:0}figcaption{font-size:.9em;text-align:center}
 .none{color:#777;font-style:italic}input{padding:4px;width:22em}
 .pager button{margin:0 .3em}.legend span{display:inline-block;width:.8em;height:.8em;
-margin:0 .3em 0 1em}.muted{color:#666;font-size:.9em}
+margin:0 .3em 0 1em}.legend span.line{width:1.4em;height:0;border-top:2px dashed #c53030;
+vertical-align:middle}.muted{color:#666;font-size:.9em}
 """
 
+# Sortable tables: a click on a header sorts by that column (numbers as numbers, empty cells
+# last), again reverses; the URL fragment "#sort=TABLE:COLUMN:asc|desc" (several joined by "&")
+# sorts at load and follows the clicks, so a sorted view can be shared. A cell is a value or
+# [text shown, value sorted by].
 _SCRIPT = """
 (function(){
 const data = JSON.parse(document.getElementById('report-data').textContent);
+const coll = new Intl.Collator(undefined, {numeric: true});
 function esc(s){return String(s).replace(/[&<>"']/g, c => ({'&':'&amp;','<':'&lt;',
   '>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));}
-function table(id, rows, cols){
+const shown = v => Array.isArray(v) ? v[0] : v, key = v => Array.isArray(v) ? v[1] : v;
+const empty = v => v === null || v === undefined || v === '';
+const sorts = {};
+function readHash(){
+  let h = location.hash.slice(1);
+  try { h = decodeURIComponent(h); } catch(e) {}
+  for(const part of h.split('&')){
+    if(!part.startsWith('sort=')) continue;
+    const bits = part.slice(5).split(':');
+    let dir = 1;
+    if(bits.length > 2 && /^(asc|desc)$/.test(bits[bits.length - 1]))
+      dir = bits.pop() === 'desc' ? -1 : 1;
+    const id = bits.shift(), spec = data.tables[id];
+    const i = spec ? spec.columns.indexOf(bits.join(':')) : -1;
+    if(i >= 0) sorts[id] = [i, dir];
+  }
+}
+function writeHash(){
+  const parts = Object.entries(sorts).map(([id, s]) => 'sort=' + encodeURIComponent(id) + ':' +
+    encodeURIComponent(data.tables[id].columns[s[0]]) + ':' + (s[1] < 0 ? 'desc' : 'asc'));
+  try { history.replaceState(null, '', '#' + parts.join('&')); } catch(e) {}
+}
+function table(id, spec){
   const root = document.getElementById(id); if(!root) return;
+  const rows = spec.rows, cols = spec.columns, dec = spec.decimals || [], over = spec.over || [];
   if(!rows.length){root.innerHTML = '<p class="none">none</p>'; return;}
   const state = {q:'', page:0}; const size = 100;
+  const text = rows.map(r => r.map(v => empty(shown(v)) ? '' : shown(v)).join(' ').toLowerCase());
+  const numeric = cols.map((_, i) => { const r = rows.find(r => !empty(key(r[i])));
+    return r !== undefined && typeof key(r[i]) === 'number'; });
   root.innerHTML = '<input type="search" placeholder="search ' + rows.length +
-    ' rows"><table><thead><tr>' + cols.map(c => '<th>' + esc(c) + '</th>').join('') +
-    '</tr></thead><tbody></tbody></table><div class="pager"></div>';
+    ' rows"><div class="scroll"><table><thead><tr>' + cols.map((c, i) => '<th data-i="' + i +
+    '" title="sort by ' + esc(c) + '">' + esc(c) + '<span class="arrow"></span></th>').join('') +
+    '</tr></thead><tbody></tbody></table></div><div class="pager"></div>';
   const body = root.querySelector('tbody'), pager = root.querySelector('.pager');
+  const heads = Array.from(root.querySelectorAll('th'));
+  let order = rows.map((_, i) => i);
+  function arrange(){
+    const s = sorts[id];
+    heads.forEach((th, i) => { const on = s !== undefined && s[0] === i;
+      th.setAttribute('aria-sort', on ? (s[1] < 0 ? 'descending' : 'ascending') : 'none');
+      th.lastChild.textContent = on ? (s[1] < 0 ? ' \\u25BC' : ' \\u25B2') : ''; });
+    order = rows.map((_, i) => i);
+    if(s === undefined) return;
+    const [c, d] = s;
+    order.sort((x, y) => { const a = key(rows[x][c]), b = key(rows[y][c]);
+      const ea = empty(a), eb = empty(b);
+      if(ea || eb) return ea - eb;
+      return d * (typeof a === 'number' && typeof b === 'number' ? a - b
+                  : coll.compare(String(a), String(b))); });
+  }
+  function cell(v, i){
+    let t = shown(v); const k = key(v);
+    if(empty(t)) t = ''; else if(typeof t === 'number' && dec[i] != null) t = t.toFixed(dec[i]);
+    const cls = [typeof k === 'number' ? 'n' : '',
+                 over[i] != null && typeof k === 'number' && k > over[i] ? 'hot' : '']
+                .filter(Boolean).join(' ');
+    return '<td' + (cls ? ' class="' + cls + '"' : '') + '>' + esc(t) + '</td>';
+  }
   function draw(){
     const q = state.q.toLowerCase();
-    const hits = q ? rows.filter(r => r.join(' ').toLowerCase().includes(q)) : rows;
+    const hits = q ? order.filter(i => text[i].includes(q)) : order;
     const pages = Math.max(1, Math.ceil(hits.length / size));
     state.page = Math.min(state.page, pages - 1);
-    body.innerHTML = hits.slice(state.page * size, (state.page + 1) * size).map(r =>
-      '<tr>' + r.map(v => '<td>' + esc(v) + '</td>').join('') + '</tr>').join('');
+    body.innerHTML = hits.slice(state.page * size, (state.page + 1) * size).map(i =>
+      '<tr>' + rows[i].map(cell).join('') + '</tr>').join('');
     pager.innerHTML = hits.length + ' row(s)' + (pages > 1 ? ' · page ' + (state.page + 1) +
       ' of ' + pages + ' <button data-d="-1">previous</button><button data-d="1">next</button>'
       : '');
@@ -59,48 +135,209 @@ function table(id, rows, cols){
     state.page = 0; draw();});
   pager.addEventListener('click', e => {const d = e.target.dataset.d;
     if(d){state.page = Math.max(0, state.page + Number(d)); draw();}});
-  draw();
+  root.querySelector('thead').addEventListener('click', e => {
+    const th = e.target.closest('th'); if(!th) return;
+    const i = Number(th.dataset.i), s = sorts[id];
+    // Numbers largest first on the first click: the hot nodes, the busy cycles.
+    sorts[id] = [i, s !== undefined && s[0] === i ? -s[1] : (numeric[i] ? -1 : 1)];
+    arrange(); state.page = 0; draw(); writeHash();});
+  arrange(); draw();
+  const details = root.closest('details');
+  if(sorts[id] !== undefined && details) details.open = true;
 }
-for(const [id, spec] of Object.entries(data.tables)) table(id, spec.rows, spec.columns);
+readHash();
+for(const [id, spec] of Object.entries(data.tables)) table(id, spec);
 document.body.dataset.ready = '1';
 })();
 """
 
 
-def _histogram(values: list[float]) -> list[int]:
-    counts = [0] * _BUCKETS
-    for v in values:
-        counts[min(_BUCKETS - 1, max(0, int(v // 10)))] += 1
-    return counts
+def _e(text: object) -> str:
+    return html.escape(str(text))
 
 
-def _svg(series: str, before: list[float], after: list[float]) -> str:
-    """Grouped bars: how many nodes sit in each 10-point utilization band, before and after."""
-    hb, ha = _histogram(before), _histogram(after)
-    top = max(max(hb), max(ha), 1)
-    band = (_W - 2 * _PAD) / _BUCKETS
-    bars = []
-    for i in range(_BUCKETS):
-        for j, (counts, color) in enumerate(((hb, "#9bb7d4"), (ha, "#2b6cb0"))):
-            h = (_H - 2 * _PAD) * counts[i] / top
-            x = _PAD + i * band + 2 + j * (band - 4) / 2
-            y = _H - _PAD - h
-            bars.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{(band - 4) / 2:.1f}" '
-                        f'height="{h:.1f}" fill="{color}"><title>{"before" if j == 0 else "after"}'
-                        f': {counts[i]} node(s) at {i * 10}-{i * 10 + 10}%</title></rect>')
-    ticks = "".join(f'<text x="{_PAD + i * band:.1f}" y="{_H - 6}" font-size="9">{i * 10}'
-                    f'</text>' for i in range(0, _BUCKETS, 2))
-    return (f'<figure><svg width="{_W}" height="{_H}" role="img" aria-label="{series}">'
-            f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" '
-            f'stroke="#999"/>{"".join(bars)}{ticks}<text x="{_PAD}" y="12" font-size="10">'
-            f'{top} node(s)</text></svg><figcaption>{html.escape(series)} (% of allocatable)'
-            f'</figcaption></figure>')
+def _after_label(result: SimulationResult) -> str:
+    return "after the last cycle" + (" (not replaced)" if _optimistic(result) else "")
 
 
-def _balance_rows(frames: list[Frame], limits: dict[str, float]) -> str:
+def _optimistic(result: SimulationResult) -> bool:
+    """Pods left their nodes and nothing took their place: every "after" is the best case."""
+    return not result.replaced and any(s.evicted for s in result.summaries)
+
+
+# Plots --------------------------------------------------------------------------------------
+
+
+def _band(v: float) -> int:
+    return _BANDS if v > 100 else min(_BANDS - 1, max(0, int(v // 10)))
+
+
+def _threshold_line(x: float, y0: float, y1: float, limit: float) -> str:
+    anchor, dx = ("end", -3) if x > _W * 0.7 else ("start", 3)
+    return (f'<g class="threshold"><line x1="{x:.1f}" y1="{y0:.1f}" x2="{x:.1f}" y2="{y1:.1f}" '
+            f'stroke="{_LIMIT}" stroke-width="1.5" stroke-dasharray="4 3"/>'
+            f'<text x="{x + dx:.1f}" y="{y0 + 8:.1f}" font-size="{_FONT}" fill="{_LIMIT}" '
+            f'text-anchor="{anchor}">threshold {limit:g}%</text></g>')
+
+
+def _figure(series: str, width: int, height: int, body: str, caption: str) -> str:
+    return (f'<figure><svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+            f'role="img" aria-label="{_e(series)}" font-family="system-ui,sans-serif">{body}'
+            f'</svg><figcaption>{caption}</figcaption></figure>')
+
+
+def _histogram(series: str, before: list[float], after: list[float], limit: float | None,
+               after_label: str) -> str:
+    """Grouped bars: how many nodes sit in each 10-point band of utilization, before and after;
+    an overflow band holds the nodes above 100 % (requests can be overcommitted, usage can
+    burst), with the real maximum under it."""
+    top_value = max((*before, *after), default=0.0)
+    overflow = top_value > 100
+    bands = _BANDS + overflow
+    counts = [[0] * bands, [0] * bands]
+    for j, values in enumerate((before, after)):
+        for v in values:
+            counts[j][_band(v)] += 1
+    height, left, right, top, bottom = 210, 44, 10, 24, 46
+    plot_w, plot_h = _W - left - right, height - top - bottom
+    band = plot_w / bands
+    peak = max(*counts[0], *counts[1], 1)
+    parts = [f'<line x1="{left}" y1="{top + plot_h}" x2="{_W - right}" y2="{top + plot_h}" '
+             f'stroke="#999"/>']
+    for tick in sorted({0, peak // 2, peak}):
+        y = top + plot_h - plot_h * tick / peak
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{_W - right}" y2="{y:.1f}" '
+                     f'stroke="#eee"/><text x="{left - 4}" y="{y + 4:.1f}" font-size="{_FONT}" '
+                     f'text-anchor="end">{tick}</text>')
+    if overflow:
+        x = left + _BANDS * band
+        parts.append(f'<rect class="overflow" x="{x:.1f}" y="{top}" width="{band:.1f}" '
+                     f'height="{plot_h}" fill="#fbeaea"/>')
+    names = ("before", after_label)
+    for i in range(bands):
+        for j, (color, values) in enumerate(((_BEFORE, before), (_AFTER, after))):
+            n = counts[j][i]
+            span = (f"{i * 10}–{i * 10 + 10}%" if i < _BANDS
+                    else f"above 100% (up to {max(values, default=0):.0f}%)")
+            h = max(plot_h * n / peak, 2.0 if n else 0.0)  # one node of 5,000 stays visible
+            w = (band - 4) / 2
+            parts.append(f'<rect x="{left + i * band + 2 + j * w:.1f}" y="{top + plot_h - h:.1f}" '
+                         f'width="{w:.1f}" height="{h:.1f}" fill="{color}"><title>{_e(names[j])}'
+                         f': {n} node(s) at {span}</title></rect>')
+    # The overflow band's own label replaces 100's, which would run into it.
+    for i in range(0, _BANDS + 1 - overflow, 2):
+        parts.append(f'<text x="{left + i * band:.1f}" y="{top + plot_h + 14}" '
+                     f'font-size="{_FONT}" text-anchor="middle">{i * 10}</text>')
+    if overflow:
+        x = left + (_BANDS + 0.5) * band
+        parts.append(f'<text class="overflow-label" x="{x:.1f}" y="{top + plot_h + 14}" '
+                     f'font-size="{_FONT}" text-anchor="middle" fill="{_LIMIT}">&gt;100</text>'
+                     f'<text x="{x:.1f}" y="{top + plot_h + 26}" font-size="{_FONT - 1}" '
+                     f'text-anchor="middle" fill="{_LIMIT}">max {top_value:.0f}</text>')
+    parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" font-size="{_FONT}" '
+                 f'text-anchor="middle">% of allocatable</text>'
+                 f'<text transform="translate(12 {top + plot_h / 2:.1f}) rotate(-90)" '
+                 f'font-size="{_FONT}" text-anchor="middle">nodes</text>')
+    if limit is not None:
+        x = left + min(limit, 100.0) / 10 * band  # a threshold above 100 % opens the overflow
+        parts.append(_threshold_line(x, top - 14, top + plot_h, limit))
+    return _figure(series, _W, height, "".join(parts), _caption(series, limit))
+
+
+def _caption(series: str, limit: float | None) -> str:
+    policy = f" · threshold {limit:g}%" if limit is not None else ""
+    return f"<b>{_e(series)}</b>{policy}"
+
+
+def _short(name: str, room: int = 22) -> str:
+    """A node name that fits its column: both ends kept, they tell nodes apart."""
+    if len(name) <= room:
+        return name
+    half = (room - 1) // 2
+    return f"{name[:half]}…{name[-(room - 1 - half):]}"
+
+
+def _step(span: float) -> int:
+    return 20 if span <= 100 else 50 if span <= 250 else 100 if span <= 600 else 200
+
+
+def _node_bars(series: str, before: dict[str, float], after: dict[str, float],
+               limit: float | None, after_label: str) -> str:
+    """A small cluster: one bar pair per node (before, after), named, on a scale that reaches
+    the largest value (100 % at least), the threshold drawn across."""
+    names = sorted(before)
+    values = [*before.values(), *after.values(), *([limit] if limit is not None else [])]
+    span = max(100.0, *values)
+    step = _step(span)
+    span = math.ceil(span / step) * step
+    left, right, top, row, bottom = 150, 40, 22, 24, 34
+    height = top + row * len(names) + bottom
+    plot_w = _W - left - right
+
+    def x(v: float) -> float:
+        return left + plot_w * v / span
+
+    parts = []
+    for tick in range(0, int(span) + 1, step):
+        parts.append(f'<line x1="{x(tick):.1f}" y1="{top}" x2="{x(tick):.1f}" '
+                     f'y2="{height - bottom}" stroke="#eee"/><text x="{x(tick):.1f}" '
+                     f'y="{height - bottom + 14}" font-size="{_FONT}" '
+                     f'text-anchor="middle">{tick}</text>')
+    for i, name in enumerate(names):
+        y = top + i * row
+        parts.append(f'<text x="{left - 6}" y="{y + row / 2 + 4:.1f}" font-size="{_FONT}" '
+                     f'text-anchor="end"><title>{_e(name)}</title>{_e(_short(name))}</text>')
+        for j, (value, color, label) in enumerate(((before.get(name), _BEFORE, "before"),
+                                                   (after.get(name), _AFTER, after_label))):
+            if value is None:
+                continue
+            by = y + 3 + j * 9
+            parts.append(f'<rect x="{left}" y="{by}" width="{x(value) - left:.1f}" height="8" '
+                         f'fill="{color}"><title>{_e(name)} {_e(label)}: {value:.1f}%</title>'
+                         f'</rect><text x="{x(value) + 3:.1f}" y="{by + 8}" '
+                         f'font-size="{_FONT - 2}" fill="#444">{value:.1f}</text>')
+    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" '
+                 f'stroke="#999"/><text x="{left + plot_w / 2:.1f}" y="{height - 4}" '
+                 f'font-size="{_FONT}" text-anchor="middle">% of allocatable</text>')
+    if limit is not None:
+        parts.append(_threshold_line(x(limit), top - 14, height - bottom, limit))
+    return _figure(series, _W, height, "".join(parts), _caption(series, limit))
+
+
+def _plots(result: SimulationResult, limits: dict[str, float]) -> str:
+    if len(result.frames) < 2:
+        return '<p class="none">no utilization data</p>'
+    first, last = result.frames[0], result.frames[-1]
+    after_label = _after_label(result)
+    small = result.nodes <= _PER_NODE
+    out = []
+    for s in SERIES:
+        before, after = first.values.get(s), last.values.get(s, {})
+        if not before:
+            continue
+        if small:
+            out.append(_node_bars(s, before, after, limits.get(s), after_label))
+        else:
+            out.append(_histogram(s, list(before.values()), list(after.values()),
+                                  limits.get(s), after_label))
+    kind = ("per node" if small else "nodes per band of 10 points; nodes above 100% in the "
+            "last band")
+    legend = (f'<p class="legend">{kind}:<span style="background:{_BEFORE}"></span>before'
+              f'<span style="background:{_AFTER}"></span>{_e(after_label)}'
+              f'<span class="line"></span>the policy\'s threshold</p>')
+    return f'{legend}<div class="plots">{"".join(out)}</div>'
+
+
+# Aggregates ---------------------------------------------------------------------------------
+
+
+def _balance_rows(result: SimulationResult, limits: dict[str, float]) -> str:
     """A row per frame, a column per series: standard deviation, maximum and nodes over the
     threshold (percentage points of allocatable)."""
-    table = [(frame.label, {b.series: b for b in balance(frame, limits)}) for frame in frames]
+    suffix = " (not replaced)" if _optimistic(result) else ""
+    table = [(frame.label if i == 0 else frame.label + suffix,
+              {b.series: b for b in balance(frame, limits)})
+             for i, frame in enumerate(result.frames)]
     shown = [s for s in SERIES if any(s in row for _, row in table)]
     if not shown:
         return '<p class="none">no nodes</p>'
@@ -111,40 +348,159 @@ def _balance_rows(frames: list[Frame], limits: dict[str, float]) -> str:
         over = "" if b.over is None else f" · <b>{b.over}</b> over {limits[b.series]:g}%"
         return f"<td>std {b.std:.1f} · max {b.max:.1f}%{over}</td>"
 
-    head = "".join(f"<th>{html.escape(s)}</th>" for s in shown)
-    rows = "".join(f"<tr><td>{html.escape(label)}</td>{''.join(cell(row.get(s)) for s in shown)}"
+    head = "".join(f"<th>{_e(s)}</th>" for s in shown)
+    rows = "".join(f"<tr><td>{_e(label)}</td>{''.join(cell(row.get(s)) for s in shown)}"
                    f"</tr>" for label, row in table)
-    return f"<table><tr><th>when</th>{head}</tr>{rows}</table>"
+    banner = (f'<p class="warn" id="not-replaced"><b>Every "after" on this page is optimistic'
+              f'</b>: {_e(whatif.NOT_REPLACED)}.</p>' if suffix else "")
+    return f"{banner}<table><tr><th>when</th>{head}</tr>{rows}</table>"
 
 
-def _counts(title: str, counter: Counter[str], limit: int = 15) -> str:
+def _counts(title: str, counter: Counter[str], limit: int = _TOP_NODES) -> str:
     if not counter:
         return f'<h3>{title}</h3><p class="none">none</p>'
-    rows = "".join(f"<tr><td>{html.escape(k)}</td><td class=n>{n}</td></tr>"
+    rows = "".join(f"<tr><td>{_e(k)}</td><td class=n>{n}</td></tr>"
                    for k, n in counter.most_common(limit))
     more = (f'<p class="muted">and {len(counter) - limit} more (search the table of '
             f'evictions)</p>' if len(counter) > limit else "")
     return f"<h3>{title}</h3><table><tr><th></th><th>pods</th></tr>{rows}</table>{more}"
 
 
-def _tables(result: SimulationResult, evictions: list[Decision],
-            refusals: list[Decision]) -> dict[str, dict[str, Any]]:
+def _spread(by_node: Counter[str], nodes: int) -> str:
+    """How many nodes lost 0, 1, 2, ... pods: the shape a top list cannot show."""
+    if not by_node:
+        return ""
+    per = Counter(by_node.values())
+    per[0] = nodes - len(by_node)
+    rows = "".join(f"<tr><td class=n>{k}</td><td class=n>{per[k]}</td></tr>"
+                   for k in sorted(per) if per[k])
+    return (f"<h3>nodes by evictions</h3><table><tr><th>pods evicted</th><th>nodes</th></tr>"
+            f"{rows}</table>")
+
+
+def _flagged(result: SimulationResult, churn: whatif.Churn) -> int:
+    """Evictions that are churn of any kind, each counted once."""
+    repeated = {r.workload for r in churn.repeated}
+    idle = {i.cycle for i in churn.idle}
+    keys = {b.replaces for b in churn.back_on_source}
+    for s in result.summaries:
+        keys.update(key for key, e in s.evicted.items()
+                    if e.workload in repeated or s.cycle in idle)
+    return len(keys)
+
+
+def _churn(result: SimulationResult, churn: whatif.Churn) -> str:
+    if not churn:
+        if not any(s.evicted for s in result.summaries):
+            return '<p class="ok" id="churn">no churn (nothing was evicted)</p>'
+        unknown = ("" if result.replaced else "; where replacements land is known only with "
+                   "--reschedule")
+        return f'<p class="ok" id="churn">no churn{unknown}</p>'
+    items = []
+    if churn.back_on_source:
+        items.append((len(churn.back_on_source), "replacement(s) placed back on the node their "
+                      "pod was evicted from", whatif.REMEDY_BACK))
+    if churn.repeated:
+        items.append((len(churn.repeated), "workload(s) evicted in more than one cycle",
+                      whatif.REMEDY_REPEATED))
+    if churn.idle:
+        cycles = ", ".join(str(i.cycle) for i in churn.idle)
+        items.append((sum(i.evictions for i in churn.idle),
+                      f"eviction(s) that changed no balance figure (cycle(s) {cycles})",
+                      whatif.REMEDY_IDLE))
+    lis = "".join(f'<li><b>{n}</b> {_e(what)}. <span class="remedy">Remedy: {_e(fix)}.</span>'
+                  f'</li>' for n, what, fix in items)
+    tables = ""
+    if churn.back_on_source:
+        tables += '<h3>Replacements back on their source node</h3><div id="back"></div>'
+    if churn.repeated:
+        tables += '<h3>Workloads evicted in more than one cycle</h3><div id="repeated"></div>'
+    return f'<div class="warn" id="churn"><ul>{lis}</ul></div>{tables}'
+
+
+def _groups(result: SimulationResult, limits: dict[str, float]) -> tuple[str, dict[str, Any]]:
+    """The "By LABEL" section and its table: per group, each series' mean, max and nodes over
+    the threshold, before → after (sorted by the after value)."""
+    groups = whatif.group_balance(result)
+    if not groups:
+        return "", {}
+    shown = [s for s in SERIES if any(b.series == s for g in groups for b, _ in g.pairs())]
+    columns = [str(result.group_label), "nodes"]
+    for s in shown:
+        columns += [f"{s} mean %", f"{s} max %"]
+        if s in limits:
+            columns.append(f"{s} over {limits[s]:g}%")
+    rows = []
+    for g in groups:
+        pairs = {b.series: (b, a) for b, a in g.pairs()}
+        row: list[Any] = [g.name, g.nodes]
+        for s in shown:
+            pair = pairs.get(s)
+            if pair is None:
+                row += [None] * (3 if s in limits else 2)
+                continue
+            b, a = pair
+            row += [_arrow(b.mean, a.mean), _arrow(b.max, a.max)]
+            if s in limits:
+                row.append(_arrow(b.over, a.over))
+        rows.append(row)
+    after = " (not replaced)" if _optimistic(result) else ""
+    body = (f'<h2>By {_e(result.group_label)}</h2><p class="muted">{len(groups)} group(s) of '
+            f'nodes by their label {_e(result.group_label)}: before → after{_e(after)}; a '
+            f'column sorts by its after value.</p><div id="groups"></div>')
+    return body, {"columns": columns, "rows": rows}
+
+
+def _arrow(b: float | None, a: float | None) -> list[Any] | None:
+    if b is None or a is None:
+        return None
+    if isinstance(b, int) and isinstance(a, int):
+        return [f"{b} → {a}", a]
+    return [f"{b:.1f} → {a:.1f}", round(a, 1)]
+
+
+# Tables -------------------------------------------------------------------------------------
+
+
+def _node_table(result: SimulationResult, limits: dict[str, float]) -> dict[str, Any]:
+    """Numbers stay numbers (sorting): a before and an after column per series."""
+    if not result.frames:
+        return {"columns": ["node"], "rows": []}
+    first, last = result.frames[0], result.frames[-1]
+    after = "after (not replaced)" if _optimistic(result) else "after"
+    shown = [s for s in SERIES if first.values.get(s)]
+    label = result.group_label
+    columns = ["node", *([label] if label is not None else [])]
+    over: list[float | None] = [None] * len(columns)
+    for s in shown:
+        columns += [f"{s} % before", f"{s} % {after}"]
+        over += [limits.get(s)] * 2
+    rows = []
+    for name in sorted(first.values["cpu requests"]):
+        row: list[Any] = [name]
+        if label is not None:
+            row.append(result.groups.get(name) or "(no label)")
+        for s in shown:
+            row += [_round(first.values[s].get(name)), _round(last.values[s].get(name))]
+        rows.append(row)
+    decimals = [None] * (len(columns) - 2 * len(shown)) + [1] * (2 * len(shown))
+    return {"columns": columns, "rows": rows, "decimals": decimals, "over": over}
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 1)
+
+
+def _tables(result: SimulationResult, evictions: list[Decision], refusals: list[Decision],
+            churn: whatif.Churn, limits: dict[str, float]) -> dict[str, dict[str, Any]]:
     log = result.log
-    first, last = (result.frames[0], result.frames[-1]) if result.frames else (None, None)
-    node_rows = []
-    if first is not None and last is not None:
-        names = sorted(first.values["cpu requests"])
-        shown = [s for s in SERIES if first.values.get(s)]
-        for name in names:
-            row: list[Any] = [name]
-            for s in shown:
-                b, a = first.values[s].get(name), last.values[s].get(name)
-                row.append("" if b is None else f"{b:.1f} → {a if a is None else round(a, 1)}")
-            node_rows.append(row)
-        node_columns = ["node", *(f"{s} % (before → after)" for s in shown)]
-    else:
-        node_columns = ["node"]
+    back = {b.replacement for b in churn.back_on_source}
     return {
+        "back": {"columns": ["cycle", "replacement", "replaces", "node"], "rows": [
+            [b.cycle, b.replacement, b.replaces, b.node] for b in churn.back_on_source]},
+        "repeated": {"columns": ["workload", "cycles", "evictions"], "rows": [
+            [r.workload, ", ".join(str(c) for c in r.cycles), r.evictions]
+            for r in churn.repeated]},
         "evictions": {"columns": ["cycle", "pod", "node", "plugin", "reason"], "rows": [
             [d.cycle, f"{d.namespace}/{d.pod}", d.node, f"{d.profile}/{d.plugin}", d.reason]
             for d in evictions]},
@@ -153,33 +509,43 @@ def _tables(result: SimulationResult, evictions: list[Decision],
                                f"{d.profile}/{d.plugin}", d.reason] for d in refusals]},
         "notes": {"columns": ["cycle", "node", "plugin", "note"], "rows": [
             [n.cycle, n.node or "(run)", f"{n.profile}/{n.plugin}", n.text] for n in log.notes]},
-        "placements": {"columns": ["cycle", "replacement", "node"], "rows": [
-            [s.cycle, key, node or "pending: no node fits"] for s in result.summaries
-            for key, node in s.placements]},
+        "placements": {"columns": ["cycle", "replacement", "replaces", "node",
+                                   "back on source node"], "rows": [
+            [s.cycle, key, s.replaces.get(key, ""), node or "pending: no node fits",
+             "yes" if key in back else ""]
+            for s in result.summaries for key, node in s.placements]},
         "kept": {"columns": ["cycle", "pods", "plugin", "reason"], "rows": [
             [cycle, n, f"{profile}/{plugin}", reason]
             for (cycle, profile, plugin, reason), n in sorted(log.kept.items())]},
-        "nodes": {"columns": node_columns, "rows": node_rows},
+        "nodes": _node_table(result, limits),
     }
+
+
+def _cards(items: Iterable[tuple[object, str, bool]]) -> str:
+    return "".join(f'<div class="card{" warn" if warn else ""}"><b>{value}</b>{_e(label)}'
+                   f'</div>' for value, label, warn in items)
 
 
 def render_html(result: SimulationResult) -> str:
     evictions = [d for d in result.log.decisions if d.outcome in EVICTED_OUTCOMES]
     refusals = [d for d in result.log.decisions if d.outcome in REFUSED_OUTCOMES]
     limits = thresholds(result.policy)
-    plots = ""
-    if len(result.frames) >= 2:
-        first, last = result.frames[0], result.frames[-1]
-        plots = "".join(_svg(s, list(first.values[s].values()), list(last.values[s].values()))
-                        for s in SERIES if first.values.get(s))
+    churn = whatif.churn(result)
+    flagged = _flagged(result, churn)
     placed = sum(len(s.placements) for s in result.summaries)
-    cards = "".join(f'<div class="card"><b>{value}</b>{label}</div>' for value, label in (
-        (result.nodes, "nodes"), (result.pods, "pods"), (result.cycles, "cycle(s)"),
-        (len(evictions), "evicted"), (len(refusals), "refused"), (placed, "replacements placed")))
-    data = json.dumps({"tables": _tables(result, evictions, refusals)}, separators=(",", ":"))
+    cards = _cards((
+        (result.nodes, "nodes", False), (result.pods, "pods", False),
+        (result.cycles, "cycle(s)", False), (len(evictions), "evicted", False),
+        (len(refusals), "refused", False), (placed, "replacements placed", False),
+        (flagged, "flagged as churn", flagged > 0)))
+    group_section, group_table = _groups(result, limits)
+    tables = _tables(result, evictions, refusals, churn, limits)
+    if group_table:
+        tables["groups"] = group_table
+    data = json.dumps({"tables": tables}, separators=(",", ":"))
     # Embedded in a script element: no "<" at all, so no tag can end or open inside it.
     data = data.replace("<", "\\u003c")
-    title = html.escape(f"desched simulation: {result.policy.path}")
+    title = _e(f"desched simulation: {result.policy.path}")
     sections = [
         ("Evictions", '<div id="evictions"></div>'),
         ("Refused evictions", '<div id="refusals"></div>'),
@@ -197,17 +563,18 @@ def render_html(result: SimulationResult) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>{_STYLE}</style></head>
 <body><h1>{title}</h1>
-<p class="muted">snapshot {html.escape(", ".join(result.snapshot_files))} · clock
-{html.escape(result.clock.describe())} · policy format {html.escape(result.policy.format)}</p>
+<p class="muted">snapshot {_e(", ".join(result.snapshot_files))} · clock
+{_e(result.clock.describe())} · policy format {_e(result.policy.format)} · tables sort by a
+click on a column header; #sort=TABLE:COLUMN:desc in the address sorts at load</p>
 <div class="cards">{cards}</div>
-<h2>Balance per cycle</h2>{_balance_rows(result.frames, limits)}
-<h2>Utilization before and after</h2>
-<p class="legend">nodes per band of utilization:<span style="background:#9bb7d4"></span>before
-<span style="background:#2b6cb0"></span>after the last cycle</p>
-<div class="plots">{plots or '<p class="none">no utilization data</p>'}</div>
+<h2>Churn</h2>{_churn(result, churn)}
+<h2>Balance per cycle</h2>{_balance_rows(result, limits)}
+<h2>Utilization before and after</h2>{_plots(result, limits)}
+{group_section}
 <h2>Evictions by plugin and by node</h2>
 <div class="plots"><div>{_counts("by plugin", by_plugin)}</div>
-<div>{_counts("by node", by_node)}</div></div>
+<div>{_counts(f"by node (top {_TOP_NODES})", by_node)}</div>
+<div>{_spread(by_node, result.nodes)}</div></div>
 {details}
 <script type="application/json" id="report-data">{data}</script>
 <script>{_SCRIPT}</script>
