@@ -3,14 +3,18 @@ script builds its tables without an error, the plots are there, and a screenshot
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+
+from desched.whatif import NOT_REPLACED
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "lownodeload-hotspot"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -30,12 +34,20 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def browser(page: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def browser(page: Path, *args: str, fragment: str = "") -> subprocess.CompletedProcess[str]:
     assert CHROMIUM, "chromium is not installed: scripts/test installs Debian's package"
     profile = page.parent / "profile"
     return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args,
-                           page.as_uri()], capture_output=True, text=True, timeout=120,
-                          check=False)
+                           page.as_uri() + fragment], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def dom(page: Path, fragment: str = "") -> str:
+    """The page as the browser built it (its script run)."""
+    proc = browser(page, "--virtual-time-budget=5000", "--dump-dom", fragment=fragment)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 'data-ready="1"' in proc.stdout, "the page's script did not finish"
+    return proc.stdout
 
 
 def test_the_page_is_self_contained(page: Path) -> None:
@@ -99,3 +111,187 @@ def test_names_cannot_break_out_of_the_page(tmp_path: Path) -> None:
     dom = browser(out, "--virtual-time-budget=5000", "--dump-dom").stdout
     assert 'data-ready="1"' in dom
     assert "&lt;/script&gt;&lt;script&gt;alert(1)" in dom  # ...and shown as text
+
+
+# Generated clusters: 4-cpu nodes whose pods request the given percent of cpu (a node over 100 %
+# holds four pods, so LowNodeUtilization can move some), alternating between pools a and b.
+OVERCOMMITTED = [403.0, 95.0, 9.0] + [10.0 + (i * 7) % 70 for i in range(3, 40)]
+LOW_NODE_UTILIZATION = (
+    "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n"
+    "  pluginConfig:\n  - name: LowNodeUtilization\n"
+    "    args: {thresholds: {cpu: 20}, targetThresholds: {cpu: 50}}\n"
+    "  plugins:\n    balance: {enabled: [LowNodeUtilization]}\n")
+
+
+def cluster(percents: list[float]) -> dict[str, object]:
+    items: list[dict[str, object]] = []
+    for i, percent in enumerate(percents):
+        name = f"n{i:02d}"
+        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": name, "labels": {"kubernetes.io/hostname": name, "pool": "ab"[i % 2]}},
+            "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}})
+        shares = 4 if percent > 100 else 1
+        items += [{"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": f"w-{name}-{k}", "namespace": "default", "uid": f"u-{name}-{k}",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                 "name": f"rs-{name}", "uid": f"rs-{name}", "controller": True}]},
+            "spec": {"nodeName": name, "containers": [{"name": "c", "image": "i", "resources": {
+                "requests": {"cpu": f"{round(percent * 40 / shares)}m", "memory": "1Gi"}}}]},
+            "status": {"phase": "Running"}} for k in range(shares)]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def simulate(where: Path, percents: list[float], *args: str) -> Path:
+    """`desched simulate -o html` of LowNodeUtilization (cpu 20 → 50 %) over a generated
+    cluster, without --reschedule unless `args` say so."""
+    (where / "cluster.json").write_text(json.dumps(cluster(percents)))
+    (where / "policy.yaml").write_text(LOW_NODE_UTILIZATION)
+    out = where / "report.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "desched", "simulate", "--policy", str(where / "policy.yaml"),
+         "--snapshot", str(where / "cluster.json"), "--now", "2026-11-22T12:00:00Z",
+         "--output", "html", "--out", str(out), *args],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def overcommitted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 nodes (a histogram), n00 at 403 % of its cpu, evictions not replaced, by pool."""
+    return simulate(tmp_path_factory.mktemp("overcommitted"), OVERCOMMITTED, "--group-by", "pool")
+
+
+def between(text: str, start: str, end: str) -> str:
+    at = text.index(start)
+    return text[at:text.index(end, at)]
+
+
+def rows(section: str) -> list[list[str]]:
+    """The cells of a built table's body rows."""
+    body = between(section, "<tbody>", "</tbody>")
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>.*?</tr>", body)]
+
+
+def svg(text: str, series: str) -> str:
+    return between(text, f'aria-label="{series}"', "</svg>")
+
+
+def test_churn_is_flagged_with_its_remedies(page: Path) -> None:
+    """The hotspot example's ping-pong: the replacement lands back on the node its pod left,
+    twice, and the same workload is evicted in cycles 6 and 12."""
+    text = dom(page)
+    box = between(text, 'id="churn"', "</div>")
+    assert 'class="warn"' in text[text.index('id="churn"') - 30:text.index('id="churn"')]
+    assert ("<b>2</b> replacement(s) placed back on the node their pod was evicted from" in box)
+    assert "<b>1</b> workload(s) evicted in more than one cycle" in box
+    assert "Remedy: enable PingPongGuard" in box
+    assert re.search(r'class="card warn"><b>2</b>flagged as churn', text)
+    back = rows(between(text, 'id="back"', 'class="pager"'))
+    assert [r[0] for r in back] == ["6", "12"]
+    assert all(r[3] == "cn-beijing.10.0.0.53" for r in back)
+    repeated = rows(between(text, 'id="repeated"', 'class="pager"'))
+    assert repeated == [["ReplicaSet default/stress-demo-588f9646cf", "6, 12", "2"]]
+    # Churn comes before the figures it qualifies.
+    assert text.index('id="churn"') < text.index("Balance per cycle")
+
+
+def test_placements_name_the_pod_replaced_and_flag_back_on_source(page: Path) -> None:
+    text = dom(page)
+    placements = between(text, 'id="placements"', 'class="pager"')
+    assert ">replaces<" in placements and ">back on source node<" in placements
+    placed = rows(placements)
+    assert placed[0][2] == "default/stress-demo-588f9646cf-s7x2k"
+    assert [r[4] for r in placed] == ["yes", "yes"]
+
+
+def test_an_after_without_reschedule_says_not_replaced(overcommitted: Path,
+                                                        page: Path) -> None:
+    text = dom(overcommitted)
+    banner = between(text, 'id="not-replaced"', "</p>")
+    assert html.escape(NOT_REPLACED) in banner
+    assert text.index('id="not-replaced"') < text.index("<td>before</td>")
+    assert "<td>after cycle 1 (not replaced)</td>" in text  # the balance table
+    assert "</span>after the last cycle (not replaced)<span" in text  # the plots' legend
+    assert ">cpu requests % after (not replaced)<" in text  # the node table
+    assert "(not replaced)" not in dom(page)  # --reschedule placed the replacements
+
+
+def test_the_histogram_has_an_overflow_band_and_the_threshold(overcommitted: Path) -> None:
+    cpu = svg(overcommitted.read_text(), "cpu requests")
+    # 403 % is not "90-100 %": that band holds the node at 95 % only.
+    assert "before: 1 node(s) at 90–100%" in cpu
+    assert "before: 1 node(s) at above 100% (up to 403%)" in cpu
+    assert 'class="overflow"' in cpu and "&gt;100</text>" in cpu and "max 403</text>" in cpu
+    assert 'class="threshold"' in cpu and "threshold 50%</text>" in cpu
+    memory = svg(overcommitted.read_text(), "memory requests")
+    assert 'class="overflow"' not in memory and 'class="threshold"' not in memory
+    text = dom(overcommitted)
+    assert text.count("<svg") == 3  # cpu and memory requests, pods: no usage measured
+
+
+def test_a_small_cluster_gets_a_bar_pair_per_node(tmp_path: Path) -> None:
+    text = dom(simulate(tmp_path, [403.0, 95.0, 9.0]))
+    cpu = svg(text, "cpu requests")
+    for name in ("n00", "n01", "n02"):
+        assert f"<title>{name}</title>{name}</text>" in cpu
+    assert "n00 before: 403.0%" in cpu and "n02 before: 9.0%" in cpu
+    assert ">500</text>" in cpu  # the scale reaches the largest value
+    assert 'class="threshold"' in cpu and "node(s) at" not in cpu
+    assert '<p class="ok" id="churn">no churn' in text
+
+
+def test_evictions_by_node_show_the_top_and_the_distribution(tmp_path: Path) -> None:
+    """60 overcommitted nodes of 600: the top 15 and how many nodes lost 0, 1, 2, ... pods."""
+    percents = [403.0 if i % 10 == 0 else 5.0 + i % 10 for i in range(600)]
+    text = dom(simulate(tmp_path, percents))
+    top = between(text, "<h3>by node (top 15)</h3>", "</table>")
+    assert top.count("<tr>") == 16  # header and 15 nodes
+    spread = rows("<tbody>" + between(text, "<h3>nodes by evictions</h3>", "</table>")
+                  .split("</tr>", 1)[1] + "</tbody>")
+    counts = {int(k): int(n) for k, n in spread}
+    assert sum(counts.values()) == 600 and counts[0] >= 540
+    evicted = 600 - counts[0]
+    assert evicted > 15 and f"and {evicted - 15} more" in text
+
+
+def test_a_fragment_sorts_a_table_numerically(overcommitted: Path) -> None:
+    """#sort=TABLE:COLUMN:DIR sorts at load: numbers as numbers (a string sort puts 95 before
+    9 before 403), the column marked."""
+    column = "cpu requests % before"
+    text = dom(overcommitted, "#sort=" + quote(f"nodes:{column}:desc"))
+    nodes = between(text, 'id="nodes"', 'class="pager"')
+    assert re.search(rf'aria-sort="descending"[^>]*>{re.escape(column)}'
+                     r'<span class="arrow"> ▼</span>', nodes)
+    values = [float(r[2]) for r in rows(nodes)]
+    assert values[:2] == [403.0, 95.0] and values[-1] == 9.0
+    assert values == sorted(values, reverse=True)
+    ascending = dom(overcommitted, "#sort=" + quote(f"nodes:{column}:asc"))
+    values = [float(r[2]) for r in rows(between(ascending, 'id="nodes"', 'class="pager"'))]
+    assert values[0] == 9.0 and values[-1] == 403.0
+
+
+def test_group_by_gives_a_section_and_a_node_column(overcommitted: Path) -> None:
+    text = dom(overcommitted, "#sort=nodes:pool:desc")
+    assert "<h2>By pool</h2>" in text
+    groups = rows(between(text, 'id="groups"', 'class="pager"'))
+    assert [(g[0], g[1]) for g in groups] == [("a", "20"), ("b", "20")]
+    assert groups[0][3] == "403.0 → 100.8"  # pool a's cpu requests max, before → after
+    nodes = rows(between(text, 'id="nodes"', 'class="pager"'))
+    assert [r[1] for r in nodes[:20]] == ["b"] * 20 and nodes[0][0] == "n01"
+
+
+def test_5000_nodes_stay_small_and_paged(tmp_path: Path) -> None:
+    """Self-contained and light at 5,000 nodes: aggregates in SVG, the node table's rows paged
+    100 at a time, sorted by the fragment over all of them."""
+    percents = [403.0 if i % 100 == 0 else 10.0 + (i * 7) % 70 for i in range(5000)]
+    page = simulate(tmp_path, percents, "--group-by", "pool")
+    assert page.stat().st_size < 1_000_000
+    text = dom(page, "#sort=" + quote("nodes:cpu requests % before:desc"))
+    nodes = between(text, 'id="nodes"', "</div></details>")
+    assert "5000 row(s) · page 1 of 50" in nodes
+    shown = rows(nodes)
+    assert len(shown) == 100
+    assert [r[2] for r in shown[49:51]] == ["403.0", "73.0"]  # every 100th node is at 403 %
