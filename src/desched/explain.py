@@ -1,6 +1,9 @@
 """`desched explain`: the simulation with full decision records for one pod or every pod on a
-node, told per pod and cycle: every enabled plugin's verdict (evicted, refused, kept by a filter
-with its reason, or considered and not picked with why), and the notes about its node."""
+node, told per pod and cycle: a protection the profile's filters give it first, then every
+enabled plugin's verdict (evicted, refused, kept by a filter with its reason, or considered and
+not picked with why), and the notes about its node. `--node` starts with the node itself (its
+utilization, its role for each utilization plugin, taints, cordon, pool labels) and, with
+`--reschedule`, ends with the replacements that arrive on it."""
 
 from __future__ import annotations
 
@@ -9,15 +12,30 @@ from typing import Any
 
 from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog, Note
 from desched.framework.runner import IDLE
+from desched.model.node import Node
 from desched.model.pod import Pod
+from desched.plugins.nodeutilization_common import fmt_pct
 from desched.policy.args import namespace_allowed
+from desched.predicates.taints import describe_taint
 from desched.scheduler.model import KUBE_DEFAULT
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.simulation import SimulationResult, run_simulation
+from desched.utilization import Frame
 
 _VERBS = {"evicted": "EVICTED", "filtered": "kept", "limited": "not evicted (limit)",
           "pdb-blocked": "not evicted (PDB)", "failed": "eviction failed", "skipped": "kept",
           "dry-run": "would be evicted (dryRun)", "considered": "considered, not picked"}
+# What a plugin that passed over a protected pod adds: picking it would not have evicted it.
+_PROTECTED = "; protected, so kept even if picked"
+
+# Node labels that name the pool or group a node belongs to (cloud node pools, Karpenter,
+# instance type, zone); node-role.kubernetes.io/* too.
+POOL_LABELS = frozenset({
+    "node-pool", "nodepool", "agentpool", "kubernetes.azure.com/agentpool",
+    "eks.amazonaws.com/nodegroup", "alpha.eksctl.io/nodegroup-name",
+    "cloud.google.com/gke-nodepool", "karpenter.sh/nodepool", "doks.digitalocean.com/node-pool",
+    "node.kubernetes.io/instance-type", "topology.kubernetes.io/zone"})
+ROLE_PREFIX = "node-role.kubernetes.io/"
 
 
 def explain_run(policy_path: str, snapshot_paths: list[str], now: datetime | None,
@@ -26,18 +44,109 @@ def explain_run(policy_path: str, snapshot_paths: list[str], now: datetime | Non
                 scheduler_config: SchedulerConfig = DEFAULT_CONFIG) -> str:
     log = DecisionLog(explain_pods=frozenset({pod_ref}) if pod_ref else frozenset(),
                       explain_nodes=frozenset({node_name}) if node_name else frozenset())
+    # --node: the frame before the first cycle gives the header its utilization.
     result = run_simulation(policy_path, snapshot_paths, now, cycles, reschedule, log,
-                            scheduler=scheduler, scheduler_config=scheduler_config)
+                            scheduler=scheduler, scheduler_config=scheduler_config,
+                            with_frames=node_name is not None)
     lines = [f"clock: {result.clock.describe()}"]
-    # Replacements are told under the pod they replace.
+    # Replacements are told under the pod they replace; those arriving on the node, last.
     followed = {new.key for _, new, _ in log.replacements.values()}
-    subjects = [pod for pod in log.subjects.values() if pod.key not in followed]
+    arrivals = _arrivals(result, node_name) if node_name else []
+    arriving = {key for _, key, _ in arrivals}
+    subjects = [pod for pod in log.subjects.values()
+                if pod.key not in followed and pod.key not in arriving]
     if node_name:
         lines.append(f"node {node_name}: {len(subjects)} pod(s)")
+        lines.extend(_header(result, node_name))
         lines.extend(_notes(log.notes, node_name, "  "))
     for pod in subjects:
         lines.extend(_explain_pod(result, pod, indent="" if pod_ref else "  "))
+    for cycle, key, replaced in arrivals:
+        lines.append(f"  arrives after cycle {cycle}: {key} (replaces {replaced})")
+        pod = log.subjects.get(key)
+        if pod is not None and cycle < result.cycles:
+            # Its cycles, without the `pod ... on NODE:` line the arrival line stands for.
+            lines.extend(_explain_pod(result, pod, "  ", first=cycle + 1)[1:])
     return "\n".join(lines)
+
+
+def _header(result: SimulationResult, name: str) -> list[str]:
+    """The node before the first cycle: requests and measured usage as shares of allocatable,
+    what each utilization plugin found it to be in cycle 1, cordon, taints and pool labels."""
+    descheduler = result.descheduler
+    if descheduler is None or not result.frames:
+        return []
+    node = descheduler.snapshot.nodes[name]
+    frame = result.frames[0]
+    requests = _shares(frame, name, node, ("cpu requests", "memory requests", "pods"))
+    lines = [f"  requests: {requests}"]
+    if name in frame.values["cpu usage"]:
+        source = ("Koordinator NodeMetric" if name in descheduler.snapshot.node_metrics
+                  else "metrics.k8s.io")
+        lines.append(f"  usage ({source}): "
+                     f"{_shares(frame, name, node, ('cpu usage', 'memory usage'))}")
+    lines.extend(f"  {profile}/{plugin} (cycle 1): {_role(result, profile, plugin, name)}"
+                 for profile, plugin in _enabled(result)
+                 if callable(getattr(_instance(result, profile, plugin), "node_role", None)))
+    taints = ", ".join(describe_taint(t) for t in node.spec.taints) or "none"
+    pools = ", ".join(key if not value else f"{key}={value}"
+                      for key, value in sorted(node.labels.items())
+                      if key in POOL_LABELS or key.startswith(ROLE_PREFIX)) or "none"
+    cordon = "unschedulable (cordoned)" if node.spec.unschedulable else "schedulable"
+    lines.append(f"  {cordon}; taints: {taints}; pool labels: {pools}")
+    return lines
+
+
+def _shares(frame: Frame, name: str, node: Node, series: tuple[str, ...]) -> str:
+    """"cpu 8.75% (350m of 4), ..." from a frame's percentages and the node's allocatable."""
+    parts = []
+    for each in series:
+        resource = each.split()[0]
+        percent = frame.values[each].get(name, 0.0)
+        total = node.allocatable.get(resource, 0)
+        parts.append(f"{resource} {fmt_pct(percent)}% "
+                     f"({_amount(resource, round(percent * total / 100))} of "
+                     f"{_amount(resource, total)})")
+    return ", ".join(parts)
+
+
+def _amount(resource: str, amount: int) -> str:
+    """cpu in cores when whole, else millicores; memory in the largest binary unit it fills."""
+    if resource == "cpu":
+        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
+    if resource == "memory":
+        for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if amount >= size:
+                return f"{amount / size:.1f}".removesuffix(".0") + unit
+    return str(amount)
+
+
+def _role(result: SimulationResult, profile: str, plugin: str, node: str) -> str:
+    """What the plugin's cycle-1 run found the node to be; else why it did not classify it
+    (the cycle was skipped, or the plugin's note about the node or its run)."""
+    found = result.log.node_roles.get((1, profile, plugin, node))
+    if found is not None:
+        return found
+    skipped = result.summaries[0].skipped if result.summaries else None
+    said = [n.text for n in result.log.notes if n.cycle == 1 and n.profile == profile
+            and n.plugin == plugin and n.node in ("", node)]
+    why = skipped or "; ".join(said)
+    return f"not classified: {why}" if why else "not classified"
+
+
+def _arrivals(result: SimulationResult, node: str) -> list[tuple[int, str, str]]:
+    """Replacements placed on the node, as (cycle, key, "OLD evicted from NODE"), unless told
+    under the pod they replace (an explained pod evicted before the last cycle)."""
+    log = result.log
+    told = {new.key for cycle, new, _ in log.replacements.values() if cycle < result.cycles}
+    left = {f"{d.namespace}/{d.pod}": d.node for d in log.decisions if d.outcome == "evicted"}
+    found = []
+    for summary in result.summaries:
+        for key, placed in summary.placements:
+            if placed == node and key not in told:
+                old = summary.replaces[key]
+                found.append((summary.cycle, key, f"{old} evicted from {left.get(old, '?')}"))
+    return found
 
 
 def _notes(notes: list[Note], node: str, indent: str) -> list[str]:
@@ -63,16 +172,26 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
             lines.append(f"{indent}  cycle {cycle}: nothing was evaluated: {skipped[cycle]}")
             continue
         lines.append(f"{indent}  cycle {cycle}:")
+        # Protection first: a profile's filters keep the pod whichever plugin wants it.
+        protected = {profile for profile, _ in _enabled(result)
+                     if (cycle, profile, key) in log.protections}
+        lines.extend(f"{indent}    protected: {reason} ({profile}/{by})"
+                     for profile in sorted(protected)
+                     for reason, by in log.protections[(cycle, profile, key)].items())
         told: set[str] = set()  # notes already given as a plugin's reason
         for profile, plugin in _enabled(result):
             said = [d for d in mine if d.cycle == cycle and d.profile == profile
                     and d.plugin == plugin]
+            moot = _PROTECTED if profile in protected else ""
             for d in said:
-                lines.append(f"{indent}    {profile}/{plugin}: {_VERBS[d.outcome]}: {d.reason}")
+                tail = moot if d.outcome == "considered" else ""
+                lines.append(f"{indent}    {profile}/{plugin}: {_VERBS[d.outcome]}: {d.reason}"
+                             f"{tail}")
             if not said:
                 why = _not_picked(result, cycle, profile, plugin, pod)
                 told.add(why)
-                lines.append(f"{indent}    {profile}/{plugin}: considered, not picked: {why}")
+                lines.append(f"{indent}    {profile}/{plugin}: considered, not picked: {why}"
+                             f"{moot}")
             if any(d.outcome in EVICTED_OUTCOMES for d in said):
                 gone_in = cycle if not any(d.outcome == "dry-run" for d in said) else None
         if indent == "":  # --pod: its node's notes too (--node prints them once above)

@@ -62,6 +62,12 @@ class DecisionLog:
     # evicted in, the replacement, the node it was placed on or None). The replacement is
     # explained from the next cycle on.
     replacements: dict[str, tuple[int, Any, str | None]] = field(default_factory=dict)
+    # (cycle, profile, pod key) -> reason -> the filter plugin that gave it: why the profile's
+    # filters keep an explained pod, whichever plugin asked (one protection binds them all).
+    protections: dict[tuple[int, str, str], dict[str, str]] = field(default_factory=dict)
+    # (cycle, profile, plugin, node) -> what a utilization plugin's run found an explained node
+    # to be (its role: source, target, neither), asked of the plugin after its run.
+    node_roles: dict[tuple[int, str, str, str], str] = field(default_factory=dict)
 
     def wants_detail(self, pod_key: str, node: str) -> bool:
         return pod_key in self.explain_pods or node in self.explain_nodes
@@ -77,6 +83,13 @@ class DecisionLog:
         if (self.explain_pods or self.explain_nodes) and self.wants_detail(
                 f"{namespace}/{pod}", node):
             self.record("filtered", namespace, pod, node, profile, plugin, reason)
+
+    def protected(self, pod_key: str, node: str, profile: str, reason: str, by: str) -> None:
+        """A filter plugin (`by`) keeps the pod: for `explain`, which tells it before the
+        plugins' verdicts."""
+        if self.wants_detail(pod_key, node):
+            self.protections.setdefault((self.cycle, profile, pod_key), {}).setdefault(reason,
+                                                                                       by)
 
     @property
     def filtered_counts(self) -> Counter[tuple[str, str, str]]:

@@ -172,7 +172,7 @@ class ProfileEvictor:
         for check in self.filters:
             reason = check.filter(pod)
             if reason is not None:
-                self._filtered(pod, plugin, reason)
+                self._filtered(pod, plugin, reason, check)
                 return False
         return True
 
@@ -181,14 +181,18 @@ class ProfileEvictor:
         for check in self.pre_eviction_filters:
             reason = check.pre_eviction_filter(pod)
             if reason is not None:
-                self._filtered(pod, plugin, reason)
+                self._filtered(pod, plugin, reason, check)
                 return False
         return True
 
-    def _filtered(self, pod: Pod, plugin: str, reason: str) -> None:
+    def _filtered(self, pod: Pod, plugin: str, reason: str, check: FilterChain) -> None:
         meta = pod.metadata
-        self.evictor.log.filtered(meta.namespace, meta.name, pod.spec.node_name, self.profile,
-                                  plugin, reason)
+        log = self.evictor.log
+        log.filtered(meta.namespace, meta.name, pod.spec.node_name, self.profile, plugin, reason)
+        if log.explaining:  # which filter kept it: looked up for explained runs only
+            by = next((name for name, p in self.plugins.items() if p is check),
+                      type(check).__name__)
+            log.protected(pod.key, pod.spec.node_name, self.profile, reason, by)
 
     def evict(self, pod: Pod, plugin: str, reason: str) -> bool:
         evictor, profile = self.evictor, self.profile

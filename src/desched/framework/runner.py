@@ -16,7 +16,7 @@ from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import Evictor, Executor, ProfileEvictor
 from desched.framework.registry import registry
 from desched.framework.types import Clock, Handle
-from desched.framework.verdicts import ask_verdicts
+from desched.framework.verdicts import ask_node_roles, ask_verdicts
 from desched.model.node import Node
 from desched.policy.model import Policy, ProfileConfig
 from desched.predicates.labels import Matcher
@@ -109,8 +109,14 @@ class Descheduler:
                 gc.enable()
 
     def _run_cycle(self, cycle: int) -> str | None:
-        self.log.cycle = cycle
+        log = self.log
+        log.cycle = cycle
         self.evictor.new_cycle()
+        for name in log.explain_nodes:
+            # `explain --node` follows the replacements placed on the node since the last
+            # cycle as it follows the node's own pods.
+            for pod in self.snapshot.pods_on_node(name, include_terminal=True):
+                log.subjects.setdefault(pod.key, pod)
         nodes = self.nodes()
         if len(nodes) < 2:
             return SKIP_FEW_NODES
@@ -142,6 +148,7 @@ class Descheduler:
         yield
         if log.explaining:
             ask_verdicts(log, self.snapshot, profile, plugin, instance, nodes, decisions)
+            ask_node_roles(log, profile, plugin, instance, nodes)
         if any(d.plugin == plugin and d.profile == profile and d.outcome != "filtered"
                for d in log.decisions[decisions:]):
             return

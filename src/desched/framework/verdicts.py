@@ -5,7 +5,8 @@ what the run left behind (the snapshot after its evictions, and whatever the plu
 run) and says why this pod was not picked, or None when it has nothing specific to say.
 
 `explain` prefers the plugin's own notes and its namespaces over a verdict, and a verdict over
-the runner's note that the run evicted nothing (explain._not_picked)."""
+the runner's note that the run evicted nothing (explain._not_picked). Likewise a plugin that
+classifies nodes may define `node_role(node) -> str | None`, asked for the explained nodes."""
 
 from __future__ import annotations
 
@@ -81,6 +82,21 @@ def ask_verdicts(log: DecisionLog, snapshot: ClusterSnapshot, profile: str, name
             text = ask(pod, nodes) if ask is not None else None
         if text:
             log.verdicts[(log.cycle, profile, name, key)] = text
+
+
+def ask_node_roles(log: DecisionLog, profile: str, name: str, plugin: Any,
+                   nodes: list[Node]) -> None:
+    """After one plugin run: what a plugin that classifies nodes (`node_role(node) -> str |
+    None`) found each explained node to be, for `explain --node`'s header."""
+    ask = getattr(plugin, "node_role", None)
+    if ask is None:
+        return
+    names = {n.name for n in nodes}
+    for node in log.explain_nodes:
+        text = ask(node) if node in names else (
+            "not among the nodes this profile runs on (not Ready, or outside the nodeSelector)")
+        if text:
+            log.node_roles[(log.cycle, profile, name, node)] = text
 
 
 def _gone(log: DecisionLog, key: str) -> str | None:

@@ -58,7 +58,8 @@ def validate(args: HighNodeUtilizationArgs) -> list[str]:
 
 
 def _findings() -> RunFindings:
-    return RunFindings("underutilized", "schedulable", "under", "over-low")
+    return RunFindings("underutilized", "schedulable", "under", "over-low",
+                       "neither underutilized nor schedulable")
 
 
 class HighNodeUtilization:
@@ -90,6 +91,9 @@ class HighNodeUtilization:
     def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
         return self.findings.verdict(pod, self.excluded)
 
+    def node_role(self, node: str) -> str | None:
+        return self.findings.role(node)
+
     def balance(self, nodes: list[Node]) -> None:
         args = self.args
         findings = self.findings = _findings()
@@ -100,6 +104,7 @@ class HighNodeUtilization:
             lambda node, pct, lo: below_threshold(pct, lo),
             # ... but only schedulable ones take the pods.
             lambda node, pct, hi: not node.spec.unschedulable, findings)
+        findings.classified(low, schedulable)
         idle = nothing_to_do(len(low), len(nodes), args.number_of_nodes, len(schedulable),
                              "No schedulable node can take the pods, nothing to do here")
         if idle is not None:

@@ -30,6 +30,7 @@ from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.model.quantity import format_amount
 from desched.plugins.lownodeload_args import (
+    DEFAULT_POOL,
     LowNodeLoadArgs,
     Pool,
     Thresholds,
@@ -196,6 +197,16 @@ def describe_over(info: NodeInfo, prod: bool) -> str:
         for name in over(usage, limits))
 
 
+def describe_under(info: NodeInfo, prod: bool) -> str:
+    """"cpu 10.00% <= 20.00%" for each resource against its (prod) low threshold."""
+    usage, limits = (info.prod_usage, info.prod_low) if prod else (info.usage, info.low)
+    label = "prod " if prod else ""
+    return ", ".join(
+        f"{label}{name} {_show(name, usage[name], info.capacity.get(name, 0))} <= "
+        f"{_show(name, limit, info.capacity.get(name, 0))}"
+        for name, limit in limits.items() if name in usage)
+
+
 # -- the plugin ----------------------------------------------------------------------------------
 
 
@@ -234,6 +245,8 @@ class LowNodeLoad:
         self._noted: set[tuple[str, str]] = set()
         # This cycle's measured nodes, as pods move: what PingPongGuard asks about a target.
         self.measured: dict[str, NodeInfo] = {}
+        # This cycle's classification of each node, as `explain --node` tells it.
+        self.roles: dict[str, str] = {}
 
     def note(self, text: str, node: str = "") -> None:
         """A reason about a node (or the run) rather than a pod. Once per cycle."""
@@ -259,6 +272,9 @@ class LowNodeLoad:
                           for name in hot)
         return f"LowNodeLoad would find it over its high thresholds ({shown})"
 
+    def node_role(self, node: str) -> str | None:
+        return self.roles.get(node)
+
     def passes_filters(self, pod: Pod) -> bool:
         """Koordinator's podFilter: evictableNamespaces, the profile's evict filter, then any
         podSelector."""
@@ -282,6 +298,7 @@ class LowNodeLoad:
         self.marked_normal.clear()
         self._noted.clear()
         self.measured.clear()
+        self.roles.clear()
         if self.interval_warning:
             self.note(self.interval_warning)
         processed: set[str] = set()
@@ -308,6 +325,11 @@ class _PoolRun:
             fill_thresholds(pool)
         self.condition = pool.condition()
         self._fits: dict[tuple[bytes, str], str | None] = {}
+        # For the explained nodes' roles: their classes as found (node -> (text, prod-hot or
+        # None)), why a hot node is not acted on yet (by (prod, node)), whether pods moved.
+        self.found: dict[str, tuple[str, bool | None]] = {}
+        self.waiting: dict[tuple[bool, str], str] = {}
+        self.moved = False
 
     # -- measuring --------------------------------------------------------------------------------
 
@@ -361,13 +383,54 @@ class _PoolRun:
                         _clamp(mean + self.prod_high_pct.get(name, 0.0)), cap)
             infos.append(NodeInfo(load, capacity, low, high, prod_low, prod_high))
         plugin.measured.update((info.name, info) for info in infos)
+        wanted = self.handle.log.explain_nodes
+        self.found = {info.name: self.classified(info) for info in infos if info.name in wanted}
         return infos
 
     # -- the pool algorithm -----------------------------------------------------------------------
 
     def run(self) -> set[str]:
         """The names of the pool's node-level hot nodes when the pool ran to the end (later pools
-        leave them out), else nothing."""
+        leave them out), else nothing. The explained nodes' roles are recorded, however it ends."""
+        try:
+            return self._run()
+        finally:
+            self.record_roles()
+
+    def classified(self, info: NodeInfo) -> tuple[str, bool | None]:
+        """An explained node's class as classify puts it, with the figures it went by (read
+        before any pod moves), and for a hot node whether it is prod-hot."""
+        one = classify([info])
+        if one.low:
+            return f"under its lowThresholds ({describe_under(info, False)}), a target", None
+        if one.both_low:
+            return (f"under its lowThresholds and prodLowThresholds "
+                    f"({describe_under(info, False)}), a target", None)
+        if one.prod_low:
+            return (f"under its prodLowThresholds ({describe_under(info, True)}), a target for "
+                    f"prod pods", None)
+        if one.sources or one.prod_high:
+            prod = not one.sources
+            return f"{'prod-hot' if prod else 'hot'} ({describe_over(info, prod)})", prod
+        shown = ", ".join(f"{name} {_show(name, info.usage[name], info.capacity.get(name, 0))}"
+                          for name in info.low if name in info.usage)
+        return f"neither hot nor under its lowThresholds ({shown})", None
+
+    def record_roles(self) -> None:
+        """The explained nodes' roles in this pool's run: their class, and for a hot node
+        whether the run acted on it."""
+        pool = "" if self.pool.name == DEFAULT_POOL else f"in node pool {self.pool.name}: "
+        found = self.plugin.roles
+        for name, (text, prod) in self.found.items():
+            if prod is not None:
+                wait = self.waiting.get((prod, name))
+                text += (f", not yet a source: {wait}" if wait is not None
+                         else ", a source of evictions" if self.moved
+                         else ", a source, but the run stopped before evicting")
+            # A node in several pools is classified in each.
+            found[name] = f"{found[name]}; {pool}{text}" if name in found else pool + text
+
+    def _run(self) -> set[str]:
         plugin = self.plugin
         pool_name = self.pool.name
         if not self.nodes:
@@ -412,6 +475,7 @@ class _PoolRun:
         abnormal.sort(key=lambda i: -node_score(i.usage, i.capacity, weights))
         abnormal_prod.sort(key=lambda i: -node_score(i.prod_usage, i.capacity, weights))
 
+        self.moved = True
         try:
             self.move(classes, abnormal, abnormal_prod)
         finally:
@@ -488,11 +552,12 @@ class _PoolRun:
                 abnormal.append(info)
             elif detector is not None:
                 kind = "prod-hot" if prod else "hot"
-                plugin.note(
-                    f"node {info.name} is {kind} ({describe_over(info, prod)}) on "
-                    f"{detector.abnormalities} consecutive pass(es); LowNodeLoad acts after more "
-                    f"than {detector.condition.consecutive_abnormalities} "
-                    f"(anomalyCondition.consecutiveAbnormalities)", info.name)
+                wait = self.waiting[key] = (
+                    f"on {detector.abnormalities} consecutive pass(es); LowNodeLoad acts after "
+                    f"more than {detector.condition.consecutive_abnormalities} "
+                    f"(anomalyCondition.consecutiveAbnormalities)")
+                plugin.note(f"node {info.name} is {kind} ({describe_over(info, prod)}) {wait}",
+                            info.name)
         return abnormal
 
     def reset(self, info: NodeInfo, prod: bool) -> None:

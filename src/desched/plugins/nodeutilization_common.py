@@ -255,6 +255,7 @@ class RunFindings:
     # How each role compares to the thresholds, for describe: "over-high", "under", "over-low".
     source_side: str
     destination_side: str
+    middle_kind: str  # a node in neither role: "appropriately utilized" (LNU)
     percentages: dict[str, Percentages] = field(default_factory=dict)
     low: Percentages = field(default_factory=dict)
     high: Percentages = field(default_factory=dict)
@@ -279,6 +280,27 @@ class RunFindings:
                 parts.append(f"{name} {fmt_pct(used)}% (low {fmt_pct(low)}%, high "
                              f"{fmt_pct(high)}%)")
         return ", ".join(parts)
+
+    def classified(self, sources: Iterable[NodeInfo], destinations: Iterable[NodeInfo]) -> None:
+        """The run's classification, recorded before it may stop for want of either side."""
+        self.roles.update(dict.fromkeys((i.name for i in destinations), "destination"))
+        self.roles.update(dict.fromkeys((i.name for i in sources), "source"))
+
+    def role(self, node: str) -> str | None:
+        """What the run found the node to be, with the figures it classified it by; None when
+        the run left the node out or stopped before measuring (its notes say why)."""
+        if node not in self.percentages:
+            return None
+        role = self.roles.get(node)
+        if role is None:
+            return f"{self.middle_kind} ({self.describe(node, '')})"
+        if role == "destination":
+            text = (f"{self.destination_kind} ({self.describe(node, self.destination_side)}), "
+                    f"a target")
+        else:
+            text = f"{self.source_kind} ({self.describe(node, self.source_side)}), a source of " \
+                   f"evictions"
+        return text if self.ran else f"{text}, but the run stopped before evicting"
 
     def verdict(self, pod: Pod, excluded: frozenset[str]) -> str | None:
         """Why the run passed over a pod it recorded nothing about: its namespace, or its
@@ -361,8 +383,6 @@ class EvictionRun:
     def run(self, sources: Sequence[NodeInfo], destinations: Sequence[NodeInfo]) -> None:
         findings = self.findings
         findings.ran = True
-        findings.roles.update(dict.fromkeys((i.name for i in destinations), "destination"))
-        findings.roles.update(dict.fromkeys((i.name for i in sources), "source"))
         pool = destination_pool(destinations, self.names)
         taints = DestinationTaints(destinations)
         for source in sources:

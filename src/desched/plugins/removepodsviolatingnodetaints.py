@@ -29,7 +29,7 @@ from desched.policy.args import (
     validate_namespaces,
 )
 from desched.predicates.labels import compile_selector, selector_is_empty
-from desched.predicates.taints import tolerates_taint
+from desched.predicates.taints import describe_taint, tolerates_taint
 
 PLUGIN = "RemovePodsViolatingNodeTaints"
 
@@ -74,11 +74,6 @@ def taint_filter(args: RemovePodsViolatingNodeTaintsArgs) -> Callable[[Taint], b
     return considered
 
 
-def _describe(taint: Taint) -> str:
-    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value \
-        else f"{taint.key}:{taint.effect}"
-
-
 class RemovePodsViolatingNodeTaints:
     def __init__(self, args: RemovePodsViolatingNodeTaintsArgs, handle: Handle) -> None:
         self.args = args
@@ -101,7 +96,7 @@ class RemovePodsViolatingNodeTaints:
                 continue
             if not handle.filter(pod) or not handle.pre_eviction_filter(pod):
                 continue
-            out.append((pod, f"pod does not tolerate taint {_describe(untolerated)} on node "
+            out.append((pod, f"pod does not tolerate taint {describe_taint(untolerated)} on node "
                              f"{node.name}"))
         return out
 
@@ -116,12 +111,12 @@ class RemovePodsViolatingNodeTaints:
             return f"node {node.name} has no taints"
         taints = [t for t in node.spec.taints if self.considered(t)]
         if not taints:
-            ignored = ", ".join(_describe(t) for t in node.spec.taints)
+            ignored = ", ".join(describe_taint(t) for t in node.spec.taints)
             return (f"node {node.name} has no taint the plugin considers ({ignored}: excluded, "
                     f"not included, or of an effect it ignores)")
         if all(tolerates_taint(pod.spec.tolerations, t) for t in taints):
             return (f"pod tolerates every taint of node {node.name} the plugin considers: "
-                    f"{', '.join(_describe(t) for t in taints)}")
+                    f"{', '.join(describe_taint(t) for t in taints)}")
         return RUN_ENDED
 
     def deschedule(self, nodes: list[Node]) -> None:

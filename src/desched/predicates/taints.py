@@ -11,6 +11,12 @@ from desched.model.pod import Toleration
 SCHEDULING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 
+def describe_taint(taint: Taint) -> str:
+    """key=value:effect, as kubectl prints a taint (key:effect without a value)."""
+    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value \
+        else f"{taint.key}:{taint.effect}"
+
+
 def tolerates(toleration: Toleration, taint: Taint) -> bool:
     """Whether one toleration tolerates one taint.
 
