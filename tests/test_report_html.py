@@ -264,7 +264,7 @@ def test_a_fragment_sorts_a_table_numerically(overcommitted: Path) -> None:
     text = dom(overcommitted, "#sort=" + quote(f"nodes:{column}:desc"))
     nodes = between(text, 'id="nodes"', 'class="pager"')
     assert re.search(rf'aria-sort="descending"[^>]*>{re.escape(column)}'
-                     r'<span class="arrow"> ▼</span>', nodes)
+                     r'<span class="arrow">&nbsp;▼</span>', nodes)
     values = [float(r[2]) for r in rows(nodes)]
     assert values[:2] == [403.0, 95.0] and values[-1] == 9.0
     assert values == sorted(values, reverse=True)

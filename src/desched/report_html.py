@@ -37,12 +37,12 @@ padding:.6em 1em;flex:1 1 0;min-width:6em}.card b{display:block;font-size:1.5em}
 .card.warn{border-color:#d69e2e;background:#fffaf0}
 .warn{border:1px solid #d69e2e;border-left:6px solid #d69e2e;background:#fffaf0;
 padding:.5em 1em;border-radius:4px}.warn li{margin:.3em 0}.remedy{color:#555}
-.ok{color:#276749}.scroll{overflow-x:auto}
+.ok{color:#276749}.scroll{overflow-x:auto}.balance span,.balance td:first-child{white-space:nowrap}
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;padding:3px 8px;
-text-align:left;font-size:.92em;vertical-align:top}th{background:#f4f4f4;white-space:nowrap}
-td.n{text-align:right;font-variant-numeric:tabular-nums}td.hot{background:#fde8e8}
+text-align:left;font-size:.92em;vertical-align:top}th{background:#f4f4f4}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.hot{background:#fde8e8}
 th[data-i]{cursor:pointer;user-select:none}th[data-i]:hover{background:#e8eef6}
-th[aria-sort=none] .arrow::after{content:" \\21C5";color:#bbb}
+th[aria-sort=none] .arrow::after{content:"\\A0\\21C5";color:#bbb}
 .plots{display:flex;flex-wrap:wrap;gap:1em}
 figure{margin:0}figcaption{font-size:.9em;text-align:center}
 .none{color:#777;font-style:italic}input{padding:4px;width:22em}
@@ -87,7 +87,7 @@ function table(id, spec){
   const root = document.getElementById(id); if(!root) return;
   const rows = spec.rows, cols = spec.columns, dec = spec.decimals || [], over = spec.over || [];
   if(!rows.length){root.innerHTML = '<p class="none">none</p>'; return;}
-  const state = {q:'', page:0}; const size = 100;
+  const state = {q:'', page:0}, size = spec.page || 100;
   const text = rows.map(r => r.map(v => empty(shown(v)) ? '' : shown(v)).join(' ').toLowerCase());
   const numeric = cols.map((_, i) => { const r = rows.find(r => !empty(key(r[i])));
     return r !== undefined && typeof key(r[i]) === 'number'; });
@@ -102,7 +102,7 @@ function table(id, spec){
     const s = sorts[id];
     heads.forEach((th, i) => { const on = s !== undefined && s[0] === i;
       th.setAttribute('aria-sort', on ? (s[1] < 0 ? 'descending' : 'ascending') : 'none');
-      th.lastChild.textContent = on ? (s[1] < 0 ? ' \\u25BC' : ' \\u25B2') : ''; });
+      th.lastChild.textContent = on ? (s[1] < 0 ? '\\u00A0\\u25BC' : '\\u00A0\\u25B2') : ''; });
     order = rows.map((_, i) => i);
     if(s === undefined) return;
     const [c, d] = s;
@@ -198,7 +198,7 @@ def _histogram(series: str, before: list[float], after: list[float], limit: floa
     for j, values in enumerate((before, after)):
         for v in values:
             counts[j][_band(v)] += 1
-    height, left, right, top, bottom = 210, 44, 10, 24, 46
+    height, left, right, top, bottom = 210, 52, 10, 24, 46
     plot_w, plot_h = _W - left - right, height - top - bottom
     band = plot_w / bands
     peak = max(*counts[0], *counts[1], 1)
@@ -270,7 +270,10 @@ def _node_bars(series: str, before: dict[str, float], after: dict[str, float],
     span = max(100.0, *values)
     step = _step(span)
     span = math.ceil(span / step) * step
-    left, right, top, row, bottom = 150, 40, 22, 24, 34
+    labels = {name: _short(name) for name in names}
+    # The names' column as wide as the longest name needs (about 6.5 px a character).
+    left = min(150, max(60, 12 + round(6.5 * max(map(len, labels.values())))))
+    right, top, row, bottom = 40, 22, 24, 34
     height = top + row * len(names) + bottom
     plot_w = _W - left - right
 
@@ -286,7 +289,7 @@ def _node_bars(series: str, before: dict[str, float], after: dict[str, float],
     for i, name in enumerate(names):
         y = top + i * row
         parts.append(f'<text x="{left - 6}" y="{y + row / 2 + 4:.1f}" font-size="{_FONT}" '
-                     f'text-anchor="end"><title>{_e(name)}</title>{_e(_short(name))}</text>')
+                     f'text-anchor="end"><title>{_e(name)}</title>{_e(labels[name])}</text>')
         for j, (value, color, label) in enumerate(((before.get(name), _BEFORE, "before"),
                                                    (after.get(name), _AFTER, after_label))):
             if value is None:
@@ -335,25 +338,37 @@ def _balance_rows(result: SimulationResult, limits: dict[str, float]) -> str:
     """A row per frame, a column per series: standard deviation, maximum and nodes over the
     threshold (percentage points of allocatable)."""
     suffix = " (not replaced)" if _optimistic(result) else ""
-    table = [(frame.label if i == 0 else frame.label + suffix,
-              {b.series: b for b in balance(frame, limits)})
-             for i, frame in enumerate(result.frames)]
-    shown = [s for s in SERIES if any(s in row for _, row in table)]
+    table = [{b.series: b for b in balance(frame, limits)} for frame in result.frames]
+    shown = [s for s in SERIES if any(s in row for row in table)]
     if not shown:
         return '<p class="none">no nodes</p>'
 
     def cell(b: Balance | None) -> str:
         if b is None:
             return "<td></td>"
-        over = "" if b.over is None else f" · <b>{b.over}</b> over {limits[b.series]:g}%"
-        return f"<td>std {b.std:.1f} · max {b.max:.1f}%{over}</td>"
+        # Lines break between the figures, never inside one.
+        over = ("" if b.over is None
+                else f" · <span><b>{b.over}</b> over {limits[b.series]:g}%</span>")
+        return f"<td><span>std {b.std:.1f}</span> · <span>max {b.max:.1f}%</span>{over}</td>"
 
     head = "".join(f"<th>{_e(s)}</th>" for s in shown)
-    rows = "".join(f"<tr><td>{_e(label)}</td>{''.join(cell(row.get(s)) for s in shown)}"
-                   f"</tr>" for label, row in table)
-    banner = (f'<p class="warn" id="not-replaced"><b>Every "after" on this page is optimistic'
-              f'</b>: {_e(whatif.NOT_REPLACED)}.</p>' if suffix else "")
-    return f"{banner}<table><tr><th>when</th>{head}</tr>{rows}</table>"
+    cells = ["".join(cell(row.get(s)) for s in shown) for row in table]
+    # Cycles in a row that left the same figures share a row: fourteen equal rows hide what
+    # changed (and that nothing did is itself the news).
+    rows = [(result.frames[0].label, cells[0])] if cells else []
+    i = 1
+    while i < len(cells):
+        j = i
+        while j + 1 < len(cells) and cells[j + 1] == cells[i]:
+            j += 1
+        label = result.frames[i].label if i == j else f"after cycles {i}–{j}"
+        rows.append((label + suffix, cells[i]))
+        i = j + 1
+    body = "".join(f"<tr><td>{_e(label)}</td>{shown_cells}</tr>" for label, shown_cells in rows)
+    banner = (f'<p class="warn" id="not-replaced"><b>Every "after" on this page:</b> '
+              f'{_e(whatif.NOT_REPLACED)}.</p>' if suffix else "")
+    return (f'{banner}<div class="scroll"><table class="balance"><tr><th>when</th>{head}</tr>'
+            f'{body}</table></div>')
 
 
 def _counts(title: str, counter: Counter[str], limit: int = _TOP_NODES) -> str:
@@ -448,7 +463,8 @@ def _groups(result: SimulationResult, limits: dict[str, float]) -> tuple[str, di
     body = (f'<h2>By {_e(result.group_label)}</h2><p class="muted">{len(groups)} group(s) of '
             f'nodes by their label {_e(result.group_label)}: before → after{_e(after)}; a '
             f'column sorts by its after value.</p><div id="groups"></div>')
-    return body, {"columns": columns, "rows": rows}
+    # 20 rows a page: the section is an aggregate, it must not push the plots' neighbours away.
+    return body, {"columns": columns, "rows": rows, "page": 20}
 
 
 def _arrow(b: float | None, a: float | None) -> list[Any] | None:
@@ -521,8 +537,8 @@ def _tables(result: SimulationResult, evictions: list[Decision], refusals: list[
     }
 
 
-def _cards(items: Iterable[tuple[object, str, bool]]) -> str:
-    return "".join(f'<div class="card{" warn" if warn else ""}"><b>{value}</b>{_e(label)}'
+def _cards(items: Iterable[tuple[int, str, bool]]) -> str:
+    return "".join(f'<div class="card{" warn" if warn else ""}"><b>{value:,}</b>{_e(label)}'
                    f'</div>' for value, label, warn in items)
 
 
