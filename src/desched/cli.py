@@ -82,9 +82,10 @@ _policy_option = click.option(
     "DeschedulerConfiguration, or a ConfigMap holding one); - reads standard input.")
 _snapshot_option = click.option(
     "--snapshot", "snapshots", multiple=True, required=True,
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=click.Path(allow_dash=True),
     help="Snapshot file: `desched snapshot` output, or `kubectl get ... -o json|yaml` output "
-         "(Lists, JSON lines, YAML); repeatable, - reads standard input.")
+         "(Lists, JSON lines, YAML); a directory: every .json, .jsonl, .yaml and .yml file in "
+         "it, by name (not its subdirectories); repeatable, - reads standard input.")
 
 
 def _one_stdin(policy_path: str, snapshots: tuple[str, ...],
@@ -127,14 +128,26 @@ def _scheduler_config(path: str | None, reschedule: bool) -> SchedulerConfig:
 
 @main.command()
 @_policy_option
-def validate(policy_path: str) -> None:
+@click.option("--strict", is_flag=True,
+              help="Also refuse (exit 2) a policy with warnings (keys nothing reads, plugin "
+                   "args notes) or one that enables no deschedule or balance plugin.")
+def validate(policy_path: str, strict: bool) -> None:
     """Check a policy file: prints `ok`, or the errors and exits 2."""
     from desched.framework.runner import check_policy
     from desched.policy.loader import load_policy
+    from desched.policy.unknown import idle_warning
 
     policy = load_policy(policy_path)
     check_policy(policy)
     _warn(policy.warnings)
+    if strict and policy.warnings:
+        # The warnings above say what; this line says why they now fail the check.
+        idle = bool(idle_warning(policy))
+        others = len(policy.warnings) - idle
+        why = [*(["the policy enables no deschedule or balance plugin"] if idle else []),
+               *([f"{others} {'other ' if idle else ''}warning(s) above"] if others else [])]
+        raise InputError(policy.path, f"--strict: {' and '.join(why)}; with --strict every "
+                                      f"warning is an error")
     click.echo("ok")
 
 

@@ -403,12 +403,57 @@ def read_objects(path: str, warn: Warn = _stderr_warn) -> Iterator[KubeObject]:
         yield from batch
 
 
+SNAPSHOT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
+
+
+def _directory_files(directory: Path, warn: Warn) -> list[str]:
+    """The snapshot files directly in `directory`, sorted by name, as `kubectl apply -f DIR`
+    reads a directory (not recursively). What is left out is said in one warning, so a file
+    saved as `.txt` is not missed silently; hidden files (editor swap files) go unmentioned."""
+    try:
+        entries = sorted(directory.iterdir(), key=lambda entry: entry.name)
+    except OSError as err:
+        raise InputError(str(directory), f"cannot read snapshot directory: "
+                                         f"{err.strerror or err}") from None
+    files: list[str] = []
+    skipped: list[str] = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.suffix.lower() in SNAPSHOT_SUFFIXES and entry.is_file():
+            files.append(str(entry))
+        else:
+            skipped.append(entry.name + ("/" if entry.is_dir() else ""))
+    kinds = ", ".join(SNAPSHOT_SUFFIXES)
+    if not files:
+        raise InputError(str(directory), f"no snapshot file in this directory (a directory is "
+                                         f"read for its {kinds} files)")
+    if skipped:
+        listed = ", ".join(skipped[:3]) + (f" and {len(skipped) - 3} more"
+                                          if len(skipped) > 3 else "")
+        warn(f"{directory}: not read: {listed} (a directory is read for its {kinds} files, "
+             f"not its subdirectories)")
+    return files
+
+
+def snapshot_files(paths: list[str], warn: Warn = _stderr_warn) -> list[str]:
+    """`paths` with each directory replaced by the snapshot files in it."""
+    out: list[str] = []
+    for path in paths:
+        if path != STDIN and Path(path).is_dir():
+            out.extend(_directory_files(Path(path), warn))
+        else:
+            out.append(path)
+    return out
+
+
 def load_snapshot(paths: list[str], warn: Warn = _stderr_warn) -> ClusterSnapshot:
-    """Read every file and build the indexed snapshot. GC is paused while millions of small
-    objects are created and the survivors are frozen afterwards (measured: removes multi-second
-    collections at 150k pods)."""
+    """Read every file (a directory: the snapshot files in it) and build the indexed snapshot.
+    GC is paused while millions of small objects are created and the survivors are frozen
+    afterwards (measured: removes multi-second collections at 150k pods)."""
     if not paths:
         raise InputError("", "no snapshot file given")
+    paths = snapshot_files(paths, warn)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
