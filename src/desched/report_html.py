@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -55,7 +56,7 @@ vertical-align:middle}.muted{color:#666;font-size:.9em}
 # last), again reverses; the URL fragment "#sort=TABLE:COLUMN:asc|desc" (several joined by "&")
 # sorts at load and follows the clicks, so a sorted view can be shared. A cell is a value or
 # [text shown, value sorted by].
-_SCRIPT = """
+SCRIPT = """
 (function(){
 const data = JSON.parse(document.getElementById('report-data').textContent);
 const coll = new Intl.Collator(undefined, {numeric: true});
@@ -334,7 +335,8 @@ def _plots(result: SimulationResult, limits: dict[str, float]) -> str:
 # Aggregates ---------------------------------------------------------------------------------
 
 
-def _balance_rows(result: SimulationResult, limits: dict[str, float]) -> str:
+def _balance_rows(result: SimulationResult, limits: dict[str, float],
+                  not_replaced: str = whatif.NOT_REPLACED) -> str:
     """A row per frame, a column per series: standard deviation, maximum and nodes over the
     threshold (percentage points of allocatable)."""
     suffix = " (not replaced)" if _optimistic(result) else ""
@@ -366,7 +368,7 @@ def _balance_rows(result: SimulationResult, limits: dict[str, float]) -> str:
         i = j + 1
     body = "".join(f"<tr><td>{_e(label)}</td>{shown_cells}</tr>" for label, shown_cells in rows)
     banner = (f'<p class="warn" id="not-replaced"><b>Every "after" on this page:</b> '
-              f'{_e(whatif.NOT_REPLACED)}.</p>' if suffix else "")
+              f'{_e(not_replaced)}.</p>' if suffix else "")
     return (f'{banner}<div class="scroll"><table class="balance"><tr><th>when</th>{head}</tr>'
             f'{body}</table></div>')
 
@@ -543,6 +545,21 @@ def _cards(items: Iterable[tuple[int, str, bool]]) -> str:
 
 
 def render_html(result: SimulationResult) -> str:
+    title = f"desched simulation: {result.policy.path}"
+    intro = (f'<p class="muted">snapshot {_e(", ".join(result.snapshot_files))} · clock\n'
+             f'{_e(result.clock.describe())} · policy format {_e(result.policy.format)} · tables '
+             f'sort by a\nclick on a column header; #sort=TABLE:COLUMN:desc in the address sorts '
+             f'at load</p>\n')
+    body, tables = report_body(result)
+    return html_page(title, f"<h1>{_e(title)}</h1>\n{intro}{body}", tables)
+
+
+def report_body(result: SimulationResult, id_prefix: str = "",
+                not_replaced: str = whatif.NOT_REPLACED) -> tuple[str, dict[str, Any]]:
+    """The report below its title: the HTML, and the tables the page's script builds (by the
+    id of the element each fills). `id_prefix` prefixes every id, so that several reports
+    share one page (`desched run`'s /cycles) and one script; `not_replaced` says what an
+    "after" without replacements is (a live cycle's replacements are the scheduler's)."""
     evictions = [d for d in result.log.decisions if d.outcome in EVICTED_OUTCOMES]
     refusals = [d for d in result.log.decisions if d.outcome in REFUSED_OUTCOMES]
     limits = thresholds(result.policy)
@@ -558,10 +575,6 @@ def render_html(result: SimulationResult) -> str:
     tables = _tables(result, evictions, refusals, churn, limits)
     if group_table:
         tables["groups"] = group_table
-    data = json.dumps({"tables": tables}, separators=(",", ":"))
-    # Embedded in a script element: no "<" at all, so no tag can end or open inside it.
-    data = data.replace("<", "\\u003c")
-    title = _e(f"desched simulation: {result.policy.path}")
     sections = [
         ("Evictions", '<div id="evictions"></div>'),
         ("Refused evictions", '<div id="refusals"></div>'),
@@ -575,16 +588,9 @@ def render_html(result: SimulationResult) -> str:
                       for i, (name, body) in enumerate(sections))
     by_plugin = Counter(f"{d.profile}/{d.plugin}" for d in evictions)
     by_node = Counter(d.node for d in evictions)
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>{_STYLE}</style></head>
-<body><h1>{title}</h1>
-<p class="muted">snapshot {_e(", ".join(result.snapshot_files))} · clock
-{_e(result.clock.describe())} · policy format {_e(result.policy.format)} · tables sort by a
-click on a column header; #sort=TABLE:COLUMN:desc in the address sorts at load</p>
-<div class="cards">{cards}</div>
+    body = f"""<div class="cards">{cards}</div>
 <h2>Churn</h2>{_churn(result, churn)}
-<h2>Balance per cycle</h2>{_balance_rows(result, limits)}
+<h2>Balance per cycle</h2>{_balance_rows(result, limits, not_replaced)}
 <h2>Utilization before and after</h2>{_plots(result, limits)}
 {group_section}
 <h2>Evictions by plugin and by node</h2>
@@ -592,7 +598,27 @@ click on a column header; #sort=TABLE:COLUMN:desc in the address sorts at load</
 <div>{_counts(f"by node (top {_TOP_NODES})", by_node)}</div>
 <div>{_spread(by_node, result.nodes)}</div></div>
 {details}
-<script type="application/json" id="report-data">{data}</script>
-<script>{_SCRIPT}</script>
+"""
+    if id_prefix:
+        # Every string in the body is escaped ('"' included), so `id="` is only ever ours.
+        body = _ID.sub(lambda m: f'id="{id_prefix}{m.group(1)}"', body)
+        tables = {f"{id_prefix}{name}": spec for name, spec in tables.items()}
+    return body, tables
+
+
+_ID = re.compile(r'(?<=\s)id="([^"]*)"')
+
+
+def html_page(title: str, body: str, tables: dict[str, Any], head: str = "") -> str:
+    """One self-contained page: the style, `body`, the tables' data and the script that builds
+    them. `head`: more for the page's <head> (a page's own style)."""
+    data = json.dumps({"tables": tables}, separators=(",", ":"))
+    # Embedded in a script element: no "<" at all, so no tag can end or open inside it.
+    data = data.replace("<", "\\u003c")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
+<style>{_STYLE}</style>{head}</head>
+<body>{body}<script type="application/json" id="report-data">{data}</script>
+<script>{SCRIPT}</script>
 </body></html>
 """
