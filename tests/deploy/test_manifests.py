@@ -30,6 +30,9 @@ KUSTOMIZE = DEPLOY / "kustomize"
 RBAC = DEPLOY / "rbac"
 CRDS = DEPLOY / "crds"
 OVERLAYS = ("job", "cronjob", "deployment")
+# The image the kustomize workloads name: a placeholder the docs tell you to replace with where
+# you pushed scripts/build-image's image. The Helm tests push there too.
+PLACEHOLDER_IMAGE = "registry.example.com/desched"
 
 POLICY_PATH = "/policy-dir/policy.yaml"
 METRICS_PORT = 10258
@@ -60,6 +63,7 @@ KNOWN_KINDS = {
     ("batch/v1", "CronJob"),
     ("apps/v1", "Deployment"),
     ("kustomize.config.k8s.io/v1beta1", "Kustomization"),
+    ("kustomize.config.k8s.io/v1alpha1", "Component"),
     ("descheduler/v1alpha2", "DeschedulerPolicy"),
 }
 
@@ -222,7 +226,7 @@ def test_yaml_parses_into_known_kinds(path: Path) -> None:
         assert isinstance(doc, dict), path
         key = (doc.get("apiVersion"), doc.get("kind"))
         assert key in KNOWN_KINDS, f"{path}: unexpected {key}"
-        if doc["kind"] not in ("Kustomization", "DeschedulerPolicy"):
+        if doc["kind"] not in ("Kustomization", "Component", "DeschedulerPolicy"):
             assert doc["metadata"]["name"]
 
 
@@ -451,8 +455,6 @@ def test_kustomize_overlay_workload(overlay: str) -> None:
     kustomization = load_one(KUSTOMIZE / overlay / "kustomization.yaml")
     assert kustomization["namespace"] == "kube-system"
     assert "../base" in kustomization["resources"]
-    assert {"name": "desched", "newName": "desched",
-            "newTag": project_version()} in kustomization["images"]
     for ref in kustomization["resources"]:
         assert (KUSTOMIZE / overlay / ref).exists(), ref
 
@@ -462,7 +464,7 @@ def test_kustomize_overlay_workload(overlay: str) -> None:
     spec = pod_spec(workload)
     assert spec["serviceAccountName"] == "desched"
     image = spec["containers"][0]["image"]
-    assert image == f"desched:{project_version()}"
+    assert image == f"{PLACEHOLDER_IMAGE}:{project_version()}"
     mode = "--interval" if overlay == "deployment" else "--once"
     f = check_run_container(spec, mode=mode)
     volumes = {v["name"]: v for v in spec["volumes"]}
@@ -511,6 +513,64 @@ def test_kustomize_overlay_builds(overlay: str) -> None:
     check_run_container(spec, mode="--interval" if overlay == "deployment" else "--once")
 
 
+def docs_overlay() -> str:
+    """The overlay of your own that docs/deploy.md shows."""
+    text = (REPO / "docs" / "deploy.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    (block,) = [b for b in blocks if b.startswith("# deploy/kustomize/mine/kustomization.yaml")]
+    return block
+
+
+def schedule_of(tmp_path: Path, args: list[str], policy_text: str) -> Any:
+    """When `desched run ARGS` with this policy runs its cycles (desched's own resolution)."""
+    from desched.live.config import RunConfig, resolve_schedule
+    from desched.policy.loader import load_policy
+
+    params = run_context(args).params
+    path = tmp_path / "schedule-policy.yaml"
+    path.write_text(policy_text)
+    config = RunConfig(policy_path=str(path), once=params["once"], interval=params["interval"],
+                       cron=params["cron"])
+    return resolve_schedule(config, load_policy(str(path)))
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
+def test_kustomize_overlay_of_your_own_follows_a_migration_policy(tmp_path: Path) -> None:
+    """The docs' overlay, with a MigrationController policy that sets deschedulingInterval 60s:
+    the pushed image, the migration RBAC bound in the overlay's namespace, and cycles every 60s
+    (the policy-interval component drops the deployment's --interval=5m)."""
+    shutil.copytree(DEPLOY, tmp_path / "deploy")
+    mine = tmp_path / "deploy" / "kustomize" / "mine"
+    mine.mkdir()
+    overlay = docs_overlay()
+    assert "REGISTRY/desched" in overlay
+    (mine / "kustomization.yaml").write_text(
+        overlay.replace("REGISTRY/desched", "registry.internal:5000/desched"))
+    policy = (REPO / "examples" / "migration" / "policy.yaml").read_text()
+    (mine / "policy.yaml").write_text(policy)
+    proc = subprocess.run(["kubectl", "kustomize", str(mine)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+
+    (workload,) = by_kind(docs, "Deployment")
+    spec = pod_spec(workload)
+    (container,) = spec["containers"]
+    assert container["image"] == f"registry.internal:5000/desched:{project_version()}"
+    assert not any(a.startswith("--interval") for a in container["args"])
+    (cm,) = by_kind(docs, "ConfigMap")
+    assert cm["data"]["policy.yaml"] == policy
+    schedule = schedule_of(tmp_path, container["args"], cm["data"]["policy.yaml"])
+    assert (schedule.kind, schedule.interval) == ("interval", 60.0)
+
+    roles = {r["metadata"]["name"]: r for r in by_kind(docs, "ClusterRole")}
+    assert rules_of(roles["desched-migration-controller"]) == MIGRATION_RULES
+    bindings = {b["roleRef"]["name"]: b for b in by_kind(docs, "ClusterRoleBinding")}
+    namespace = workload["metadata"]["namespace"]
+    assert bindings["desched-migration-controller"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "desched", "namespace": namespace}]
+
+
 # ------------------------------------------------------------------------------------ Helm chart
 def chart_values() -> dict[str, Any]:
     return load_one(CHART / "values.yaml")
@@ -534,7 +594,10 @@ def test_chart_values_keep_upstreams_keys() -> None:
     values = chart_values()
     assert values["kind"] == "CronJob"
     assert values["schedule"] == "*/2 * * * *"
-    assert values["deschedulingInterval"] == "5m"
+    # Empty: the policy's own interval, else 5m (test_helm_deployment_honours_the_policy_interval).
+    assert values["deschedulingInterval"] == ""
+    # No public image exists: the chart requires the registry the image was pushed to.
+    assert values["image"]["repository"] == ""
     assert set(values["leaderElection"]) >= {
         "enabled", "leaseDuration", "renewDeadline", "retryPeriod", "resourceName",
         "resourceNamespace"}
@@ -601,7 +664,7 @@ STANDARD_FUNCTIONS = {
     "list", "dict", "has", "keys", "get", "set", "merge", "fail", "sha256sum", "b64enc",
     "join", "split", "splitList", "regexMatch", "semverCompare", "toStrings", "first", "last",
     "hasKey", "pluck", "uniq", "without", "until", "add", "sub", "mul", "div", "max", "min",
-    "deepCopy", "omit",
+    "deepCopy", "omit", "fromJsonArray", "regexReplaceAll", "append",
 }
 KEYWORDS = {"if", "else", "end", "with", "range", "define", "template", "block", "true",
             "false", "nil"}
@@ -675,15 +738,27 @@ needs_helm = pytest.mark.skipif(
     reason="neither helm nor helm-python-sdk is installed: the chart is checked statically only")
 
 
+# Where the tests say the image was pushed (image.repository is required).
+TEST_IMAGE = PLACEHOLDER_IMAGE
+
+
+def with_image(values: dict[str, Any] | None) -> dict[str, Any]:
+    """`values` with image.repository set to TEST_IMAGE unless they set it."""
+    values = dict(values or {})
+    values["image"] = {"repository": TEST_IMAGE, **values.get("image", {})}
+    return values
+
+
 def helm_template(tmp_path: Path, values: dict[str, Any] | None = None,
                   *, expect_failure: bool = False) -> list[dict[str, Any]] | str:
     """`helm template desched CHART --namespace kube-system [--values ...]`: the documents, or
     (expect_failure) the error."""
+    values = with_image(values)
     if HELM is None:
         assert HelmChart is not None
         try:
             with HelmChart.load(str(CHART)) as chart:
-                out = chart.render(values=values or {}, name="desched",
+                out = chart.render(values=values, name="desched",
                                    namespace="kube-system", is_install=True)
         except HelmError as err:
             assert expect_failure, str(err)
@@ -692,11 +767,10 @@ def helm_template(tmp_path: Path, values: dict[str, Any] | None = None,
         text = "\n---\n".join(body for path, body in sorted(out.items())
                               if not path.endswith("NOTES.txt"))
         return [d for d in yaml.safe_load_all(text) if d]
-    cmd = [HELM, "template", "desched", str(CHART), "--namespace", "kube-system"]
-    if values:
-        path = tmp_path / "values.yaml"
-        path.write_text(yaml.safe_dump(values))
-        cmd += ["--values", str(path)]
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    cmd = [HELM, "template", "desched", str(CHART), "--namespace", "kube-system",
+           "--values", str(path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     if expect_failure:
         assert proc.returncode != 0, proc.stdout
@@ -708,7 +782,7 @@ def helm_template(tmp_path: Path, values: dict[str, Any] | None = None,
 def helm_notes(values: dict[str, Any] | None = None) -> str:
     assert HelmChart is not None
     with HelmChart.load(str(CHART)) as chart:
-        out = chart.render(values=values or {}, name="desched", namespace="kube-system",
+        out = chart.render(values=with_image(values), name="desched", namespace="kube-system",
                            is_install=True)
     return next(body for path, body in out.items() if path.endswith("NOTES.txt"))
 
@@ -727,12 +801,12 @@ def named(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 @needs_helm
 def test_helm_lint() -> None:
     if HELM is None:
-        report = helm_lint(str(CHART), strict=True)
+        report = helm_lint(str(CHART), with_image(None), strict=True)
         assert report["errors"] == [] and not [
             m for m in report["messages"] if m["severity"] >= 2], report
         return
-    proc = subprocess.run([HELM, "lint", str(CHART)], capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run([HELM, "lint", str(CHART), "--set", f"image.repository={TEST_IMAGE}"],
+                          capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -749,7 +823,7 @@ def test_helm_default_renders_a_cronjob(tmp_path: Path) -> None:
     spec = pod_spec(cron)
     f = check_run_container(spec, mode="--once")
     assert f["--log-format"] == "json"
-    assert spec["containers"][0]["image"] == f"desched:{project_version()}"
+    assert spec["containers"][0]["image"] == f"{TEST_IMAGE}:{project_version()}"
     assert rules_of(named(docs, "ClusterRole")) == DEFAULT_RULES
     cm = named(docs, "ConfigMap")
     policy = yaml.safe_load(cm["data"]["policy.yaml"])
@@ -806,7 +880,7 @@ def test_helm_deployment_with_everything(tmp_path: Path) -> None:
 @needs_helm
 def test_helm_policy_file_is_used_verbatim(tmp_path: Path) -> None:
     koord = (REPO / "examples" / "koordinator-policy.yaml").read_text()
-    docs = rendered(tmp_path, {"policyFile": koord})
+    docs = rendered(tmp_path, {"policyFile": koord, "kind": "Deployment"})
     cm = named(docs, "ConfigMap")
     assert cm["data"]["policy.yaml"].strip() == koord.strip()
 
@@ -816,11 +890,197 @@ def test_helm_policy_file_is_used_verbatim(tmp_path: Path) -> None:
     {"kind": "DaemonSet"},
     {"kind": "CronJob", "leaderElection": {"enabled": True}},
     {"kind": "Deployment", "replicas": 3},
-    {"kind": "Deployment", "deschedulingInterval": ""},
 ])
 def test_helm_rejects_inconsistent_values(tmp_path: Path, values: dict[str, Any]) -> None:
     helm_template(tmp_path, values, expect_failure=True)
 
+
+
+def render_error(tmp_path: Path, values: dict[str, Any]) -> str:
+    """The render's error: one line."""
+    error = helm_template(tmp_path, values, expect_failure=True)
+    assert isinstance(error, str)
+    assert "\n" not in error.strip(), error
+    return error
+
+
+# --------------------------------------------------------- the image (issue 22: no public image)
+@needs_helm
+def test_helm_requires_the_image_repository(tmp_path: Path) -> None:
+    error = render_error(tmp_path, {"image": {"repository": ""}})
+    assert ("image.repository is required: build the image with scripts/build-image and push it "
+            "to your registry, then --set image.repository=REGISTRY/desched") in error
+
+
+@needs_helm
+def test_helm_image_is_where_it_was_pushed_and_notes_say_so(tmp_path: Path) -> None:
+    values = {"image": {"repository": "registry.internal:5000/tools/desched", "tag": "0.1.0-1"}}
+    spec = pod_spec(named(rendered(tmp_path, values), "CronJob"))
+    assert spec["containers"][0]["image"] == "registry.internal:5000/tools/desched:0.1.0-1"
+    notes = helm_notes(values)
+    assert ("Image:  registry.internal:5000/tools/desched:0.1.0-1 (built by scripts/build-image"
+            in notes)
+
+
+# --------------------------------------------- the chart follows the policy (issue 22, item 2)
+def koordinator_policy(interval: str | None = "60s", evict: dict[str, Any] | None = None,
+                       eviction_policy: str | None = None) -> str:
+    """A Koordinator DeschedulerConfiguration with RemoveDuplicates; `evict` the profile's evict
+    plugin set (None: Koordinator's default, MigrationController)."""
+    profile: dict[str, Any] = {"name": "koord-descheduler",
+                               "plugins": {"balance": {"enabled": [{"name": "RemoveDuplicates"}]}}}
+    if evict is not None:
+        profile["plugins"]["evict"] = evict
+        profile["plugins"]["filter"] = evict
+    if eviction_policy is not None:
+        profile["pluginConfig"] = [{"name": "MigrationController", "args": {
+            "apiVersion": "descheduler/v1alpha2", "kind": "MigrationControllerArgs",
+            "evictionPolicy": eviction_policy}}]
+    doc: dict[str, Any] = {"apiVersion": "descheduler/v1alpha2",
+                           "kind": "DeschedulerConfiguration", "profiles": [profile]}
+    if interval is not None:
+        doc["deschedulingInterval"] = interval
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+DEFAULT_EVICTOR = {"disabled": [{"name": "*"}], "enabled": [{"name": "DefaultEvictor"}]}
+ONLY_MIGRATION = {"disabled": [{"name": "*"}], "enabled": [{"name": "MigrationController"}]}
+
+
+def in_configmap(policy: str) -> str:
+    """The policy wrapped in a ConfigMap, as koord-descheduler's chart keeps it."""
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "koord-descheduler-config"},
+                           "data": {"koord-descheduler-config": policy}})
+
+
+@needs_helm
+@pytest.mark.parametrize(("policy", "migration"), [
+    pytest.param((REPO / "examples" / "migration" / "policy.yaml").read_text(), True,
+                 id="example-koordinator-defaults"),
+    pytest.param(koordinator_policy(evict=ONLY_MIGRATION), True, id="enabled-by-name"),
+    pytest.param(in_configmap(koordinator_policy()), True, id="configmap"),
+    pytest.param(koordinator_policy(evict={"disabled": [{"name": "MigrationController"}],
+                                           "enabled": [{"name": "DefaultEvictor"}]}), False,
+                 id="disabled-by-name"),
+    pytest.param((REPO / "examples" / "koordinator-policy.yaml").read_text(), False,
+                 id="default-evictor"),
+    pytest.param(None, False, id="upstream-default-policy"),
+])
+def test_helm_grants_the_migration_rbac_the_policy_needs(tmp_path: Path, policy: str | None,
+                                                          migration: bool) -> None:
+    """A policy whose evict plugin is MigrationController gets the PodMigrationJob/Reservation
+    write access without asking (else every job is a 403 at run time), as desched itself reads
+    the policy; the CRDs ship in crds/, which Helm installs on the first install."""
+    from desched.live.migration import migration_profiles
+    from desched.policy.loader import load_policy
+
+    values: dict[str, Any] = {"kind": "Deployment"}
+    if policy is not None:
+        values["policyFile"] = policy
+    docs = rendered(tmp_path, values)
+    cm = named(docs, "ConfigMap")
+    path = tmp_path / "policy.yaml"
+    path.write_text(cm["data"]["policy.yaml"])
+    assert bool(migration_profiles(load_policy(str(path)))) is migration
+
+    roles = {r["metadata"]["name"]: r for r in by_kind(docs, "ClusterRole")}
+    notes = helm_notes(values)
+    if not migration:
+        assert set(roles) == {"desched"}
+        assert "MigrationController" not in notes
+        return
+    assert set(roles) == {"desched", "desched-migration-controller"}
+    assert rules_of(roles["desched-migration-controller"]) == MIGRATION_RULES
+    (binding,) = [b for b in by_kind(docs, "ClusterRoleBinding")
+                  if b["roleRef"]["name"] == "desched-migration-controller"]
+    sa = named(docs, "ServiceAccount")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
+                                    "namespace": "kube-system"}]
+    assert ('MigrationController is the policy\'s evict plugin (profiles: "koord-descheduler")'
+            in notes)
+    assert "ClusterRole desched-migration-controller" in notes
+    assert ("kubectl get crd podmigrationjobs.scheduling.koordinator.sh "
+            "reservations.scheduling.koordinator.sh") in notes
+    if HelmChart is not None:
+        with HelmChart.load(str(CHART)) as chart:
+            crds = {yaml.safe_load(c["data"])["metadata"]["name"] for c in chart.crds}
+        assert crds == {"podmigrationjobs.scheduling.koordinator.sh",
+                        "reservations.scheduling.koordinator.sh"}
+
+
+@needs_helm
+@pytest.mark.parametrize("eviction_policy", ["Delete", "SoftEviction"])
+def test_helm_refuses_a_pod_delete_policy_without_rbac_pod_delete(tmp_path: Path,
+                                                                   eviction_policy: str) -> None:
+    """Delete and SoftEviction need `pods delete`/`patch`, which bypass PodDisruptionBudgets:
+    never granted silently, the render says which value grants them."""
+    values: dict[str, Any] = {"kind": "Deployment",
+                              "policyFile": koordinator_policy(eviction_policy=eviction_policy)}
+    error = render_error(tmp_path, values)
+    assert (f'the policy\'s profile "koord-descheduler" has MigrationController evictionPolicy: '
+            f"{eviction_policy}, which needs pods delete and patch (a delete bypasses "
+            f"PodDisruptionBudgets): set rbac.podDelete=true") in error
+    docs = rendered(tmp_path, {**values, "rbac": {"podDelete": True}})
+    roles = {r["metadata"]["name"]: rules_of(r) for r in by_kind(docs, "ClusterRole")}
+    assert roles["desched-optional-pod-delete"] == POD_DELETE_RULES
+    assert roles["desched-migration-controller"] == MIGRATION_RULES
+
+
+@needs_helm
+def test_helm_cronjob_refuses_a_policy_with_its_own_interval(tmp_path: Path) -> None:
+    """The CronJob runs one cycle per schedule tick: the policy's 60s would silently become
+    every 2 minutes. The render fails in one line naming both ways out."""
+    koord = (REPO / "examples" / "koordinator-policy.yaml").read_text()
+    error = render_error(tmp_path, {"policyFile": koord})
+    assert ('the policy sets deschedulingInterval: 60s, which kind CronJob would replace with '
+            'the schedule "*/2 * * * *": set kind=Deployment to run every 60s, or remove '
+            "deschedulingInterval from the policy to run on the schedule") in error
+    # Without its interval (or with a zero one, which desched ignores) the policy runs on the
+    # schedule.
+    for interval in (None, "0s"):
+        docs = rendered(tmp_path, {"policyFile": koordinator_policy(interval=interval)})
+        assert named(docs, "CronJob")["spec"]["schedule"] == "*/2 * * * *"
+
+
+@needs_helm
+def test_helm_deployment_honours_the_policy_interval(tmp_path: Path) -> None:
+    """kind Deployment runs every deschedulingInterval of the policy, as desched resolves it
+    from the rendered arguments and ConfigMap; a different deschedulingInterval value fails."""
+    koord = (REPO / "examples" / "koordinator-policy.yaml").read_text()
+
+    def schedule(values: dict[str, Any]) -> Any:
+        docs = rendered(tmp_path, values)
+        (container,) = pod_spec(named(docs, values["kind"]))["containers"]
+        return schedule_of(tmp_path, container["args"],
+                           named(docs, "ConfigMap")["data"]["policy.yaml"])
+
+    for values in ({"kind": "Deployment", "policyFile": koord},
+                   {"kind": "Deployment", "policyFile": koord, "deschedulingInterval": "60s"}):
+        s = schedule(values)
+        assert (s.kind, s.interval) == ("interval", 60.0), values
+    assert "every 60s (the policy's deschedulingInterval)" in helm_notes(
+        {"kind": "Deployment", "policyFile": koord})
+    # A policy without an interval: the value, else 5m.
+    s = schedule({"kind": "Deployment"})
+    assert (s.kind, s.interval) == ("interval", 300.0)
+    s = schedule({"kind": "Deployment", "deschedulingInterval": "90s"})
+    assert (s.kind, s.interval) == ("interval", 90.0)
+    # A Job runs one cycle, and says the policy's interval is not used.
+    assert schedule({"kind": "Job", "policyFile": koord}).kind == "once"
+    assert "the policy's deschedulingInterval (60s) is not used by a Job" in helm_notes(
+        {"kind": "Job", "policyFile": koord})
+
+    error = render_error(tmp_path, {"kind": "Deployment", "policyFile": koord,
+                                    "deschedulingInterval": "5m"})
+    assert ("deschedulingInterval is 5m but the policy sets deschedulingInterval: 60s: leave "
+            "the value empty to use the policy's, or change the policy") in error
+
+
+@needs_helm
+def test_helm_refuses_a_policy_file_that_is_not_yaml(tmp_path: Path) -> None:
+    error = render_error(tmp_path, {"kind": "Deployment", "policyFile": "profiles: [a"})
+    assert "policyFile is not one YAML policy document" in error
 
 # ------------------------------------------------------------- the flags exist in `desched run`
 # Every flag the manifests and the chart can emit (the chart adds the lease timings and --dry-run
@@ -923,6 +1183,9 @@ def run_context(args: list[str]) -> Any:
 def test_upstream_chart_values_render_a_workload_desched_runs(tmp_path: Path,
                                                               variant: str) -> None:
     values = yaml.safe_load(UPSTREAM_VALUES.read_text())
+    # Upstream's image cannot run desched (test_upstream_values_image_must_be_replaced): the
+    # one value an upstream values file needs changed, as with --set image.repository=...
+    values["image"]["repository"] = TEST_IMAGE
     if variant == "Deployment":
         values.update(kind="Deployment", replicas=2, leaderElection={
             "enabled": True, "leaseDuration": "15s", "renewDeadline": "10s",
@@ -947,9 +1210,9 @@ def test_upstream_chart_values_render_a_workload_desched_runs(tmp_path: Path,
         role = next(d for d in by_kind(docs, "Role")
                     if d["metadata"]["namespace"] == "descheduling")
         assert rules_of(role) == {("coordination.k8s.io", "leases"): LEASE_VERBS}
-    # Upstream's image cannot run desched; its HTTPS probe on 10258 is pointed at desched's
-    # plain-HTTP health port, upstream's container-port list gives way to desched's ports.
-    assert container["image"] == f"desched:{project_version()}"
+    # Upstream's HTTPS probe on 10258 is pointed at desched's plain-HTTP health port, upstream's
+    # container-port list gives way to desched's ports.
+    assert container["image"] == f"{TEST_IMAGE}:{project_version()}"
     probe = container["livenessProbe"]
     assert probe["httpGet"] == {"path": "/healthz", "port": "health", "scheme": "HTTP"}
     assert probe["initialDelaySeconds"] == 3
@@ -970,6 +1233,20 @@ def test_upstream_chart_values_render_a_workload_desched_runs(tmp_path: Path,
 def test_upstream_values_notes_say_what_was_adapted() -> None:
     if HelmChart is None:
         pytest.skip("helm-python-sdk is not installed")
-    notes = helm_notes(yaml.safe_load(UPSTREAM_VALUES.read_text()))
+    values = yaml.safe_load(UPSTREAM_VALUES.read_text())
+    values["image"]["repository"] = TEST_IMAGE
+    notes = helm_notes(values)
     assert "ConfigMap desched-state" in notes
-    assert "the desched image\nis used instead" in notes
+
+
+@needs_helm
+def test_upstream_values_image_must_be_replaced(tmp_path: Path) -> None:
+    """Upstream's image runs the Go descheduler, which refuses desched's arguments: rendering
+    says so in one line, and how to get desched's image."""
+    error = helm_template(tmp_path, yaml.safe_load(UPSTREAM_VALUES.read_text()),
+                          expect_failure=True)
+    assert isinstance(error, str)
+    assert ("image.repository is upstream descheduler's image, which cannot run desched: build "
+            "the image with scripts/build-image and push it to your registry, then --set "
+            "image.repository=REGISTRY/desched") in error
+    assert "\n" not in error.strip()

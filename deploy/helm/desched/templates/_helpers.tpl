@@ -51,14 +51,103 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/*
-The image repository. Upstream's (left in a values file written for upstream's chart) holds the Go
-descheduler, which does not take desched's arguments: desched's own image is used instead.
+The image: required, since no public desched image exists (scripts/build-image builds it).
+Upstream's repository, left in a values file written for upstream's chart, holds the Go
+descheduler, which does not take desched's arguments.
 */}}
-{{- define "desched.imageRepository" -}}
-{{- if eq .Values.image.repository "registry.k8s.io/descheduler/descheduler" -}}
-desched
+{{- define "desched.image" -}}
+{{- $how := "build the image with scripts/build-image and push it to your registry, then --set image.repository=REGISTRY/desched" -}}
+{{- if eq (toString .Values.image.repository) "registry.k8s.io/descheduler/descheduler" -}}
+{{- fail (printf "image.repository is upstream descheduler's image, which cannot run desched: %s" $how) -}}
+{{- end -}}
+{{- $repository := required (printf "image.repository is required: %s" $how) .Values.image.repository -}}
+{{- printf "%s:%s" $repository (default .Chart.AppVersion .Values.image.tag | toString) -}}
+{{- end -}}
+
+{{/*
+The policy file as JSON: policyFile parsed (a ConfigMap holding the policy, which desched also
+reads, looked into), else the deschedulerPolicy values. The chart reads it to grant and schedule
+what the policy needs.
+*/}}
+{{- define "desched.policy" -}}
+{{- if .Values.policyFile -}}
+{{- $doc := fromYaml .Values.policyFile -}}
+{{- if hasKey $doc "Error" -}}
+{{- fail (printf "policyFile is not one YAML policy document: %s" $doc.Error) -}}
+{{- end -}}
+{{- if and (eq (toString $doc.kind) "ConfigMap") (kindIs "map" $doc.data) -}}
+{{- $data := $doc.data -}}
+{{- $key := ternary "policy.yml" "policy.yaml" (hasKey $data "policy.yml") -}}
+{{- if eq (len $data) 1 -}}{{- $key = first (keys $data) -}}{{- end -}}
+{{- $doc = fromYaml (toString (index $data $key)) -}}
+{{- end -}}
+{{- toJson $doc -}}
 {{- else -}}
-{{- .Values.image.repository -}}
+{{- toJson (merge (dict "kind" "DeschedulerPolicy") .Values.deschedulerPolicy) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The names in a plugin set's enabled or disabled list (Koordinator's `- name: X` items).
+*/}}
+{{- define "desched.pluginNames" -}}
+{{- $names := list -}}
+{{- range . -}}
+{{- if kindIs "map" . -}}{{- $names = append $names (toString .name) -}}{{- end -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end -}}
+
+{{/*
+The Koordinator profiles whose evict plugin is MigrationController, as a JSON list of
+{profile, evictionPolicy}. Koordinator's defaults enable it: with no `evict` set, or one that
+neither disables it (by name or `*`) nor enables another plugin in its place.
+*/}}
+{{- define "desched.migrationProfiles" -}}
+{{- $policy := fromJson (include "desched.policy" .) -}}
+{{- $found := list -}}
+{{- if eq (toString $policy.kind) "DeschedulerConfiguration" -}}
+{{- range ($policy.profiles | default (list (dict "name" "koord-descheduler"))) -}}
+{{- $profile := . -}}
+{{- $plugins := (kindIs "map" $profile.plugins) | ternary $profile.plugins dict -}}
+{{- $evict := (kindIs "map" $plugins.evict) | ternary $plugins.evict dict -}}
+{{- $enabled := fromJsonArray (include "desched.pluginNames" ($evict.enabled | default list)) -}}
+{{- $disabled := fromJsonArray (include "desched.pluginNames" ($evict.disabled | default list)) -}}
+{{- if or (has "MigrationController" $enabled) (and (not (has "*" $disabled)) (not (has "MigrationController" $disabled))) -}}
+{{- $policyName := "Eviction" -}}
+{{- range ($profile.pluginConfig | default list) -}}
+{{- if and (kindIs "map" .) (eq (toString .name) "MigrationController") (kindIs "map" .args) -}}
+{{- $policyName = default "Eviction" .args.evictionPolicy -}}
+{{- end -}}
+{{- end -}}
+{{- $found = append $found (dict "profile" (toString (default "koord-descheduler" $profile.name)) "evictionPolicy" (toString $policyName)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $found -}}
+{{- end -}}
+
+{{/*
+The policy's own deschedulingInterval (Koordinator's DeschedulerConfiguration), or "" when it sets
+none or a zero one ("0s", "0h0m": nothing left once zeros, dots and units are removed), which
+desched treats as none.
+*/}}
+{{- define "desched.policyInterval" -}}
+{{- $policy := fromJson (include "desched.policy" .) -}}
+{{- if eq (toString $policy.kind) "DeschedulerConfiguration" -}}
+{{- $interval := toString ($policy.deschedulingInterval | default "") -}}
+{{- if regexReplaceAll "[0.nsuµmh]" $interval "" -}}
+{{- $interval -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Whether the migration RBAC is rendered: asked for, or the policy needs it.
+*/}}
+{{- define "desched.migrationRBAC" -}}
+{{- if and .Values.rbac.create (or .Values.rbac.migrationController (fromJsonArray (include "desched.migrationProfiles" .))) -}}
+true
 {{- end -}}
 {{- end -}}
 
@@ -97,6 +186,20 @@ Settings that cannot work together fail the render with a message.
 {{- if and (eq .Values.kind "Deployment") (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) -}}
 {{- fail "replicas > 1 requires leaderElection.enabled, or every replica would deschedule" -}}
 {{- end -}}
+{{- $interval := include "desched.policyInterval" . -}}
+{{- if and $interval (eq .Values.kind "CronJob") -}}
+{{- fail (printf "the policy sets deschedulingInterval: %s, which kind CronJob would replace with the schedule %q: set kind=Deployment to run every %s, or remove deschedulingInterval from the policy to run on the schedule" $interval (toString .Values.schedule) $interval) -}}
+{{- end -}}
+{{- if and $interval .Values.deschedulingInterval (ne $interval (toString .Values.deschedulingInterval)) -}}
+{{- fail (printf "deschedulingInterval is %s but the policy sets deschedulingInterval: %s: leave the value empty to use the policy's, or change the policy" (toString .Values.deschedulingInterval) $interval) -}}
+{{- end -}}
+{{- if .Values.rbac.create -}}
+{{- range fromJsonArray (include "desched.migrationProfiles" .) -}}
+{{- if and (has .evictionPolicy (list "Delete" "SoftEviction")) (not $.Values.rbac.podDelete) -}}
+{{- fail (printf "the policy's profile %q has MigrationController evictionPolicy: %s, which needs pods delete and patch (a delete bypasses PodDisruptionBudgets): set rbac.podDelete=true" .profile .evictionPolicy) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -106,7 +209,11 @@ The `desched run` arguments (DESIGN §1.1), one YAML list item per argument.
 - run
 - --policy=/policy-dir/policy.yaml
 {{- if eq .Values.kind "Deployment" }}
-- {{ printf "--interval=%s" (required "deschedulingInterval is required when kind is Deployment" .Values.deschedulingInterval | toString) | quote }}
+{{- /* A policy's own interval is left to desched (no --interval): the policy stays the one place
+that sets it, and desched follows a change to it when it reloads the policy. */}}
+{{- if not (include "desched.policyInterval" .) }}
+- {{ printf "--interval=%s" (default "5m" .Values.deschedulingInterval | toString) | quote }}
+{{- end }}
 {{- else }}
 - --once
 {{- end }}
@@ -173,7 +280,7 @@ spec:
   {{- end }}
   containers:
   - name: desched
-    image: {{ printf "%s:%s" (include "desched.imageRepository" .) (default .Chart.AppVersion .Values.image.tag | toString) | quote }}
+    image: {{ include "desched.image" . | quote }}
     imagePullPolicy: {{ .Values.image.pullPolicy }}
     command:
     - desched
