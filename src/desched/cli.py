@@ -315,6 +315,9 @@ class _UpstreamCommand(click.Command):
 @click.option("--metrics-address", help="Serve /metrics on HOST:PORT (e.g. :10258).")
 @click.option("--health-address", help="Serve /healthz and /readyz on HOST:PORT "
               "(e.g. :10259).")
+@click.option("--cycles-page/--no-cycles-page", default=True, show_default=True,
+              help="Serve /cycles and /cycles.json on the metrics address: the report of the "
+                   "cycles this instance keeps (read-only).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Log lines on stderr: key=value text or JSON lines.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
@@ -339,7 +342,7 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         health_address: str | None, stale_cache_timeout: str | None, log_format: str,
         log_level: str, verbosity: int | None,
         logging_format: str | None, secure_port: int | None, bind_address: str | None,
-        disable_metrics: bool, **ignored: Any) -> int:
+        disable_metrics: bool, cycles_page: bool, **ignored: Any) -> int:
     """Deschedule a live cluster: once, every interval, or on a cron schedule."""
     from desched.live.config import duration
     from desched.live.run import RunConfig, run_command
@@ -358,7 +361,7 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         lease_namespace=leader_elect_resource_namespace,
         lease_duration=leader_elect_lease_duration, renew_deadline=leader_elect_renew_deadline,
         retry_period=leader_elect_retry_period, metrics_address=upstream.metrics_address,
-        health_address=upstream.health_address,
+        health_address=upstream.health_address, cycles_page=cycles_page,
         stale_cache_timeout=None if stale_cache_timeout is None else duration(
             stale_cache_timeout, "--stale-cache-timeout"))
     return run_command(config, log_format=upstream.log_format, log_level=upstream.log_level,

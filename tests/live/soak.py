@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from fake_apiserver import Emulator, FakeApiServer, node, pod
 from test_executor import Evictions, pdb
 from test_run import command_env
@@ -265,6 +266,17 @@ class Faults:
             step += 1
 
 
+async def _fetch_pages(http: aiohttp.ClientSession, port: int,
+                       cycle: int) -> tuple[int, int, int, int]:
+    """The process's /cycles and /cycles.json, as an operator's browser and tools fetch them."""
+    url = f"http://127.0.0.1:{port}"
+    async with http.get(f"{url}/cycles") as page:
+        await page.read()
+    async with http.get(f"{url}/cycles.json") as data:
+        cycles = (await data.json())["cycles"] if data.status == 200 else []
+    return page.status, data.status, cycles[0]["cycle"] if cycles else 0, cycle
+
+
 def _rss(pid: int | str = "self") -> int:
     with open(f"/proc/{pid}/status", encoding="ascii") as fh:
         for line in fh:
@@ -385,6 +397,9 @@ class ProcessSoakResult:
     exit_code: int | None = None
     errors: list[str] = field(default_factory=list)  # error-level log lines
     seconds: float = 0.0
+    # /cycles and /cycles.json fetched after each cycle: (HTML status, JSON status, the newest
+    # cycle the JSON holds, the cycle the log had just finished).
+    pages: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
 async def run_process_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer,
@@ -400,10 +415,13 @@ async def run_process_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServe
         sys.executable, "-m", "desched", "run", "--policy", str(policy),
         "--kubeconfig", kubeconfig, "--interval", settings.interval,
         "--stale-cache-timeout", "1s", "--log-format", "json",
+        "--metrics-address", "127.0.0.1:0",
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=command_env(),
         limit=2**20)
     background = _background(cluster, faults, emulator, api, settings, shared, result)
     this_cycle: list[tuple[str, str]] = []
+    port = 0
+    http = aiohttp.ClientSession(trust_env=False)
     try:
         assert proc.stderr is not None
         wanted = set(FAULTS) - {"lease lost mid-cycle"}
@@ -430,17 +448,22 @@ async def run_process_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServe
             if entry.get("level") in ("error", "critical") and event != "Error evicting pod":
                 # Evictions refused or failed are expected (budgets, injected faults).
                 result.errors.append(event)
-            if event == "Evicted pod":
+            if event == "listening":
+                port = int(entry["address"].rpartition(":")[2])
+            elif event == "Evicted pod":
                 this_cycle.append((entry["pod"], entry["node"]))
             elif event == "descheduling cycle finished":
                 result.rss.append(_rss(proc.pid))
                 result.cycles.append(entry["result"])
                 result.evicted.append(this_cycle)
                 this_cycle = []
+                result.pages.append(await _fetch_pages(http, port, entry["cycle"]))
             elif event.startswith("descheduling cycle skipped"):
                 result.rss.append(_rss(proc.pid))
                 result.cycles.append("stale")
+                result.pages.append(await _fetch_pages(http, port, entry["cycle"]))
     finally:
+        await http.close()
         await _stop(background)
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)

@@ -89,8 +89,9 @@ async def test_soak_with_fault_injection(tmp_path: Path, emulator: Emulator,
 
 async def test_soak_of_the_desched_run_process(tmp_path: Path, emulator: Emulator,
                                               api: FakeApiServer) -> None:
-    """The command itself in its own process under the same churn and faults: the safety
-    checks from its log, and its resident memory, which is desched's alone."""
+    """The command itself in its own process under the same churn and faults, its /cycles page
+    fetched after every cycle: the safety checks from its log, and its resident memory, which
+    is desched's alone."""
     wanted = settings()
     # The command reconnects with its real backoff (1 s, doubling): streams cut more often than
     # that keep its cache stale and every cycle skipped.
@@ -110,6 +111,10 @@ async def test_soak_of_the_desched_run_process(tmp_path: Path, emulator: Emulato
         assert max(Counter(node for _, node in cycle).values(), default=0) <= PER_NODE
     assert result.pod_deletes == 0
     assert set(result.faults) == set(FAULTS) - {"lease lost mid-cycle"}
+    # The /cycles page served and fetched after every cycle, holding that cycle first.
+    assert len(result.pages) == len(result.cycles)
+    assert all(html == data == 200 and newest >= cycle
+               for html, data, newest, cycle in result.pages), result.pages
     rss = [round(r / 2**20, 1) for r in result.rss]
     if len(rss) >= 30:
         # Resident memory flat: under 5 % growth from the tenth cycle to the last.

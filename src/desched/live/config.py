@@ -51,6 +51,7 @@ class RunConfig:
     # one interval.
     stale_cache_timeout: float | None = None
     policy_poll: float = 5.0  # seconds between checks of the policy file (a loop reloads it)
+    cycles_page: bool = True  # /cycles and /cycles.json on the metrics address
 
 
 def duration(text: str, flag: str) -> float:

@@ -297,9 +297,14 @@ class LeaseElector:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def _holder(self) -> str:
+    @property
+    def holder(self) -> str:
+        """Who holds the lease as last read ("" for nobody, or before the first read)."""
         spec = (self._observed if isinstance(self._observed, dict) else None) or {}
-        return str(spec.get("holderIdentity") or "nobody")
+        return str(spec.get("holderIdentity") or "")
+
+    def _holder(self) -> str:
+        return self.holder or "nobody"
 
     # -- requests ----------------------------------------------------------------------------------
     async def _get(self) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import os
 import signal
@@ -28,13 +29,11 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from desched.errors import InputError
-from desched.executors.eviction_api import EvictionApiExecutor
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import Executor
@@ -59,6 +58,8 @@ from desched.live.cycle import (
     TimedPlugin,
     log_note,
 )
+from desched.live.cycle_facts import KEPT_CYCLES, CycleFacts, CycleReport, RecordedEvictions
+from desched.live.cycles_page import CyclesPage, PageState
 from desched.live.detector_state import DetectorState, uses_detectors
 from desched.live.events import EventRecorder
 from desched.live.health import (
@@ -146,15 +147,6 @@ class _Stopped(Exception):
     """A shutdown or a lost lease interrupted a wait."""
 
 
-@dataclass
-class CycleReport:
-    number: int
-    result: str  # completed | skipped | interrupted | failed
-    evicted: int
-    failed: int
-    log: DecisionLog
-
-
 class Runner:
     def __init__(self, config: RunConfig, policy: Policy, schedule: Schedule, *,
                  metrics: Metrics | None = None,
@@ -178,6 +170,10 @@ class Runner:
         self.lease_lost = False
         self.servers: list[HttpServer] = []
         self.reports: list[CycleReport] = []
+        # /cycles and /cycles.json beside /metrics (live/cycles_page.py).
+        self.page = (CyclesPage(self._page_state)
+                     if config.cycles_page and config.metrics_address else None)
+        self._events_failed = 0
         self._carried: dict[tuple[str, str], dict[str, Any]] = {}
         self.migration_args = {} if self.dry_run else migration_profiles(policy)
         self.migrations: dict[str, MigrationService] = {}
@@ -257,7 +253,9 @@ class Runner:
         listeners: list[tuple[Address, Mapping[str, Handler]]] = []
         for address, flag in self.addresses:
             if flag == "--metrics-address":
-                listeners.append((address, {"/metrics": self.metrics.handle}))
+                routes = {"/metrics": self.metrics.handle,
+                          **(self.page.routes() if self.page is not None else {})}
+                listeners.append((address, routes))
             else:
                 listeners.append((address, health_routes(self.readiness)))
         self.servers = await start_servers(listeners)
@@ -321,7 +319,11 @@ class Runner:
         if not self.dry_run:
             assert self._loop is not None
             self.events = EventRecorder(self.client, self._loop, self.identity,
-                                        on_result=self.metrics.event_posted)
+                                        on_result=self._event_posted)
+
+    def _event_posted(self, type_: str, ok: bool) -> None:
+        self.metrics.event_posted(type_, ok)
+        self._events_failed += not ok
 
     def _check_migration_kinds(self) -> None:
         if not self.migration_args:
@@ -427,6 +429,17 @@ class Runner:
         if self._wake is not None:
             self._wake.set()
 
+    def _page_state(self) -> PageState:
+        elector = self.elector
+        leading = elector is not None and not self.lease_lost and elector.is_leader()
+        return PageState(
+            identity=self.identity, leader_election=self.leader_elect, leading=leading,
+            holder=str(getattr(elector, "holder", "") or ""),
+            lease=f"{self.config.lease_namespace or default_lease_namespace()}/"
+                  f"{self.config.lease_name}",
+            dry_run=self.dry_run, schedule=str(self.schedule), policy=self.config.policy_path,
+            reports=tuple(self.reports))
+
     def _guard(self) -> str | None:
         if self.elector is not None and (self.lease_lost or not self.elector.is_leader()):
             return LEASE_LOST
@@ -501,7 +514,10 @@ class Runner:
         log.warning("descheduling cycle skipped: the cluster cache is not current; the next "
                     "cycle runs as soon as it is", cycle=number, stale_seconds=stale)
         self.metrics.cycles.labels("stale").inc()
-        self._keep(CycleReport(number, "stale", 0, 0, DecisionLog()))
+        facts = CycleFacts(datetime.now(UTC), self.dry_run, self.policy)
+        facts.why = "the cluster cache is not current: " + ", ".join(
+            f"{label} for {seconds:g}s" for label, seconds in stale.items())
+        self._keep(CycleReport(number, "stale", 0, 0, DecisionLog(), facts))
 
     # -- policy hot reload --------------------------------------------------------------------
     def _watch_policy(self) -> None:
@@ -629,15 +645,15 @@ class Runner:
             log.info("desched stopped")
 
     # -- one cycle --------------------------------------------------------------------------
-    def _executor(self, snapshot: ClusterSnapshot) -> Executor:
+    def _executor(self, snapshot: ClusterSnapshot, facts: CycleFacts) -> Executor:
         if self.dry_run:
             return SimulationExecutor(snapshot)
         assert self.client is not None and self._loop is not None
-        evictions = EvictionApiExecutor(
+        evictions = RecordedEvictions(
             self.client, self._loop, snapshot,
             grace_period_seconds=self.policy.grace_period_seconds,
             attempts=self.config.eviction_attempts, timeout=self.config.eviction_timeout,
-            backoff=Backoff(*self.config.eviction_backoff))
+            backoff=Backoff(*self.config.eviction_backoff), facts=facts)
         if not self.migrations:
             return evictions
         templates = {profile: JobTemplate(service.args, service.creator)
@@ -648,7 +664,10 @@ class Runner:
 
     async def run_cycle(self, number: int) -> CycleReport:
         started = time.monotonic()
+        facts = CycleFacts(datetime.now(UTC), self.dry_run, self.policy)
+        events_failed = self._events_failed
         snapshot = await build_snapshot(self.informers)
+        facts.nodes, facts.pods = len(snapshot.nodes), len(snapshot.pods)
         self.metrics.snapshot_duration.observe(time.monotonic() - started)
         for service in self.migrations.values():
             service.observe(snapshot)
@@ -660,7 +679,7 @@ class Runner:
                                                                               plugin).inc(),
             log_note)
         guard = self._guard if self.elector is not None else None
-        inner = self._executor(snapshot)
+        inner = self._executor(snapshot, facts)
         executor = GuardedExecutor(inner, self.stopping, guard)
         reporter.pods = executor.pods
         clock = Clock(datetime.now(UTC))
@@ -675,7 +694,8 @@ class Runner:
                       cycle=number, error=str(err))
             self.metrics.cycles.labels("failed").inc()
             decisions.detach()
-            return self._keep(CycleReport(number, "failed", 0, 0, decisions))
+            facts.why = f"cannot build the policy's profiles on this cycle's snapshot: {err}"
+            return self._keep(CycleReport(number, "failed", 0, 0, decisions, facts))
         self._restore_state(descheduler)
         state = await self._detector_state()
         if state is not None:
@@ -684,17 +704,20 @@ class Runner:
         log.info("descheduling cycle started", cycle=number, nodes=len(snapshot.nodes),
                  pods=len(snapshot.pods), dry_run=self.dry_run)
         result = "completed"
+        cycle = functools.partial(descheduler.run_cycle, number)
         try:
-            skipped = await asyncio.to_thread(descheduler.run_cycle, number)
+            # The page's plots: utilization before and after, taken in the cycle's thread.
+            skipped = await asyncio.to_thread(
+                facts.watch(snapshot, clock.now, cycle) if self.page is not None else cycle)
             if skipped:
-                result = "skipped"
+                result, facts.why = "skipped", skipped
                 log.info(skipped, cycle=number)
         except CycleInterrupted as err:
-            result = "interrupted"
+            result, facts.why = "interrupted", f"stopped before its next eviction: {err}"
             log.warning("descheduling cycle stopped before its next eviction", cycle=number,
                         why=str(err))
-        except Exception:
-            result = "failed"
+        except Exception as err:
+            result, facts.why = "failed", f"{type(err).__name__}: {err}"
             log.exception("descheduling cycle failed", cycle=number)
         finally:
             self._save_state(descheduler)
@@ -706,14 +729,17 @@ class Runner:
             self.metrics.last_cycle.set(time.time())
             if self.events is not None:
                 await self.events.flush()
+            facts.seconds = elapsed
+            facts.events_failed = self._events_failed - events_failed
         log.info("descheduling cycle finished", cycle=number, result=result,
                  totalEvicted=reporter.evicted, failed=reporter.failed,
                  seconds=round(elapsed, 3), dry_run=self.dry_run)
         if isinstance(inner, MigrationJobExecutor):
             await self._finish_migrations(inner)
         decisions.detach()
+        facts.settle(decisions, executor.pods, snapshot)
         return self._keep(CycleReport(number, result, reporter.evicted, reporter.failed,
-                                      decisions))
+                                      decisions, facts))
 
     async def _detector_state(self) -> DetectorState | None:
         """A one-cycle run (a Job's, a CronJob's) keeps LowNodeLoad's detectors in a ConfigMap:
@@ -728,7 +754,7 @@ class Runner:
 
     def _keep(self, report: CycleReport) -> CycleReport:
         self.reports.append(report)
-        del self.reports[:-10]  # a long-running loop keeps only the recent ones
+        del self.reports[:-KEPT_CYCLES]  # a long-running loop keeps only the recent ones
         return report
 
     def _plugins(self, descheduler: Descheduler) -> list[tuple[str, str, Any]]:
