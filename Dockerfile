@@ -1,9 +1,13 @@
 # syntax=docker/dockerfile:1
 #
-# desched container image.
+# desched's container image built by Docker or Podman, on python:3.11-slim. scripts/build-image
+# builds the equivalent image without a container daemon or a base image from a registry (Debian
+# packages and PyPI wheels, mmdebstrap and umoci); that is the build the tests run and
+# docs/deploy.md describes. Either way, push the image to your registry and point the chart
+# (image.repository) or your kustomize overlay (images:) at it: no public desched image exists.
 #
-#   docker build -t desched:0.1.0 .
-#   docker run --rm -v "$PWD/examples:/policy-dir:ro" desched:0.1.0 validate --policy /policy-dir/policy.yaml
+#   docker build -t REGISTRY/desched:0.1.0 . && docker push REGISTRY/desched:0.1.0
+#   docker run --rm -v "$PWD/examples:/policy-dir:ro" REGISTRY/desched:0.1.0 validate --policy /policy-dir/policy.yaml
 #
 # The runtime image holds a virtualenv with desched and its runtime dependencies only (no test
 # tools), runs as the numeric non-root user 65532, and writes nothing at run time, so it works with

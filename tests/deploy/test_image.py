@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import tomllib
 from pathlib import Path
@@ -60,8 +61,9 @@ def prune(cache: Path, keep: Path) -> None:
 
 @pytest.fixture(scope="module")
 def image() -> Path:
-    """The cache entry: `oci/` (the layout the script wrote) and `bundle/` (umoci unpack of it,
-    never written to by the tests: the chroot binds it read-only)."""
+    """The cache entry: `oci/` and `desched.oci.tar` (the layout and the archive the script
+    wrote) and `bundle/` (umoci unpack of the layout, never written to by the tests: the chroot
+    binds it read-only)."""
     for tool in ("mmdebstrap", "umoci", "unshare", "chroot"):
         assert shutil.which(tool), f"{tool} is not installed: scripts/test installs it"
     root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
@@ -75,7 +77,8 @@ def image() -> Path:
         if not (entry / "done").exists():
             shutil.rmtree(entry, ignore_errors=True)
             entry.mkdir()
-            build = subprocess.run([str(SCRIPT), "--layout", str(entry / "oci")],
+            build = subprocess.run([str(SCRIPT), "--layout", str(entry / "oci"),
+                                    "--out", str(entry / "desched.oci.tar")],
                                    capture_output=True, text=True, timeout=600, check=False)
             assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
             unpack = subprocess.run(["umoci", "unpack", "--image",
@@ -121,6 +124,19 @@ def test_image_config(image: Path) -> None:
     assert len(manifest["layers"]) == 2
     size = sum(layer["size"] for layer in manifest["layers"])
     assert size < 60 * 1024 * 1024, f"image is {size / 2**20:.0f} MiB compressed"
+
+
+def test_image_archive_holds_the_layout(image: Path) -> None:
+    """--out writes the OCI layout as a tar (what `skopeo copy oci-archive:...` pushes)."""
+    layout = image / "oci"
+    with tarfile.open(image / "desched.oci.tar") as tar:
+        files = {m.name.removeprefix("./"): m for m in tar.getmembers() if m.isfile()}
+        index = tar.extractfile(files["index.json"])
+        assert index is not None
+        assert json.loads(index.read()) == json.loads((layout / "index.json").read_text())
+    expected = {str(p.relative_to(layout)) for p in layout.rglob("*") if p.is_file()}
+    assert set(files) == expected
+    assert "oci-layout" in files
 
 
 def test_image_holds_desched_and_nothing_to_install_with(image: Path) -> None:
