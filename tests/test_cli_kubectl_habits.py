@@ -170,3 +170,196 @@ def test_validate_strict_passes_a_clean_policy() -> None:
     for policy in (POLICY, str(EXAMPLES / "koordinator-policy.yaml")):
         proc = desched("validate", "--strict", "--policy", policy)
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, "ok\n", "")
+
+
+# -- convert -------------------------------------------------------------------------------------
+
+# examples/policy.yaml as upstream's historic v1alpha1 format wrote it.
+V1ALPHA1 = """\
+    apiVersion: descheduler/v1alpha1
+    kind: DeschedulerPolicy
+    maxNoOfPodsToEvictPerNode: 5
+    evictLocalStoragePods: false
+    strategies:
+      RemoveDuplicates: {enabled: true}
+      PodLifeTime:
+        enabled: true
+        params: {podLifeTime: {maxPodLifeTimeSeconds: 604800}, namespaces: {exclude: [kube-system]}}
+      LowNodeUtilization: {enabled: false}
+    """
+
+
+def convert(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    proc = desched("convert", *args, stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_convert_prints_a_v1alpha1_policy_as_the_v1alpha2_policy_that_runs(
+        tmp_path: Path) -> None:
+    v1alpha1 = write(tmp_path / "v1alpha1.yaml", V1ALPHA1)
+    proc = convert("--policy", v1alpha1)
+    assert proc.stderr == ""
+    assert proc.stdout.startswith(f"# {v1alpha1} (descheduler/v1alpha1 DeschedulerPolicy) as "
+                                  f"the descheduler/v1alpha2 DeschedulerPolicy desched runs\n")
+    doc = yaml.safe_load(proc.stdout)
+    assert (doc["apiVersion"], doc["kind"]) == ("descheduler/v1alpha2", "DeschedulerPolicy")
+    assert doc["maxNoOfPodsToEvictPerNode"] == 5
+    # Upstream's conversion: a profile per enabled strategy, DefaultEvictor from the top-level
+    # booleans filtering in each.
+    assert [p["name"] for p in doc["profiles"]] == ["strategy-RemoveDuplicates-profile",
+                                                    "strategy-PodLifeTime-profile"]
+    plt = doc["profiles"][1]
+    assert plt["plugins"] == {"deschedule": {"enabled": ["PodLifeTime"]},
+                              "filter": {"enabled": ["DefaultEvictor"]},
+                              "preevictionfilter": {"enabled": ["DefaultEvictor"]}}
+    assert plt["pluginConfig"][0]["name"] == "DefaultEvictor"
+    assert plt["pluginConfig"][0]["args"]["evictLocalStoragePods"] is False
+    assert plt["pluginConfig"][1] == {"name": "PodLifeTime", "args": {
+        "namespaces": {"exclude": ["kube-system"]}, "maxPodLifeTimeSeconds": 604800}}
+
+    converted = tmp_path / "converted.yaml"
+    converted.write_text(proc.stdout, encoding="utf-8")
+    check = desched("validate", "--strict", "--policy", str(converted))
+    assert (check.returncode, check.stdout, check.stderr) == (0, "ok\n", "")
+    before = simulate_json(v1alpha1, CLUSTER)
+    assert before["evictions"], "the policy evicts: the comparison means something"
+    assert simulate_json(str(converted), CLUSTER)["evictions"] == before["evictions"]
+    # The same from standard input, as JSON.
+    piped = convert("--policy", "-", "-o", "json", stdin=Path(v1alpha1).read_text())
+    assert json.loads(piped.stdout) == doc
+
+
+@pytest.mark.parametrize(("policy", "cluster", "extra"), [
+    ("koordinator-policy.yaml", "cluster.yaml", ()),
+    ("lownodeload-hotspot/policy.yaml", "lownodeload-hotspot/cluster.yaml",
+     ("--cycles", "8", "--reschedule")),
+])
+def test_convert_koordinator_configuration_simulates_identically(
+        tmp_path: Path, policy: str, cluster: str, extra: tuple[str, ...]) -> None:
+    source = str(EXAMPLES / policy)
+    proc = convert("--policy", source)
+    comments = [line for line in proc.stdout.splitlines() if line.startswith("#")]
+    assert comments[0] == (f"# {source} (Koordinator DeschedulerConfiguration) as the "
+                           f"descheduler/v1alpha2 DeschedulerPolicy desched runs")
+    # deschedulingInterval is the process's, not the policy's: named with the flag for it.
+    interval = yaml.safe_load(Path(source).read_text())["deschedulingInterval"]
+    assert any(f"run `desched run --interval {interval}`" in c for c in comments), comments
+    doc = yaml.safe_load(proc.stdout)
+    assert (doc["apiVersion"], doc["kind"]) == ("descheduler/v1alpha2", "DeschedulerPolicy")
+    assert "deschedulingInterval" not in doc
+    converted = tmp_path / "converted.yaml"
+    converted.write_text(proc.stdout, encoding="utf-8")
+
+    def evictions(path: str) -> object:
+        run = desched("simulate", "--policy", path, "--snapshot", str(EXAMPLES / cluster),
+                      "-o", "json", *extra)
+        assert run.returncode == 0, run.stderr
+        return json.loads(run.stdout)["evictions"]
+
+    before = evictions(source)
+    assert before
+    assert evictions(str(converted)) == before
+    # JSON has no comments: the notes go to stderr.
+    as_json = convert("--policy", source, "-o", "json")
+    assert json.loads(as_json.stdout) == doc
+    assert [f"# note: {line[len('note: '):]}" for line in as_json.stderr.splitlines()] \
+        == comments[1:]
+
+
+def test_convert_koordinator_defaults_selector_and_process_settings(tmp_path: Path) -> None:
+    """Koordinator validates args after defaulting them and upstream before: the converted
+    policy carries the defaulted args (MigrationController's would not load empty); the
+    nodeSelector becomes upstream's selector string; process settings become notes."""
+    source = write(tmp_path / "koord.yaml", """\
+        apiVersion: descheduler/v1alpha2
+        kind: DeschedulerConfiguration
+        leaderElection: {leaderElect: true, resourceNamespace: koordinator-system}
+        enableProfiling: true
+        nodeSelector:
+          matchLabels: {pool: general}
+          matchExpressions:
+          - {key: zone, operator: In, values: [a, b]}
+          - {key: spot, operator: DoesNotExist}
+        maxNoOfPodsToEvictTotal: 4
+        profiles:
+        - name: p
+          plugins:
+            evict: {disabled: [{name: "*"}], enabled: [{name: DefaultEvictor}]}
+            filter: {enabled: [{name: DefaultEvictor}]}
+            deschedule: {enabled: [{name: RemoveFailedPods}]}
+        """)
+    proc = convert("--policy", source)
+    doc = yaml.safe_load(proc.stdout)
+    assert doc["nodeSelector"] == "pool=general,zone in (a,b),!spot"
+    assert doc["maxNoOfPodsToEvictTotal"] == 4
+    profile = doc["profiles"][0]
+    assert profile["plugins"]["filter"] == {"enabled": ["MigrationController", "DefaultEvictor"]}
+    args = {c["name"]: c.get("args") for c in profile["pluginConfig"]}
+    assert args["MigrationController"]["defaultJobMode"] == "ReservationFirst"
+    assert args["RemoveFailedPods"]["minPodLifetimeSeconds"] == 3600
+    assert "# note: leaderElection.leaderElect: true is not a policy key in v1alpha2: run " \
+           "`desched run --leader-elect`" in proc.stdout
+    assert "--leader-elect-resource-namespace koordinator-system`" in proc.stdout
+    assert "# note: enableProfiling: true is a setting of koord-descheduler's process that " \
+           "desched has no equivalent for; not carried over" in proc.stdout
+    check = desched("validate", "--policy", "-", stdin=proc.stdout)
+    assert (check.returncode, check.stdout) == (0, "ok\n"), check.stderr
+
+
+KOORD_HEAD = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerConfiguration\n"
+DEFAULT_EVICT = ('    evict: {disabled: [{name: "*"}], enabled: [{name: DefaultEvictor}]}\n'
+                 "    filter: {enabled: [{name: DefaultEvictor}]}\n")
+
+
+@pytest.mark.parametrize(("text", "needles"), [
+    # Koordinator's default evict plugin: PodMigrationJobs, which v1alpha2 cannot say.
+    (KOORD_HEAD + "profiles:\n- name: k\n  plugins:\n"
+                  "    balance: {enabled: [{name: RemoveDuplicates}]}\n",
+     ('profile "k": evict plugin MigrationController has no v1alpha2 equivalent',
+      "evict with DefaultEvictor")),
+    (KOORD_HEAD + "dryRun: true\nprofiles:\n- name: k\n  plugins:\n" + DEFAULT_EVICT,
+     ("dryRun: true", "desched run --dry-run")),
+    (KOORD_HEAD + "profiles:\n- name: k\n  nodeSelector: {matchLabels: {a: b}}\n"
+                  "  plugins:\n" + DEFAULT_EVICT,
+     ('profile "k": a nodeSelector per profile has no v1alpha2 equivalent',)),
+    (KOORD_HEAD + "profiles:\n- name: k\n  plugins:\n"
+                  '    evict: {disabled: [{name: "*"}], enabled: [{name: DefaultEvictor}]}\n',
+     ('profile "k": its filters leave DefaultEvictor out',)),
+    # An invalid policy: the error validate gives.
+    (HEAD + "profiles:\n- name: p\n  plugins: {deschedule: {enabled: [PodLifeTime]}}\n",
+     ('unable to find "PodLifeTime" plugin config',)),
+])
+def test_convert_refuses_in_one_line(tmp_path: Path, text: str,
+                                     needles: tuple[str, ...]) -> None:
+    policy = write(tmp_path / "policy.yaml", text)
+    proc = desched("convert", "--policy", policy)
+    line = input_error(proc, policy, *needles)
+    assert proc.stderr.splitlines() == [line]
+
+
+def test_convert_makes_what_v1alpha2_injects_explicit_and_drops_ignored_keys(
+        tmp_path: Path) -> None:
+    source = write(tmp_path / "policy.yaml", Path(POLICY).read_text() + "nodeSelectr: a=b\n")
+    proc = convert("--policy", source)
+    assert proc.stderr == (f'warning: {source}: unknown field "nodeSelectr" (did you mean '
+                           f'"nodeSelector"?); it is ignored\n')
+    doc = yaml.safe_load(proc.stdout)
+    assert "nodeSelectr" not in doc
+    assert doc["profiles"][0]["plugins"]["filter"] == {"enabled": ["DefaultEvictor"]}
+    assert doc["profiles"][0]["plugins"]["preevictionfilter"] == {"enabled": ["DefaultEvictor"]}
+    converted = tmp_path / "converted.yaml"
+    converted.write_text(proc.stdout, encoding="utf-8")
+    assert simulate_json(str(converted), CLUSTER) == simulate_json(POLICY, CLUSTER)
+
+
+# -- help texts ----------------------------------------------------------------------------------
+
+def test_no_help_text_cites_documents_users_do_not_have() -> None:
+    commands = ["simulate", "explain", "validate", "convert", "run", "snapshot"]
+    for command in [None, *commands]:
+        proc = desched(*([command] if command else []), "--help")
+        assert proc.returncode == 0, proc.stderr
+        for cited in ("DESIGN", "reference/", "§", "seeds/"):
+            assert cited not in proc.stdout, (command, cited)
+    assert "convert" in desched("--help").stdout

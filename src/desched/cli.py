@@ -151,6 +151,25 @@ def validate(policy_path: str, strict: bool) -> None:
     click.echo("ok")
 
 
+@main.command()
+@_policy_option
+@click.option("--output", "-o", type=click.Choice(["yaml", "json"]), default="yaml",
+              show_default=True, help="Format of the printed policy (YAML has the notes as "
+              "comments; with json they go to stderr).")
+def convert(policy_path: str, output: str) -> None:
+    """Print a policy (upstream v1alpha1 or v1alpha2, Koordinator's DeschedulerConfiguration,
+    or a ConfigMap holding one) as the descheduler/v1alpha2 DeschedulerPolicy desched runs.
+    What v1alpha2 cannot hold is refused when it changes decisions, else noted."""
+    from desched.policy.convert import convert_policy, render
+
+    converted = convert_policy(policy_path)
+    _warn(converted.policy.warnings)
+    if output == "json":
+        for note in converted.notes:
+            click.echo(f"note: {note}", err=True)
+    click.echo(render(converted, output), nl=False)
+
+
 def _warn(warnings: list[str]) -> None:
     """The policy's warnings (ignored keys, nothing enabled), on stderr: never an error."""
     for warning in warnings:
