@@ -28,6 +28,11 @@ _TOP_NODES = 15
 _W = 372  # three plots side by side in the page's 1200 px
 _FONT = 11
 _BEFORE, _AFTER, _LIMIT = "#9bb7d4", "#2b6cb0", "#c53030"
+UNPLACED = "where replacements land is known only with --reschedule"
+# A live cycle (report_body's `live`): the cluster's scheduler places the replacements.
+LIVE_UNPLACED = "where the scheduler put the replacements shows in the next cycle's before"
+LIVE_NOT_REPLACED = ("the cycle's evicted pods gone, their replacements not counted: "
+                     "optimistic; where the scheduler put them shows in the next cycle's before")
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}
@@ -336,7 +341,7 @@ def _plots(result: SimulationResult, limits: dict[str, float]) -> str:
 
 
 def _balance_rows(result: SimulationResult, limits: dict[str, float],
-                  not_replaced: str = whatif.NOT_REPLACED) -> str:
+                  not_replaced: str | None = None) -> str:
     """A row per frame, a column per series: standard deviation, maximum and nodes over the
     threshold (percentage points of allocatable)."""
     suffix = " (not replaced)" if _optimistic(result) else ""
@@ -368,7 +373,7 @@ def _balance_rows(result: SimulationResult, limits: dict[str, float],
         i = j + 1
     body = "".join(f"<tr><td>{_e(label)}</td>{shown_cells}</tr>" for label, shown_cells in rows)
     banner = (f'<p class="warn" id="not-replaced"><b>Every "after" on this page:</b> '
-              f'{_e(not_replaced)}.</p>' if suffix else "")
+              f'{_e(not_replaced or whatif.NOT_REPLACED)}.</p>' if suffix else "")
     return (f'{banner}<div class="scroll"><table class="balance"><tr><th>when</th>{head}</tr>'
             f'{body}</table></div>')
 
@@ -406,12 +411,11 @@ def _flagged(result: SimulationResult, churn: whatif.Churn) -> int:
     return len(keys)
 
 
-def _churn(result: SimulationResult, churn: whatif.Churn) -> str:
+def _churn(result: SimulationResult, churn: whatif.Churn, live: bool = False) -> str:
     if not churn:
         if not any(s.evicted for s in result.summaries):
             return '<p class="ok" id="churn">no churn (nothing was evicted)</p>'
-        unknown = ("" if result.replaced else "; where replacements land is known only with "
-                   "--reschedule")
+        unknown = ("" if result.replaced else f"; {LIVE_UNPLACED if live else UNPLACED}")
         return f'<p class="ok" id="churn">no churn{unknown}</p>'
     items = []
     if churn.back_on_source:
@@ -555,22 +559,24 @@ def render_html(result: SimulationResult) -> str:
 
 
 def report_body(result: SimulationResult, id_prefix: str = "",
-                not_replaced: str = whatif.NOT_REPLACED) -> tuple[str, dict[str, Any]]:
+                live: bool = False) -> tuple[str, dict[str, Any]]:
     """The report below its title: the HTML, and the tables the page's script builds (by the
     id of the element each fills). `id_prefix` prefixes every id, so that several reports
-    share one page (`desched run`'s /cycles) and one script; `not_replaced` says what an
-    "after" without replacements is (a live cycle's replacements are the scheduler's)."""
+    share one page (`desched run`'s /cycles) and one script. `live`: the report of one cycle
+    of `desched run`, whose replacements the cluster's scheduler places where this report
+    does not see (no placements, no cycle count, the "after" worded for that)."""
     evictions = [d for d in result.log.decisions if d.outcome in EVICTED_OUTCOMES]
     refusals = [d for d in result.log.decisions if d.outcome in REFUSED_OUTCOMES]
     limits = thresholds(result.policy)
     churn = whatif.churn(result)
     flagged = _flagged(result, churn)
     placed = sum(len(s.placements) for s in result.summaries)
-    cards = _cards((
+    cards = _cards(card for card in (
         (result.nodes, "nodes", False), (result.pods, "pods", False),
         (result.cycles, "cycle(s)", False), (len(evictions), "evicted", False),
         (len(refusals), "refused", False), (placed, "replacements placed", False),
-        (flagged, "flagged as churn", flagged > 0)))
+        (flagged, "flagged as churn", flagged > 0))
+        if not live or card[1] not in ("cycle(s)", "replacements placed"))
     group_section, group_table = _groups(result, limits)
     tables = _tables(result, evictions, refusals, churn, limits)
     if group_table:
@@ -579,7 +585,7 @@ def report_body(result: SimulationResult, id_prefix: str = "",
         ("Evictions", '<div id="evictions"></div>'),
         ("Refused evictions", '<div id="refusals"></div>'),
         ("Notes: why plugins did what they did", '<div id="notes"></div>'),
-        ("Replacements placed", '<div id="placements"></div>'),
+        *([] if live else [("Replacements placed", '<div id="placements"></div>')]),
         ("Kept pods per cycle", '<div id="kept"></div>'),
         ("Every node", '<div id="nodes"></div>'),
     ]
@@ -589,8 +595,8 @@ def report_body(result: SimulationResult, id_prefix: str = "",
     by_plugin = Counter(f"{d.profile}/{d.plugin}" for d in evictions)
     by_node = Counter(d.node for d in evictions)
     body = f"""<div class="cards">{cards}</div>
-<h2>Churn</h2>{_churn(result, churn)}
-<h2>Balance per cycle</h2>{_balance_rows(result, limits, not_replaced)}
+<h2>Churn</h2>{_churn(result, churn, live)}
+<h2>Balance per cycle</h2>{_balance_rows(result, limits, LIVE_NOT_REPLACED if live else None)}
 <h2>Utilization before and after</h2>{_plots(result, limits)}
 {group_section}
 <h2>Evictions by plugin and by node</h2>

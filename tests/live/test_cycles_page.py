@@ -167,6 +167,9 @@ async def test_the_command_serves_its_cycles_as_its_log_tells_them(
     assert f'<tr><td class="n">1</td><td>{shown}</td><td>{node_name}</td>' in one
     assert "1 row(s)" in one
     assert dom.count("<svg") >= 3 * 2  # three series per cycle's report, two reports at least
+    # A live cycle's report says nothing a live run does not know: where replacements went.
+    assert "--reschedule" not in dom and "replacements placed" not in dom
+    assert "where the scheduler put them shows in the next cycle's before" in dom
     # The hostile name is text wherever it shows: no element came out of it.
     assert "evil-&lt;script&gt;alert(1)&lt;img src=x onerror=alert(2)&gt;" in dom
     assert "<img" not in dom and dom.count("<script") == 2
@@ -337,6 +340,7 @@ async def test_read_only_and_the_flag_that_turns_it_off(
             policy = headers["Content-Security-Policy"]
             assert "default-src 'none'" in policy and "script-src 'sha256-" in policy
             assert headers["X-Content-Type-Options"] == "nosniff"
+            assert headers["Content-Encoding"] in ("gzip", "deflate")  # the client accepts them
     off = runner_for(config(tmp_path, emulator, interval="1h", dry_run=True,
                             metrics_address="127.0.0.1:0", cycles_page=False))
     async with background(off):
@@ -379,7 +383,7 @@ def oversized(number: int, nodes: int, policy: Policy) -> CycleReport:
         log.kept[(number, "default", "PodLifeTime", f"{why} kept {number} {i}")] = i + 1
     names = tuple(f"node-{number}-{i:05d}" for i in range(nodes))
     frame = Frame("f", {s: {n: float(i % 100) for i, n in enumerate(names)} for s in SERIES})
-    facts = CycleFacts(datetime.now(UTC), False, policy)
+    facts = CycleFacts(datetime.now(UTC), False, policy, nodes=nodes, pods=30 * nodes)
     facts.frames = (CompactFrame.of(frame, names), CompactFrame.of(frame, names))
     for i in range(MAX_API_ERRORS + 50):
         facts.answer(f"default/pod-{number}-{i:06d}", f"503 {why}")
@@ -424,3 +428,23 @@ async def test_a_kept_cycle_is_capped_and_so_is_their_memory(tmp_path: Path) -> 
            "1000 limited, 100 notes" in render_html(state)
     assert json.loads(render_json(state))["cycles"][0]["live"]["notKept"] == {
         "limited": 1_000, "notes": 100, "kept reasons": 100}
+
+
+async def test_the_report_opened_is_the_newest_cycle_that_acted(tmp_path: Path) -> None:
+    policy = load_policy(write_policy(tmp_path))
+    reports = []
+    for number, evicted in ((1, True), (2, True), (3, False)):
+        log = DecisionLog()
+        log.cycle = number
+        if evicted:
+            log.record("evicted", "default", f"web-{number}", "n1", "default", "PodLifeTime",
+                       "too old")
+        reports.append(CycleReport(number, "completed", int(evicted), 0, log,
+                                   CycleFacts(datetime.now(UTC), False, policy)))
+    page = render_html(PageState("me", False, False, "", "", False, "every 5m", "p.yaml",
+                                 tuple(reports)))
+    sections = {int(n): body for n, body in re.findall(
+        r'<section class="cycle" id="cycle-(\d+)">(.*?)</section>', page, re.S)}
+    assert list(sections) == [3, 2, 1]
+    opened = [n for n, body in sections.items() if "<details open><summary>the cycle's" in body]
+    assert opened == [2]
