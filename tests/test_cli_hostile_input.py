@@ -190,17 +190,17 @@ REFUSED = {
                              "[{key: Bad_Prefix/app, operator: Exists}]}}"),
                         ["prefix part a lowercase RFC 1123 subdomain"]),
     "selector-value": (_plt("{maxPodLifeTimeSeconds: 5, labelSelector: {matchLabels: {app: "
-                            + "v" * 64 + "}}}"), ["must be no more than 63 characters"]),
+                            + "v" * 64 + "}}}"), ["must be no more than 63 bytes"]),
     "selector-in-empty": (_plt("{maxPodLifeTimeSeconds: 5, labelSelector: {matchExpressions: "
                                "[{key: app, operator: In}]}}"), ["values set can't be empty"]),
     "koord-node-selector": (KOORD_HEAD + 'nodeSelector: {matchLabels: {"x/y/z": a}}\n',
-                            ["nodeSelector", "qualified name"]),
+                            ["nodeSelector", "a valid label key"]),
     "node-selector-string": ("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n"
                              "nodeSelector: 'a b=c'\n", ["nodeSelector"]),
     "arabic-digit-duration": (KOORD_HEAD + 'deschedulingInterval: "\\u0665m"\n',
-                              ['time: invalid duration "\u0665m"']),
+                              ['time: invalid duration "\\xd9\\xa5m"']),
     "leader-election-duration": (KOORD_HEAD + "leaderElection: {renewDeadline: 10 s}\n",
-                                 ['time: invalid duration "10 s"']),
+                                 ['time: unknown unit " s" in duration "10 s"']),
     "nan-threshold": (
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n"
         "  pluginConfig: [{name: LowNodeUtilization, args: {thresholds: {cpu: .nan}, "

@@ -96,11 +96,19 @@ def test_arbitration_args_defaults(raw: dict[str, Any], expected: ArbitrationArg
 
 
 @pytest.mark.parametrize(("raw", "message"), [
-    ({"maxMigratingPerNodes": 1}, 'strict decoding error: unknown field "maxMigratingPerNodes"'),
+    ({"maxMigratingPerNodes": 1}, 'strict decoding error: unknown field "maxMigratingPerNodes" '
+                                  '(did you mean "maxMigratingPerNode"?)'),
     ({"objectLimiters": {"workload": {"window": "5m"}}},
-     'strict decoding error: unknown field "objectLimiters[...].window"'),
+     'strict decoding error: unknown field "objectLimiters.workload.window"'),
     ({"arbitrationArgs": {"enable": True}},
-     'strict decoding error: unknown field "arbitrationArgs.enable"'),
+     'strict decoding error: unknown field "arbitrationArgs.enable" (did you mean "enabled"?)'),
+    # metav1.Duration text is parsed when decoded, as Go's decoder parses it.
+    ({"defaultJobTTL": "5 minutes"},
+     'time: unknown unit " minutes" in duration "5 minutes" - at `$.defaultJobTTL`'),
+    ({"objectLimiters": {"workload": {"duration": "5"}}},
+     'time: missing unit in duration "5" - at `$.objectLimiters.workload.duration`'),
+    ({"arbitrationArgs": {"interval": "often"}},
+     'time: invalid duration "often" - at `$.arbitrationArgs.interval`'),
     ({"defaultDeleteOptions": {"grace": 1}},
      'strict decoding error: unknown field "defaultDeleteOptions.grace"'),
 ])
@@ -147,22 +155,19 @@ def test_decoding_is_strict(raw: dict[str, Any], message: str) -> None:
       "EvictDirectly"]),
     ({"defaultJobTTL": "-10m"},
      ["defaultJobTTL: Invalid value: -10m0s: defaultJobTTL should be positive or zero"]),
-    ({"defaultJobTTL": "5 minutes"}, ['time: invalid duration "5 minutes"']),
     ({"skipEvictionGates": ["MaxMigratingPerNode", "NoSuchGate"]},
      ['skipEvictionGates[1]: Unsupported value: "NoSuchGate": supported values: '
       '"MaxUnavailablePerWorkload", "MaxMigratingPerWorkload", "MaxMigratingPerNode", '
       '"MaxMigratingPerNamespace", "MaxMigratingGlobally", "ExpectedReplicas", "PVC", '
       '"BarePods", "LocalStorage", "SystemCritical", "PriorityThreshold", "LabelSelector", '
       '"Namespaces", "NodeFit"']),
-    ({"objectLimiters": {"workload": {"duration": "5"}}},
-     ['time: missing unit in duration "5"']),
-    ({"arbitrationArgs": {"interval": "often"}}, ['time: invalid duration "often"']),
     ({"evictionPolicy": "Drain"},
      ['evictionPolicy: Unsupported value: "Drain": supported values: "Eviction", "Delete", '
       '"SoftEviction"']),
     ({"priorityThreshold": {"value": 10, "name": "high"}},
      ["priority threshold misconfigured, only one of priorityThreshold fields can be set"]),
-    ({"nodeSelector": "a in b"}, ["nodeSelector: expected '(' after in in selector 'a in b'"]),
+    ({"nodeSelector": "a in b"},
+     ["nodeSelector: unable to parse requirement: found 'b' expected: '('"]),
     ({"maxMigratingPerNode": -1, "evictBurst": -3},
      ["maxMigratingPerNode: Invalid value: -1: maxMigratingPerNode should be greater or equal "
       "0", "evictBurst: Invalid value: -3: evictBurst must be greater than 0"]),
@@ -248,7 +253,8 @@ def test_unknown_args_fail_decoding() -> None:
                                                  "maxMigrating": 1}}]})
     with pytest.raises(DecodeError) as info:
         policy_from_document(PATH, doc)
-    assert info.value.detail == 'strict decoding error: unknown field "maxMigrating"'
+    assert info.value.detail == ('strict decoding error: unknown field "maxMigrating" '
+                                 '(did you mean "maxMigratingPerNode"?)')
 
 
 # ---------------------------------------------------------------------------------------------

@@ -191,8 +191,8 @@ def _policy(plugin_args: dict[str, Any] | None) -> dict[str, Any]:
      "only one of Include/Exclude namespaces can be set"),
     ({"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Exists",
                                               "values": ["x"]}]}},
-     "failed to get label selectors from strategy's params: values: Invalid value: for "
-     "'exists', 'doesnotexist' operators, values set must be empty"),
+     "failed to get label selectors from strategy's params: values: Invalid value: "
+     '["x"]: values set must be empty for exists and does not exist'),
 ])
 def test_policy_validation_messages(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError) as info:

@@ -174,7 +174,7 @@ def _policy(plugin_args: dict[str, Any] | None) -> dict[str, Any]:
      "only one of Include/Exclude namespaces can be set"),
     ({**T3, "labelSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}},
      "failed to get label selectors from strategy's params: values: Invalid value: "
-     "[]string(nil): for 'in', 'notin' operators, values set can't be empty"),
+     "null: for 'in', 'notin' operators, values set can't be empty"),
     ({"states": ["Waiting"]},
      "[invalid PodsHavingTooManyRestarts threshold, "
      "states must be one of [CrashLoopBackOff Running]]"),

@@ -80,7 +80,7 @@ VALIDATION: list[tuple[str, dict[str, Any], list[str]]] = [
     ("bad label selector", {**REQ, "labelSelector": {"matchExpressions": [
         {"key": "app", "operator": "In", "values": []}]}},
      ["failed to get label selectors from strategy's params: values: Invalid value: "
-      "[]string(nil): for 'in', 'notin' operators, values set can't be empty"]),
+      "null: for 'in', 'notin' operators, values set can't be empty"]),
     ("first error only", {"namespaces": {"include": ["a"], "exclude": ["b"]}},
      ["nodeAffinityType needs to be set"]),
 ]

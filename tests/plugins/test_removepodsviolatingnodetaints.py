@@ -74,8 +74,8 @@ VALIDATION: list[tuple[str, dict[str, Any], list[str]]] = [
      ["only one of Include/Exclude namespaces can be set"]),
     ("bad label selector", {"labelSelector": {"matchExpressions": [
         {"key": "app", "operator": "Exists", "values": ["x"]}]}},
-     ["failed to get label selectors from strategy's params: values: Invalid value: for "
-      "'exists', 'doesnotexist' operators, values set must be empty"]),
+     ["failed to get label selectors from strategy's params: values: Invalid value: "
+      '["x"]: values set must be empty for exists and does not exist']),
     ("first error only", {"namespaces": {"include": ["a"], "exclude": ["b"]},
                           "excludedTaints": ["a"], "includedTaints": ["b"]},
      ["only one of Include/Exclude namespaces can be set"]),

@@ -163,7 +163,9 @@ def test_plugin_config_of_unregistered_plugin() -> None:
      "profiles[0].plugins.evict.enabled[0].weight"),
     (lambda d: d.update(leaderElection={"leaderElect": False, "lease": "1s"}),
      "leaderElection.lease"),
-    (lambda d: d.update(MaxNoOfPodsToEvictPerNode=1), "MaxNoOfPodsToEvictPerNode"),
+    (lambda d: d.update(MaxNoOfPodsToEvictPerNode=1),
+     'MaxNoOfPodsToEvictPerNode" (did you mean "maxNoOfPodsToEvictPerNode"?)'),
+    (lambda d: d["profiles"][0].update(plugin={}), 'profiles[0].plugin" (did you mean "plugins"?)'),
 ])
 def test_strict_decoding_unknown_fields(mutate: Callable[[dict[str, Any]], None],
                                         field: str) -> None:
@@ -172,7 +174,9 @@ def test_strict_decoding_unknown_fields(mutate: Callable[[dict[str, Any]], None]
                                              "enabled": [{"name": "DefaultEvictor"}]},
                                    "filter": {"disabled": [{"name": "*"}]}}
     mutate(d)
-    assert decode_error(d) == DECODE_PREFIX + f'strict decoding error: unknown field "{field}"'
+    # Go's message, and the name a typo misspells after it.
+    want = field if field.endswith(")") else f'{field}"'
+    assert decode_error(d) == DECODE_PREFIX + f'strict decoding error: unknown field "{want}'
 
 
 def test_wrong_type_is_a_decode_error() -> None:
@@ -210,7 +214,7 @@ def test_top_level_defaults() -> None:
 
 def test_bad_descheduling_interval() -> None:
     assert decode_error(cfg(profile(), deschedulingInterval="often")) == (
-        DECODE_PREFIX + 'time: invalid duration "often"')
+        DECODE_PREFIX + 'time: invalid duration "often" - at `$.deschedulingInterval`')
 
 
 def test_negative_limit() -> None:
@@ -430,7 +434,8 @@ def test_unregistered_plugin_in_an_extension_point() -> None:
 
 def test_plugin_in_an_extension_point_it_does_not_extend() -> None:
     err = policy_error(cfg(profile(balance=enabled("PodLifeTime"))))
-    assert str(err) == f'{PATH}: profile "p": plugin "PodLifeTime" does not extend balance'
+    assert str(err) == (f'{PATH}: profile "p": plugin "PodLifeTime" does not extend balance; '
+                        f"PodLifeTime is a deschedule plugin: enable it under plugins.deschedule")
 
 
 def test_plugin_enabled_twice() -> None:

@@ -402,7 +402,8 @@ def test_args_decoding_is_strict_nested_unknown_field() -> None:
 def test_args_decoding_is_case_sensitive() -> None:
     d = doc(pc("PodLifeTime", MaxPodLifeTimeSeconds=5))
     assert decode_error(d) == (
-        DECODE_PREFIX + 'strict decoding error: unknown field "MaxPodLifeTimeSeconds"')
+        DECODE_PREFIX + 'strict decoding error: unknown field "MaxPodLifeTimeSeconds" '
+                        '(did you mean "maxPodLifeTimeSeconds"?)')
 
 
 def test_args_of_the_wrong_type_are_a_decode_error() -> None:
@@ -533,7 +534,8 @@ def test_plugin_at_an_extension_point_it_does_not_implement() -> None:
     d = doc(pc("PodLifeTime", PLT_OK), plugins={"balance": {"enabled": ["PodLifeTime"]}})
     assert policy_error(d) == (
         f'{PATH}: unable to create "p" profile: profile "p" configures balance extension point '
-        f"of non-existing plugins: [PodLifeTime]")
+        f"of non-existing plugins: [PodLifeTime]; PodLifeTime is a deschedule plugin: enable it "
+        f"under plugins.deschedule")
 
 
 def test_enabled_plugin_without_plugin_config() -> None:

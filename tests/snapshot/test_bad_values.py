@@ -52,7 +52,7 @@ def test_bad_quantity_names_the_pod(tmp_path: Path) -> None:
         load_snapshot([path])
 
 
-@pytest.mark.parametrize("text", ["99999999999h", "1e30s"])
+@pytest.mark.parametrize("text", ["99999999999h", "9223372036854775808ns"])
 def test_durations_beyond_go_int64_are_invalid(text: str) -> None:
     with pytest.raises(DurationError, match="invalid duration"):
         parse_duration(text)

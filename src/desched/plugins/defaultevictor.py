@@ -21,9 +21,14 @@ from desched.framework.types import Handle
 from desched.model.meta import LabelSelector
 from desched.model.pod import SYSTEM_CRITICAL_PRIORITY, Pod
 from desched.policy.args import PriorityThreshold, validate_label_selector
-from desched.predicates.labels import compile_selector, parse_selector_string, selector_is_empty
+from desched.predicates.labels import (
+    compile_selector,
+    empty_set_warnings,
+    parse_selector_string,
+    selector_is_empty,
+)
 from desched.predicates.nodefit import pod_fits_any_other_node
-from desched.util.duration import DurationError, format_duration, parse_duration
+from desched.util.duration import Duration, format_duration, parse_duration
 
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
@@ -63,7 +68,7 @@ class DefaultEvictorArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=T
     priority_threshold: PriorityThreshold | None = None
     node_fit: bool = False
     min_replicas: int = 0
-    min_pod_age: str | None = None
+    min_pod_age: Duration | None = None
     no_eviction_policy: str = ""
     namespace_label_selector: LabelSelector | None = None
     pod_protections: PodProtections | None = None
@@ -104,11 +109,6 @@ def validate(args: DefaultEvictorArgs) -> list[str]:
             if not sc.name:
                 errs.append(f"PodProtections.Config.PodsWithPVC.ProtectedStorageClasses[{i}] name "
                             f"cannot be empty")
-    if args.min_pod_age is not None:
-        try:
-            parse_duration(args.min_pod_age)
-        except DurationError as err:
-            errs.append(str(err))
     errs.extend(validate_label_selector(args.label_selector))
     errs.extend(validate_label_selector(args.namespace_label_selector))
     return errs
@@ -354,4 +354,5 @@ register(PluginSpec(
     args_type=DefaultEvictorArgs,
     factory=DefaultEvictor,
     validate=validate,
+    warnings=lambda args: empty_set_warnings("nodeSelector", args.node_selector),
 ))

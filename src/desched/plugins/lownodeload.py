@@ -38,7 +38,6 @@ from desched.plugins.lownodeload_args import (
     default,
     seconds,
     validate,
-    validate_durations,
 )
 from desched.plugins.lownodeload_detector import Detector, DetectorCache, State
 from desched.plugins.lownodeload_sort import node_score, sort_pods_for_eviction
@@ -808,7 +807,6 @@ register(PluginSpec(
     extension_points=frozenset({"balance"}),
     args_type=LowNodeLoadArgs,
     factory=LowNodeLoad,
-    validate=validate_durations,
     default=default,
     args_kind="LowNodeLoadArgs",
 ))

@@ -15,7 +15,7 @@ from desched.model.meta import LabelSelector
 from desched.plugins.lownodeload_detector import Condition
 from desched.policy.args import Int64, Namespaces
 from desched.predicates.labels import Matcher, SelectorError, compile_selector
-from desched.util.duration import DurationError, parse_duration
+from desched.util.duration import Duration, parse_duration
 
 DEFAULT_POOL = "__default_node_pool__"
 DEFAULT_NODE_METRIC_EXPIRATION_SECONDS = 180
@@ -32,7 +32,7 @@ Weights = dict[str, Int64]
 
 class LoadAnomalyCondition(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
                            omit_defaults=True):
-    timeout: str | None = None  # metav1.Duration; nil reads as 0, which the detector makes 60s
+    timeout: Duration | None = None  # nil reads as 0, which the detector makes 60s
     consecutive_abnormalities: UInt32 = 0
     consecutive_normalities: UInt32 = 0
 
@@ -72,7 +72,7 @@ class LowNodeLoadArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True
     prod_low_thresholds: Thresholds | None = None
     resource_weights: Weights | None = None
     anomaly_condition: LoadAnomalyCondition | None = None
-    detector_cache_timeout: str | None = None
+    detector_cache_timeout: Duration | None = None
     node_pools: list[LowNodeLoadNodePool] | None = None
 
 
@@ -132,27 +132,8 @@ def default(args: LowNodeLoadArgs) -> None:
                 pool.anomaly_condition.consecutive_normalities = top.consecutive_normalities
 
 
-def validate_durations(args: LowNodeLoadArgs) -> list[str]:
-    """What metav1.Duration decoding rejects (checked when the policy loads)."""
-    texts = [args.detector_cache_timeout]
-    if args.anomaly_condition is not None:
-        texts.append(args.anomaly_condition.timeout)
-    for pool in args.node_pools or []:
-        if pool.anomaly_condition is not None:
-            texts.append(pool.anomaly_condition.timeout)
-    errs: list[str] = []
-    for text in texts:
-        if text is None:
-            continue
-        try:
-            parse_duration(text)
-        except DurationError as err:
-            errs.append(str(err))
-    return errs
-
-
 def seconds(text: str | None) -> float:
-    """A duration already checked by validate_durations; nil is 0."""
+    """A duration the policy decoder has checked; nil is 0."""
     return parse_duration(text) if text else 0.0
 
 

@@ -38,7 +38,7 @@ from desched.plugins.migrationcontroller_args import (
     settings,
     validate,
 )
-from desched.predicates.labels import parse_selector_string
+from desched.predicates.labels import empty_set_warnings, parse_selector_string
 from desched.predicates.nodefit import fit_failures, pod_fits_any_other_node
 from desched.scheduler.kube_default import KubeDefault
 from desched.snapshot.workloads import WorkloadResolver
@@ -232,6 +232,7 @@ register(PluginSpec(
     args_type=MigrationControllerArgs,
     factory=MigrationController,
     validate=validate,
+    warnings=lambda args: empty_set_warnings("nodeSelector", args.node_selector),
     default=default,
     args_kind="MigrationControllerArgs",
 ))

@@ -22,7 +22,7 @@ from desched.predicates.labels import (
     parse_selector_string,
     selector_is_empty,
 )
-from desched.util.duration import DurationError, format_duration, parse_duration
+from desched.util.duration import Duration, format_duration, parse_duration
 
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
 
@@ -38,7 +38,7 @@ DEFAULT_ARBITRATION_INTERVAL = "500ms"
 
 class MigrationObjectLimiter(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
                              omit_defaults=True):
-    duration: str | None = None  # metav1.Duration; unset is 0, which switches the limiter off
+    duration: Duration | None = None  # unset is 0, which switches the limiter off
     max_migrating: IntOrPercent | None = None
     burst: int = 0
 
@@ -48,7 +48,7 @@ class ArbitrationArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True
     # Go decodes an absent `enabled` as false, but Koordinator never reads it. desched honours
     # the flag, so only an explicit false switches arbitration off.
     enabled: bool | None = None
-    interval: str | None = None
+    interval: Duration | None = None
 
 
 class MigrationControllerArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
@@ -74,7 +74,7 @@ class MigrationControllerArgs(msgspec.Struct, rename="camel", forbid_unknown_fie
     skip_check_expected_replicas: bool | None = None
     object_limiters: dict[str, MigrationObjectLimiter] | None = None
     default_job_mode: str = ""
-    default_job_ttl: str | None = msgspec.field(default=None, name="defaultJobTTL")
+    default_job_ttl: Duration | None = msgspec.field(default=None, name="defaultJobTTL")
     scheduler_names: list[str] | None = None
     evict_qps: float | str | None = msgspec.field(default=None, name="evictQPS")
     evict_burst: Int32 | None = None
@@ -135,20 +135,10 @@ def _go_strings(values: list[str]) -> str:
         else "[]string(nil)"
 
 
-def _seconds(text: str | None, errs: list[str]) -> float | None:
-    if text is None:
-        return None
-    try:
-        return parse_duration(text)
-    except DurationError as err:
-        errs.append(str(err))
-        return None
-
-
 def validate(args: MigrationControllerArgs) -> list[str]:
     """ValidateMigrationControllerArgs after defaulting, message for message; then what
-    Koordinator refuses only when it builds the plugin (duration syntax, evictionPolicy,
-    priorityThreshold, nodeSelector)."""
+    Koordinator refuses only when it builds the plugin (evictionPolicy, priorityThreshold,
+    nodeSelector). Duration syntax is the decoder's (metav1.Duration)."""
     errs: list[str] = []
     for field, value in (("maxMigratingGlobally", args.max_migrating_globally),
                          ("maxMigratingPerNamespace", args.max_migrating_per_namespace),
@@ -182,7 +172,7 @@ def validate(args: MigrationControllerArgs) -> list[str]:
     if args.default_job_mode not in JOB_MODES:
         errs.append(_invalid("defaultJobMode", f'"{args.default_job_mode}"',
                              "defaultJobMode must be ReservationFirst or EvictDirectly"))
-    ttl = _seconds(args.default_job_ttl, errs)
+    ttl = parse_duration(args.default_job_ttl) if args.default_job_ttl is not None else None
     if ttl is not None and ttl < 0:
         errs.append(_invalid("defaultJobTTL", format_duration(ttl),
                              "defaultJobTTL should be positive or zero"))
@@ -192,10 +182,6 @@ def validate(args: MigrationControllerArgs) -> list[str]:
             errs.append(f'skipEvictionGates[{i}]: Unsupported value: "{gate}": supported '
                         f"values: {supported}")
     # Rejected by Koordinator when it constructs the plugin rather than by the validator.
-    for limiter in (args.object_limiters or {}).values():
-        _seconds(limiter.duration, errs)
-    if args.arbitration_args is not None:
-        _seconds(args.arbitration_args.interval, errs)
     if args.eviction_policy not in POLICIES:
         policies = ", ".join(f'"{p}"' for p in POLICIES)
         errs.append(f'evictionPolicy: Unsupported value: "{args.eviction_policy}": supported '

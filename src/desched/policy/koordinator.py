@@ -12,12 +12,14 @@ from desched.framework.evictor import Limits
 from desched.framework.registry import PluginSpec, registry
 from desched.model.meta import LabelSelector
 from desched.policy.args import ArgsError, decode_args
+from desched.policy.decoding import DecodingError, convert
 from desched.policy.errors import DecodeError, PolicyError, aggregate
+from desched.policy.hints import did_you_mean, plugin_hint
 from desched.policy.model import Policy, ProfileConfig
 from desched.policy.unknown import describe, plugin_args_fields, unknown_fields
 from desched.policy.upstream import check_default_evictor
 from desched.predicates.labels import SelectorError, compile_selector, selector_is_empty
-from desched.util.duration import DurationError, parse_duration
+from desched.util.duration import Duration, parse_duration
 
 DEFAULT_PROFILE = "koord-descheduler"
 # Koordinator's default plugins: MigrationController evicts and filters.
@@ -55,9 +57,10 @@ class _Profile(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
 
 class _LeaderElection(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     leader_elect: bool | None = None
-    lease_duration: str | None = None
-    renew_deadline: str | None = None
-    retry_period: str | None = None
+    # metav1.Duration fields: unused here, but Koordinator refuses the file over a bad one.
+    lease_duration: Duration | None = None
+    renew_deadline: Duration | None = None
+    retry_period: Duration | None = None
     resource_lock: str | None = None
     resource_name: str | None = None
     resource_namespace: str | None = None
@@ -80,7 +83,7 @@ class _Config(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     enable_contention_profiling: bool | None = None
     healthz_bind_address: str | None = None
     metrics_bind_address: str | None = None
-    descheduling_interval: str | None = None
+    descheduling_interval: Duration | None = None
     dry_run: bool = False
     profiles: list[_Profile] = []
     node_selector: LabelSelector | None = None
@@ -121,15 +124,9 @@ def _bind_address(value: str | None, field: str, errs: list[str]) -> None:
 
 def load_koordinator(path: str, doc: dict[str, Any]) -> Policy:
     try:
-        cfg = msgspec.convert(doc, _Config, str_keys=True)
-    except msgspec.ValidationError as err:
-        text = str(err)
-        if text.startswith("Object contains unknown field"):
-            field = text.split("`")[1]
-            where = text.split("at `$")[-1].rstrip("`").lstrip(".") if "at `$" in text else ""
-            full = f"{where}.{field}" if where else field
-            raise DecodeError(path, f'strict decoding error: unknown field "{full}"') from None
-        raise DecodeError(path, text) from None
+        cfg = convert(doc, _Config)
+    except DecodingError as err:
+        raise DecodeError(path, str(err)) from None
     plugins = registry()
     errs: list[str] = []
 
@@ -156,22 +153,11 @@ def load_koordinator(path: str, doc: dict[str, Any]) -> Policy:
             node_selector = compile_selector(cfg.node_selector, validate=True)
         except SelectorError as err:
             errs.append(f"nodeSelector: Invalid value: {err}")
-    interval = 0.0
-    election = cfg.leader_election or _LeaderElection()
-    try:
-        if cfg.descheduling_interval:
-            interval = parse_duration(cfg.descheduling_interval)
-        # metav1.Duration fields: unused here, but Koordinator refuses the file over a bad one.
-        for duration in (election.lease_duration, election.renew_deadline,
-                         election.retry_period):
-            if duration is not None:
-                parse_duration(duration)
-    except DurationError as err:
-        raise DecodeError(path, str(err)) from None
+    interval = parse_duration(cfg.descheduling_interval) if cfg.descheduling_interval else 0.0
     if errs:
         raise PolicyError(path, errs)
 
-    profiles = [_build_profile(path, p, plugins) for p in profiles_in]
+    profiles = [_build_profile(path, i, p, plugins) for i, p in enumerate(profiles_in)]
     for value, name in ((cfg.max_no_of_pods_to_evict_per_node, "maxNoOfPodsToEvictPerNode"),
                         (cfg.max_no_of_pods_to_evict_per_namespace,
                          "maxNoOfPodsToEvictPerNamespace"),
@@ -191,7 +177,8 @@ def load_koordinator(path: str, doc: dict[str, Any]) -> Policy:
     )
 
 
-def _build_profile(path: str, profile: _Profile, plugins: dict[str, PluginSpec]) -> ProfileConfig:
+def _build_profile(path: str, index: int, profile: _Profile,
+                   plugins: dict[str, PluginSpec]) -> ProfileConfig:
     ps = profile.plugins or _Plugins()
     enabled = {
         "deschedule": _merge(_DEFAULTS["deschedule"], ps.deschedule),
@@ -208,9 +195,12 @@ def _build_profile(path: str, profile: _Profile, plugins: dict[str, PluginSpec])
                                         f'"{ep}"')
             spec = plugins.get(name)
             if spec is None:
-                raise PolicyError(path, f"{where}: {ep} plugin {quote(name)} is not registered")
+                raise PolicyError(path, f"{where}: {ep} plugin {quote(name)} is not registered"
+                                        f"{did_you_mean(name, plugins)}")
             if ep not in spec.extension_points:
-                raise PolicyError(path, f"{where}: plugin {quote(name)} does not extend {ep}")
+                hint = plugin_hint(name, plugins, ("deschedule", "balance", "evict", "filter"))
+                raise PolicyError(path, f"{where}: plugin {quote(name)} does not extend {ep}"
+                                        + (f"; {hint}" if hint else ""))
     if not enabled["evict"]:
         raise PolicyError(path, f"{where}: no evict plugin is enabled")
     if len(enabled["evict"]) > 1:
@@ -220,15 +210,18 @@ def _build_profile(path: str, profile: _Profile, plugins: dict[str, PluginSpec])
     # Filters double as preEvictionFilters (Koordinator ANDs both over the filter plugins).
     cfg.enabled["preevictionfilter"] = list(enabled["filter"])
     raw_args = {pc.name: pc.args for pc in profile.plugin_config}
+    places = {pc.name: f"profiles[{index}].pluginConfig[{j}].args"
+              for j, pc in enumerate(profile.plugin_config)}
     wanted = {n for names in enabled.values() for n in names} | set(raw_args)
     errs: list[str] = []
     for name in sorted(wanted, key=lambda n: (n not in raw_args, n)):
         spec = plugins.get(name)
         if spec is None:
             raise PolicyError(path, f"{where}: plugin {shown(name)} in pluginConfig not "
-                                    f"registered")
+                                    f"registered{did_you_mean(name, plugins)}")
         try:
-            args = decode_args(spec.args_type, raw_args.get(name), spec.args_kind or f"{name}Args")
+            args = decode_args(spec.args_type, raw_args.get(name), spec.args_kind or f"{name}Args",
+                               places.get(name, ""))
         except ArgsError as err:
             raise DecodeError(path, str(err)) from None
         spec.default(args)

@@ -13,7 +13,7 @@ from desched.errors import InputError, quote
 from desched.policy.errors import DecodeError
 from desched.policy.koordinator import load_koordinator
 from desched.policy.model import Policy
-from desched.policy.unknown import args_warnings, idle_warning
+from desched.policy.unknown import args_warnings, idle_warning, selector_warnings
 from desched.policy.upstream import load_v1alpha2
 from desched.policy.v1alpha1 import load_v1alpha1
 from desched.snapshot.loader import describe_yaml_error
@@ -89,6 +89,7 @@ def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Poli
               if isinstance(api_version, str) and isinstance(kind, str) else None)
     if loader is not None:
         policy = loader(path, doc)
+        policy.warnings.extend(selector_warnings(policy))
         policy.warnings.extend(args_warnings(policy))
         policy.warnings.extend(idle_warning(policy))
         return policy

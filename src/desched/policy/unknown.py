@@ -9,14 +9,16 @@ same msgspec schema, and reports each key that schema does not name. Keys under 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec.inspect as mi
 
 from desched.errors import shown
 from desched.framework.registry import registry
 from desched.policy.model import Policy
+from desched.predicates.labels import empty_set_warnings
 from desched.util.names import nearest
 
 # What plugin args may hold besides their fields (TypeMeta, accepted and dropped).
@@ -24,7 +26,7 @@ ARGS_TYPE_META = ("apiVersion", "kind")
 
 
 @cache
-def _info(schema: Any) -> mi.Type:
+def info(schema: Any) -> mi.Type:
     return mi.type_info(schema)
 
 
@@ -35,6 +37,8 @@ def _join(where: str, key: str) -> str:
 def _fits(value: Any, t: mi.Type) -> bool:
     if isinstance(t, mi.Metadata):
         return _fits(value, t.type)
+    if isinstance(t, mi.StrType):
+        return isinstance(value, str)
     if isinstance(t, (mi.StructType, mi.DictType)):
         return isinstance(value, dict)
     if isinstance(t, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType, mi.TupleType)):
@@ -42,36 +46,42 @@ def _fits(value: Any, t: mi.Type) -> bool:
     return False
 
 
-def _walk(value: Any, t: mi.Type, where: str, out: list[tuple[str, str | None]],
-          extra: tuple[str, ...] = ()) -> None:
+class Unknown(NamedTuple):
+    """What `visit` yields as the type of a key its struct does not name."""
+
+    key: str
+    fields: tuple[str, ...]  # the names the struct knows
+
+
+def visit(value: Any, t: mi.Type | Unknown,
+          where: str = "") -> Iterator[tuple[str, Any, mi.Type | Unknown]]:
+    """Every (place, raw value, schema type) a decoded document holds, in document order: what
+    the schema says each value is, for the checks that read the raw document after decoding. A
+    key its struct does not name comes with the type Unknown."""
+    yield where, value, t
     if isinstance(t, mi.Metadata):
-        _walk(value, t.type, where, out, extra)
+        yield from visit(value, t.type, where)
     elif isinstance(t, mi.UnionType):
         for alt in t.types:
             if _fits(value, alt):
-                _walk(value, alt, where, out, extra)
+                yield from visit(value, alt, where)
                 return
-    elif isinstance(t, mi.StructType):
-        if not isinstance(value, dict):
-            return
+    elif isinstance(t, mi.StructType) and isinstance(value, dict):
         fields = {f.encode_name: f.type for f in t.fields}
         for key, item in value.items():
-            name = str(key)
-            if name in fields:
-                _walk(item, fields[name], _join(where, name), out)
-            elif name not in extra:
-                out.append((_join(where, name), nearest(name, [*fields, *extra])))
+            known = fields.get(str(key))
+            yield from visit(item, known if known is not None else Unknown(str(key), tuple(fields)),
+                             _join(where, str(key)))
     elif isinstance(t, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType)):
         if isinstance(value, list):
             for i, item in enumerate(value):
-                _walk(item, t.item_type, f"{where}[{i}]", out)
-    elif isinstance(t, mi.TupleType):
-        if isinstance(value, list):
-            for i, (item, item_type) in enumerate(zip(value, t.item_types, strict=False)):
-                _walk(item, item_type, f"{where}[{i}]", out)
+                yield from visit(item, t.item_type, f"{where}[{i}]")
+    elif isinstance(t, mi.TupleType) and isinstance(value, list):
+        for i, (item, item_type) in enumerate(zip(value, t.item_types, strict=False)):
+            yield from visit(item, item_type, f"{where}[{i}]")
     elif isinstance(t, mi.DictType) and isinstance(value, dict):
         for key, item in value.items():
-            _walk(item, t.value_type, _join(where, str(key)), out)
+            yield from visit(item, t.value_type, _join(where, str(key)))
 
 
 def unknown_fields(value: Any, schema: Any, where: str = "",
@@ -79,7 +89,12 @@ def unknown_fields(value: Any, schema: Any, where: str = "",
     """(path of each key `schema` does not name, the nearest known name or None), in document
     order. `extra`: names also accepted at the top of `value`."""
     out: list[tuple[str, str | None]] = []
-    _walk(value, _info(schema), where, out, extra)
+    for place, _, t in visit(value, info(schema), where):
+        if isinstance(t, Unknown):
+            # `extra` names belong to the top of `value` only.
+            top = place == _join(where, t.key)
+            if not (top and t.key in extra):
+                out.append((place, nearest(t.key, [*t.fields, *extra] if top else t.fields)))
     return out
 
 
@@ -120,6 +135,12 @@ def idle_warning(policy: Policy) -> list[str]:
         text += (" by itself (MigrationController only carries out PodMigrationJobs created by "
                  "others)")
     return [text]
+
+
+def selector_warnings(policy: Policy) -> list[str]:
+    """A warning when the policy's nodeSelector string writes an empty value set, `k in ()`."""
+    return [f"{policy.path}: {w}"
+            for w in empty_set_warnings("nodeSelector", policy.node_selector_text)]
 
 
 def args_warnings(policy: Policy) -> list[str]:

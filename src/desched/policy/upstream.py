@@ -19,7 +19,9 @@ from desched.framework.evictor import Limits
 from desched.framework.registry import PluginSpec, registry
 from desched.model.pod import SYSTEM_CRITICAL_PRIORITY
 from desched.policy.args import ArgsError, decode_args
+from desched.policy.decoding import DecodingError, convert
 from desched.policy.errors import DecodeError, PolicyError, aggregate
+from desched.policy.hints import did_you_mean, plugin_hint
 from desched.policy.model import MetricsProvider, Policy, ProfileConfig
 from desched.policy.unknown import describe, plugin_args_fields, unknown_fields
 from desched.predicates.labels import SelectorError, parse_selector_string
@@ -188,8 +190,8 @@ def check_default_evictor(args: Any) -> str | None:
 
 def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
     try:
-        pol = msgspec.convert(doc, _Policy, str_keys=True)
-    except msgspec.ValidationError as err:
+        pol = convert(doc, _Policy)
+    except DecodingError as err:
         raise DecodeError(path, str(err)) from None
     limits = Limits(
         per_node=_non_negative(path, "maxNoOfPodsToEvictPerNode",
@@ -202,15 +204,16 @@ def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
 
     # Decode every pluginConfig's args strictly (decode errors come before validation).
     decoded: list[list[tuple[str, Any, PluginSpec | None]]] = []
-    for profile in pol.profiles:
+    for i, profile in enumerate(pol.profiles):
         entries: list[tuple[str, Any, PluginSpec | None]] = []
-        for pc in profile.plugin_config:
+        for j, pc in enumerate(profile.plugin_config):
             spec = plugins.get(pc.name)
             if spec is None:
                 entries.append((pc.name, pc.args, None))
                 continue
             try:
-                args = decode_args(spec.args_type, pc.args, spec.args_kind or f"{pc.name}Args")
+                args = decode_args(spec.args_type, pc.args, spec.args_kind or f"{pc.name}Args",
+                                   f"profiles[{i}].pluginConfig[{j}].args")
             except ArgsError as err:
                 raise DecodeError(path, str(err)) from None
             entries.append((pc.name, args, spec))
@@ -222,7 +225,7 @@ def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
         for name, args, spec in entries:
             if spec is None:
                 errs.append(f"in profile {shown(profile.name)}: plugin {shown(name)} in "
-                            f"pluginConfig not registered")
+                            f"pluginConfig not registered{did_you_mean(name, plugins)}")
                 continue
             plugin_errs = spec.validate(args)
             if plugin_errs:
@@ -297,9 +300,11 @@ def _build_profile(path: str, profile: _Profile,
                    if n not in plugins or ep not in plugins[n].extension_points]
         if missing:
             listed = "[" + " ".join(shown(n) for n in missing) + "]"
+            hints = [h for n in missing if (h := plugin_hint(n, plugins, tuple(_EP_KEYS)))]
             raise PolicyError(path, f"unable to create {quote(profile.name)} profile: profile "
                                     f"{quote(profile.name)} configures {key} extension point of "
-                                    f"non-existing plugins: {listed}")
+                                    f"non-existing plugins: {listed}"
+                                    + "".join(f"; {h}" for h in hints))
     for ep in _EP_KEYS:
         for name in cfg.enabled[ep]:
             if name not in cfg.args:

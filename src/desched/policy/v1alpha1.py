@@ -11,8 +11,10 @@ import msgspec
 from desched.errors import shown
 from desched.framework.registry import registry
 from desched.model.meta import LabelSelector
-from desched.policy.args import ArgsError, Namespaces, decode_args
+from desched.policy.args import ArgsError, Int32, decode_args
+from desched.policy.decoding import DecodingError, convert
 from desched.policy.errors import DecodeError, PolicyError, aggregate
+from desched.policy.hints import did_you_mean
 from desched.policy.model import Policy
 from desched.policy.unknown import describe, unknown_fields
 from desched.policy.upstream import load_v1alpha2
@@ -26,26 +28,55 @@ _EVICTOR_BOOLS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCri
                   "ignorePvcPods", "evictFailedBarePods")
 
 
-# The v1alpha1 schema, for type checking only (unknown keys are ignored, as Go's decoder did; a
-# value of the wrong type is a decode error, never coerced). Conversion then reads the dict.
+# The v1alpha1 schema of v0.30's Go types, decoded as Go's decoder did: unknown keys are ignored
+# (and reported as warnings), a value of the wrong type is a decode error, never coerced.
+# Conversion then reads the raw dict.
+class _Namespaces(msgspec.Struct):
+    include: list[str] | None = None
+    exclude: list[str] | None = None
+
+
+class _Thresholds(msgspec.Struct, rename="camel"):
+    use_deviation_thresholds: bool = False
+    thresholds: dict[str, float] | None = None
+    target_thresholds: dict[str, float] | None = None
+    number_of_nodes: int = 0
+
+
+class _Restarts(msgspec.Struct, rename="camel"):
+    pod_restart_threshold: Int32 = 0
+    including_init_containers: bool = False
+
+
 class _PodLifeTime(msgspec.Struct, rename="camel"):
     max_pod_life_time_seconds: int | None = None
     states: list[str] | None = None
     pod_status_phases: list[str] | None = None
 
 
+class _RemoveDuplicates(msgspec.Struct, rename="camel"):
+    exclude_owner_kinds: list[str] | None = None
+
+
+class _FailedPods(msgspec.Struct, rename="camel"):
+    exclude_owner_kinds: list[str] | None = None
+    min_pod_lifetime_seconds: int | None = None
+    reasons: list[str] | None = None
+    including_init_containers: bool = False
+
+
 class _Params(msgspec.Struct, rename="camel"):
-    node_resource_utilization_thresholds: dict[str, Any] | None = None
+    node_resource_utilization_thresholds: _Thresholds | None = None
     node_affinity_type: list[str] | None = None
-    pods_having_too_many_restarts: dict[str, Any] | None = None
+    pods_having_too_many_restarts: _Restarts | None = None
     pod_life_time: _PodLifeTime | None = None
-    remove_duplicates: dict[str, Any] | None = None
-    failed_pods: dict[str, Any] | None = None
+    remove_duplicates: _RemoveDuplicates | None = None
+    failed_pods: _FailedPods | None = None
     include_soft_constraints: bool = False
-    namespaces: dict[str, Any] | None = None
-    threshold_priority: int | None = None
+    namespaces: _Namespaces | None = None
+    threshold_priority: Int32 | None = None
     threshold_priority_class_name: str = ""
-    label_selector: dict[str, Any] | None = None
+    label_selector: LabelSelector | None = None
     node_fit: bool = False
     include_prefer_no_schedule: bool = False
     excluded_taints: list[str] | None = None
@@ -59,7 +90,7 @@ class _Strategy(msgspec.Struct):
 
 
 class _V1alpha1(msgspec.Struct, rename="camel"):
-    strategies: dict[str, Any] | None = None
+    strategies: dict[str, _Strategy | None] | None = None
     node_selector: str | None = None
     evict_failed_bare_pods: bool | None = None
     evict_local_storage_pods: bool | None = None
@@ -68,48 +99,6 @@ class _V1alpha1(msgspec.Struct, rename="camel"):
     ignore_pvc_pods: bool | None = None
     max_no_of_pods_to_evict_per_node: int | None = None
     max_no_of_pods_to_evict_per_namespace: int | None = None
-
-
-# The whole v1alpha1 schema, only to find the keys conversion ignores (unknown fields). The
-# parameter sub-objects are dicts above (conversion reads them by key) and structs here.
-class _ThresholdsSchema(msgspec.Struct, rename="camel"):
-    use_deviation_thresholds: Any = None
-    thresholds: Any = None
-    target_thresholds: Any = None
-    number_of_nodes: Any = None
-
-
-class _RestartsSchema(msgspec.Struct, rename="camel"):
-    pod_restart_threshold: Any = None
-    including_init_containers: Any = None
-
-
-class _RemoveDuplicatesSchema(msgspec.Struct, rename="camel"):
-    exclude_owner_kinds: Any = None
-
-
-class _FailedPodsSchema(msgspec.Struct, rename="camel"):
-    exclude_owner_kinds: Any = None
-    min_pod_lifetime_seconds: Any = None
-    reasons: Any = None
-    including_init_containers: Any = None
-
-
-class _ParamsSchema(_Params, rename="camel"):
-    node_resource_utilization_thresholds: _ThresholdsSchema | None = None  # type: ignore[assignment]
-    pods_having_too_many_restarts: _RestartsSchema | None = None  # type: ignore[assignment]
-    remove_duplicates: _RemoveDuplicatesSchema | None = None  # type: ignore[assignment]
-    failed_pods: _FailedPodsSchema | None = None  # type: ignore[assignment]
-    namespaces: Namespaces | None = None  # type: ignore[assignment]
-    label_selector: LabelSelector | None = None  # type: ignore[assignment]
-
-
-class _StrategySchema(_Strategy):
-    params: _ParamsSchema | None = None
-
-
-class _V1alpha1Schema(_V1alpha1, rename="camel"):
-    strategies: dict[str, _StrategySchema | None] | None = None
 
 
 def _pick(src: dict[str, Any], *keys: str) -> dict[str, Any]:
@@ -160,23 +149,16 @@ def _strategy_args(name: str, params: dict[str, Any]) -> dict[str, Any]:
 def convert_v1alpha1(path: str, doc: dict[str, Any]) -> dict[str, Any]:
     """The equivalent v1alpha2 document; conversion errors as upstream worded them."""
     try:
-        msgspec.convert(doc, _V1alpha1, str_keys=True)
-    except msgspec.ValidationError as err:
+        convert(doc, _V1alpha1)
+    except DecodingError as err:
         raise DecodeError(path, str(err)) from None
     strategies = doc.get("strategies") or {}
-    for name, strategy in strategies.items():
-        try:
-            msgspec.convert(strategy, _Strategy | None, str_keys=True)
-        except msgspec.ValidationError as err:
-            text = str(err)
-            text = (text.replace("`$", f"`$.strategies.{name}") if " - at `$" in text
-                    else f"{text} - at `$.strategies.{name}`")
-            raise DecodeError(path, text) from None
     plugins = registry()
     profiles: list[dict[str, Any]] = []
     for name, strategy in strategies.items():
         if name not in _BALANCE and name not in _DESCHEDULE:
-            raise PolicyError(path, f"unknown strategy name: {shown(name)}")
+            raise PolicyError(path, f"unknown strategy name: {shown(name)}"
+                                    f"{did_you_mean(name, sorted(_BALANCE | _DESCHEDULE))}")
         strategy = strategy or {}
         if not strategy.get("enabled"):
             continue
@@ -223,6 +205,6 @@ def load_v1alpha1(path: str, doc: dict[str, Any]) -> Policy:
     policy = load_v1alpha2(path, convert_v1alpha1(path, doc))
     policy.format = "v1alpha1"
     # About the file as written, not the v1alpha2 document converted from it.
-    policy.warnings = describe(path, unknown_fields(doc, _V1alpha1Schema,
+    policy.warnings = describe(path, unknown_fields(doc, _V1alpha1,
                                                    extra=("apiVersion", "kind")))
     return policy

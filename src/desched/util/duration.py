@@ -1,40 +1,125 @@
-"""Go time.Duration text ("1h30m", "300ms", "5m0s", "1.5h"), as metav1.Duration accepts it."""
+"""Go time.Duration text ("1h30m", "300ms", "5m0s", "1.5h"), as metav1.Duration accepts it: one
+parser, time.ParseDuration's grammar and messages exactly, for every duration a policy holds."""
 
 from __future__ import annotations
 
-import re
+from typing import Annotated
 
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-          "h": 3600.0}
-MAX_SECONDS = (2**63 - 1) / 1e9
-_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+import msgspec
+
+# Nanoseconds per unit; both spellings of micro (U+00B5 and U+03BC), as Go's unitMap.
+_UNITS = {"ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
+          "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
+_MAX_NS = 2**63 - 1
+MAX_SECONDS = _MAX_NS / 1e9
+_DIGITS = "0123456789"  # ASCII only: Go compares bytes, so other scripts' digits are no digits
 
 
 class DurationError(ValueError):
     pass
 
 
+# A policy field holding Go duration text (metav1.Duration). The policy decoder parses every
+# field so marked when it decodes the file, so no later reader meets an invalid one.
+DURATION = {"go": "metav1.Duration"}
+Duration = Annotated[str, msgspec.Meta(extra=DURATION)]
+
+
+def go_quote(text: str) -> str:
+    """The time package's quote: double quotes, `"` and `\\` escaped, every byte of a non-ASCII
+    or control character as \\xNN."""
+    out = ['"']
+    for char in text:
+        if ord(char) >= 0x80 or char < " ":
+            out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
+        elif char in '"\\':
+            out.append("\\" + char)
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def _leading_digits(s: str) -> int:
+    i = 0
+    while i < len(s) and s[i] in _DIGITS:
+        i += 1
+    return i
+
+
+def parse_duration_ns(text: str) -> int:
+    """time.ParseDuration: [-+]?([0-9]*(\\.[0-9]*)?[a-z]+)+ in nanoseconds, "0" alone needing no
+    unit; DurationError with Go's message."""
+    invalid = DurationError(f"time: invalid duration {go_quote(text)}")
+    s, neg = text, False
+    if s and s[0] in "+-":
+        neg, s = s[0] == "-", s[1:]
+    if s == "0":
+        return 0
+    if not s:
+        raise invalid
+    total = 0
+    while s:
+        if s[0] != "." and s[0] not in _DIGITS:
+            raise invalid
+        n = _leading_digits(s)
+        whole_text, s = s[:n], s[n:]
+        if int(whole_text or "0") > 2**63:  # leadingInt's overflow
+            raise invalid
+        frac_text = ""
+        if s.startswith("."):
+            s = s[1:]
+            n = _leading_digits(s)
+            frac_text, s = s[:n], s[n:]
+        if not whole_text and not frac_text:  # ".s", "-.s"
+            raise invalid
+        n = 0
+        while n < len(s) and s[n] != "." and s[n] not in _DIGITS:
+            n += 1
+        if n == 0:
+            raise DurationError(f"time: missing unit in duration {go_quote(text)}")
+        unit_text, s = s[:n], s[n:]
+        unit = _UNITS.get(unit_text)
+        if unit is None:
+            raise DurationError(f"time: unknown unit {go_quote(unit_text)} in duration "
+                                f"{go_quote(text)}")
+        value = int(whole_text or "0")
+        if value > 2**63 // unit:
+            raise invalid
+        value *= unit
+        fraction, scale = _fraction(frac_text)
+        if fraction > 0:
+            # Go adds the fraction through a float64, truncating: kept for equal results.
+            value += int(float(fraction) * (float(unit) / scale))
+            if value > 2**63:
+                raise invalid
+        total += value
+        if total > 2**63:
+            raise invalid
+    if neg:
+        return -total
+    if total > _MAX_NS:
+        raise invalid
+    return total
+
+
+def _fraction(digits: str) -> tuple[int, float]:
+    """leadingFraction: the digits as an integer and its scale, ignoring digits that would
+    overflow (they cannot change a nanosecond result)."""
+    value, scale = 0, 1.0
+    for char in digits:
+        if value > (2**63 - 1) // 10:
+            break
+        nxt = value * 10 + int(char)
+        if nxt > 2**63:
+            break
+        value, scale = nxt, scale * 10
+    return value, scale
+
+
 def parse_duration(text: str) -> float:
     """Seconds in a Go duration string; raises DurationError with Go's message."""
-    s = text.strip()
-    if s in ("0", "+0", "-0"):
-        return 0.0
-    sign = -1.0 if s.startswith("-") else 1.0
-    body = s.lstrip("+-")
-    if not body:
-        raise DurationError(f'time: invalid duration "{text}"')
-    total, pos = 0.0, 0
-    while pos < len(body):
-        match = _PART.match(body, pos)
-        if match is None:
-            if re.match(r"[0-9]+\.?[0-9]*$", body[pos:]):
-                raise DurationError(f'time: missing unit in duration "{text}"')
-            raise DurationError(f'time: invalid duration "{text}"')
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if total > MAX_SECONDS:  # Go's Duration is an int64 of nanoseconds
-        raise DurationError(f'time: invalid duration "{text}"')
-    return sign * total
+    return parse_duration_ns(text) / 1e9
 
 
 def format_duration(seconds: float) -> str:
