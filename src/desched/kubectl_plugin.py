@@ -5,8 +5,10 @@ its own environment (KUBECONFIG among it); it passes none of its global flags (a
 `kubectl --context x desched` does not even find the plugin). So the plugin takes the flags a
 kubectl user types where they mean something, and otherwise is `desched`:
 
-- `snapshot` and `run` read the current context of the kubeconfig (`--kubeconfig`, else
-  $KUBECONFIG, else ~/.kube/config) unless `--context` names another, as they always do;
+- the kubeconfig is found as kubectl finds it: `--kubeconfig`, else $KUBECONFIG, else
+  ~/.kube/config, and only then the pod's service account (desched itself, made to run in a
+  pod, prefers the service account to ~/.kube/config);
+- `snapshot` and `run` read the kubeconfig's current context unless `--context` names another;
 - `simulate` and `explain` without `--snapshot` first capture the cluster of that context (the
   file is kept and named, to be given to `--snapshot` again), and take `--kubeconfig` and
   `--context` for it;
@@ -17,6 +19,7 @@ kubectl user types where they mean something, and otherwise is `desched`:
 from __future__ import annotations
 
 import copy
+import os
 import re
 import sys
 import tempfile
@@ -44,6 +47,8 @@ it to --snapshot to ask again about the same moment); explain --pod NAME finds t
 """
 
 _CAPTURING = ("simulate", "explain")
+_CONNECTING = ("snapshot", "run")
+_KUBECONFIG_FLAGS = ("--kubeconfig", "--client-connection-kubeconfig")
 
 
 def _take(args: list[str], *names: str) -> str | None:
@@ -88,14 +93,29 @@ def _capture(kubeconfig: str | None, context: str | None) -> str:
     return str(out)
 
 
+def _kubectl_kubeconfig() -> str | None:
+    """~/.kube/config when kubectl would read it (no $KUBECONFIG), and it exists."""
+    if os.environ.get("KUBECONFIG"):
+        return None
+    path = Path("~/.kube/config").expanduser()
+    return str(path) if path.is_file() else None
+
+
 def plugin_args(argv: Sequence[str]) -> list[str]:
     """The `desched` arguments for what a kubectl user typed after `kubectl desched`."""
     args = list(argv)
     command = next((a for a in args if not a.startswith("-")), None)
-    if command not in _CAPTURING or _has(args, "-h", "--help"):
+    if _has(args, "-h", "--help"):
+        return args
+    if command in _CONNECTING:
+        default = None if _has(args, *_KUBECONFIG_FLAGS) else _kubectl_kubeconfig()
+        return args if default is None else [*args, "--kubeconfig", default]
+    if command not in _CAPTURING:
         return args
     kubeconfig = _take(args, "--kubeconfig")
     context = _take(args, "--context")
+    connection_given = kubeconfig is not None or context is not None
+    kubeconfig = kubeconfig or _kubectl_kubeconfig()
     namespace = _take(args, "-n", "--namespace")
     asked_context = False  # whether the context was read (for a pod's namespace)
     if command == "explain":
@@ -103,7 +123,8 @@ def plugin_args(argv: Sequence[str]) -> list[str]:
         if pod is not None:
             if "/" not in pod:
                 asked_context = namespace is None
-                pod = f"{namespace or _context_namespace(kubeconfig, context)[1]}/{pod}"
+                namespace = namespace or _context_namespace(kubeconfig, context)[1]
+                pod = f"{namespace}/{pod}"
             elif namespace is not None and pod.split("/", 1)[0] != namespace:
                 raise InputError("--namespace", f"--pod {pod} names another namespace than "
                                                 f"-n {namespace}")
@@ -113,7 +134,7 @@ def plugin_args(argv: Sequence[str]) -> list[str]:
                                         "count): -n/--namespace is for explain --pod")
     if not _has(args, "--snapshot"):
         args += ["--snapshot", _capture(kubeconfig, context)]
-    elif (kubeconfig is not None or context is not None) and not asked_context:
+    elif connection_given and not asked_context:
         raise InputError("--context", f"{command} --snapshot reads the file, not a cluster: "
                                       "--kubeconfig and --context are for a run without "
                                       "--snapshot (or explain --pod NAME's namespace)")

@@ -310,6 +310,7 @@ async def test_a_standby_says_who_leads(tmp_path: Path, emulator: Emulator,
             [server] = standby.servers
             _, _, page = await fetch(server.port, "/cycles")
             _, _, leading = await fetch(leader.servers[0].port, "/cycles")
+            leader_body = await cycles_json(leader)
     election = body["instance"]["leaderElection"]
     assert election == {"enabled": True, "leading": False, "lease": "kube-system/desched",
                         "holder": leader.identity}
@@ -318,6 +319,10 @@ async def test_a_standby_says_who_leads(tmp_path: Path, emulator: Emulator,
     assert f"is held by <b>{leader.identity}</b>" in page
     assert "no cycle has run here yet" in page
     assert "This instance leads: it holds the Lease kube-system/desched" in leading
+    assert leader_body["instance"]["leaderElection"] == {
+        "enabled": True, "leading": True, "lease": "kube-system/desched",
+        "holder": leader.identity}
+    assert [c["cycle"] for c in leader_body["cycles"]] == [1]
 
 
 # -- read-only, and off ----------------------------------------------------------------------

@@ -130,3 +130,26 @@ def test_kubectl_finds_the_plugin(tmp_path: Path) -> None:
                            str(EXAMPLES / "policy.yaml")], capture_output=True, text=True,
                           env=env, timeout=60, check=False)
     assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stderr
+
+
+@pytest.mark.asyncio
+async def test_the_kubeconfig_is_found_as_kubectl_finds_it(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
+    """~/.kube/config before the pod's service account (a kubectl in a toolbox pod), where
+    desched itself, made to run in a pod, takes the service account first."""
+    cluster(api)
+    home = tmp_path / "home"
+    (home / ".kube").mkdir(parents=True)
+    (home / ".kube" / "config").write_text(
+        Path(kubeconfig(tmp_path, str(emulator.url).rstrip("/"))).read_text())
+    env = plugin_env(home)
+    env["KUBERNETES_SERVICE_HOST"] = "10.0.0.1"  # in a pod
+    out_file = tmp_path / "cluster.jsonl"
+    code, _, err = await plugin(env, "snapshot", "--out", str(out_file))
+    assert code == 0, err
+    assert "old-1" in out_file.read_text()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "desched", "snapshot", "--out", str(tmp_path / "sa.jsonl"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+    _, direct = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2 and b"serviceaccount" in direct  # desched: the pod's account

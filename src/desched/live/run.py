@@ -434,7 +434,8 @@ class Runner:
         leading = elector is not None and not self.lease_lost and elector.is_leader()
         return PageState(
             identity=self.identity, leader_election=self.leader_elect, leading=leading,
-            holder=str(getattr(elector, "holder", "") or ""),
+            # The elector knows the holder it last read, before it took the Lease itself.
+            holder=self.identity if leading else str(getattr(elector, "holder", "") or ""),
             lease=f"{self.config.lease_namespace or default_lease_namespace()}/"
                   f"{self.config.lease_name}",
             dry_run=self.dry_run, schedule=str(self.schedule), policy=self.config.policy_path,
