@@ -193,7 +193,7 @@ def test_churn_is_flagged_with_its_remedies(page: Path) -> None:
     assert [r[0] for r in back] == ["6", "12"]
     assert all(r[3] == "cn-beijing.10.0.0.53" for r in back)
     repeated = rows(between(text, 'id="repeated"', 'class="pager"'))
-    assert repeated == [["ReplicaSet default/stress-demo-588f9646cf", "6, 12", "2"]]
+    assert repeated == [["Deployment default/stress-demo", "6, 12", "2"]]
     # Churn comes before the figures it qualifies.
     assert text.index('id="churn"') < text.index("Balance per cycle")
 

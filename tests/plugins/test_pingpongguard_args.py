@@ -122,9 +122,10 @@ def test_validate_refuses_a_missing_scheduler_config_in_one_line(tmp_path: Path)
 
 
 def test_the_guard_places_with_its_scheduler_config(tmp_path: Path) -> None:
-    """With the default profile the guard refuses because the replacement would land back on
-    the hot node; bin-packing (MostAllocated) sends it to the other busy node instead, which
-    LowNodeLoad would then find over its high thresholds: the refusal names that node."""
+    """With the default profile the guard refuses stress-demo because its replacement would
+    land back on the hot node (a web pod, spread away from it, moves instead); bin-packing
+    (MostAllocated) sends replacements to the other busy node, which LowNodeLoad would then
+    find over its high thresholds: the refusal names that node, and nothing moves."""
     sched = tmp_path / "sched.yaml"
     sched.write_text(MOST_ALLOCATED)
     runs = {}
@@ -135,8 +136,8 @@ def test_the_guard_places_with_its_scheduler_config(tmp_path: Path) -> None:
                        "--output", "json")
         assert proc.returncode == 0, proc.stderr
         runs[name] = json.loads(proc.stdout)
-    for run in runs.values():
-        assert run["evictions"] == []
+    assert [e["pod"] for e in runs["default"]["evictions"]] == ["web-7d9f8c6b5-abcde"]
+    assert runs["most"]["evictions"] == []
     default = {s["reason"] for s in runs["default"]["skipped"]}
     most = {s["reason"] for s in runs["most"]["skipped"]}
     assert f"replacement would land on {HOT} again (kube-default)" in default
