@@ -130,8 +130,8 @@ def _role(result: SimulationResult, profile: str, plugin: str, node: str) -> str
     skipped = result.summaries[0].skipped if result.summaries else None
     said = [n.text for n in result.log.notes if n.cycle == 1 and n.profile == profile
             and n.plugin == plugin and n.node in ("", node)]
-    why = skipped or "; ".join(said)
-    return f"not classified: {why}" if why else "not classified"
+    why = (skipped or "; ".join(said)) + _causes(result, profile, plugin)
+    return f"not classified: {why.removeprefix('; ')}" if why else "not classified"
 
 
 def _arrivals(result: SimulationResult, node: str) -> list[tuple[int, str, str]]:
@@ -169,13 +169,15 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
             lines.append(f"{indent}  cycle {cycle}: gone (evicted in cycle {gone_in})")
             continue
         if cycle in skipped:
-            lines.append(f"{indent}  cycle {cycle}: nothing was evaluated: {skipped[cycle]}")
+            lines.append(f"{indent}  cycle {cycle}: nothing was evaluated: {skipped[cycle]}"
+                         f"{_causes(result, '', '')}")
             continue
         lines.append(f"{indent}  cycle {cycle}:")
         # Protection first: a profile's filters keep the pod whichever plugin wants it.
         protected = {profile for profile, _ in _enabled(result)
                      if (cycle, profile, key) in log.protections}
         lines.extend(f"{indent}    protected: {reason} ({profile}/{by})"
+                     f"{_causes(result, profile, by)}"
                      for profile in sorted(protected)
                      for reason, by in log.protections[(cycle, profile, key)].items())
         told: set[str] = set()  # notes already given as a plugin's reason
@@ -191,13 +193,24 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
                 why = _not_picked(result, cycle, profile, plugin, pod)
                 told.add(why)
                 lines.append(f"{indent}    {profile}/{plugin}: considered, not picked: {why}"
-                             f"{moot}")
+                             f"{_causes(result, profile, plugin, pod)}{moot}")
             if any(d.outcome in EVICTED_OUTCOMES for d in said):
                 gone_in = cycle if not any(d.outcome == "dry-run" for d in said) else None
         if indent == "":  # --pod: its node's notes too (--node prints them once above)
             lines.extend(f"    {text}" for text in _notes(
                 [n for n in log.notes if n.cycle == cycle and n.text not in told], node, ""))
     return lines
+
+
+def _causes(result: SimulationResult, profile: str, plugin: str, pod: Pod | None = None) -> str:
+    """What the simulation found matching nothing (preflight.py) that explains a plugin seeing
+    no node or no pod, as "; ..." to follow its reason: the policy's nodeSelector, the
+    profile's, the plugin's own, and a namespace include the pod is outside of."""
+    scopes = {("", ""), (profile, ""), (profile, plugin)}
+    return "".join(f"; {u.text}" for u in result.unmatched
+                   if (u.profile, u.plugin) in scopes and (
+                       u.namespaces is None
+                       or (pod is not None and pod.namespace not in u.namespaces)))
 
 
 def _replacement(result: SimulationResult, key: str, indent: str) -> list[str]:

@@ -48,6 +48,7 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
         "evictedPodsReplaced": result.replaced,
         "balance": whatif.balance_json(result),
         "churn": whatif.churn(result).to_json(),
+        "warnings": result.warnings,
     }
     groups = whatif.groups_json(result)
     if groups is not None:
@@ -162,6 +163,8 @@ def _change(b: Balance, a: Balance, every: list[Balance], replaced: bool,
 def render_text(result: SimulationResult) -> str:
     lines = [f"policy {result.policy.path} ({result.policy.format}); snapshot: "
              f"{result.nodes} nodes, {result.pods} pods",
+             # What the snapshot lacks and what matches nothing in it (also on stderr).
+             *(f"  warning: {line}" for line in result.warnings),
              f"clock: {result.clock.describe()}", *summary_lines(result)]
     by_cycle: dict[int, list[str]] = {}
     for d in result.log.decisions:

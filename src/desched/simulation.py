@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from desched.errors import InputError, quote
+from desched.errors import InputError, one_line, quote
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
 from desched.framework.runner import Descheduler, check_policy
@@ -15,7 +16,8 @@ from desched.framework.types import Clock
 from desched.model.pod import Pod
 from desched.policy.loader import load_policy
 from desched.policy.model import Policy
-from desched.scheduler.model import KUBE_DEFAULT, Placement, scheduler_model
+from desched.preflight import Unmatched, needs, unmatched
+from desched.scheduler.model import KUBE_DEFAULT, Placement, SchedulerModel, scheduler_model
 from desched.scheduler.placement import reschedule
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.snapshot.clock import (
@@ -25,7 +27,8 @@ from desched.snapshot.clock import (
     snapshot_clock,
 )
 from desched.snapshot.cluster import ClusterSnapshot
-from desched.snapshot.loader import load_snapshot
+from desched.snapshot.completeness import LoadWarnings, missing, require_nodes
+from desched.snapshot.loader import STDIN, STDIN_LABEL, load_snapshot
 from desched.snapshot.workloads import Workload, WorkloadResolver
 from desched.util.duration import MAX_SECONDS, format_duration
 from desched.util.names import nearest
@@ -37,6 +40,17 @@ from desched.utilization import (
     add_queried,
     take_frame,
 )
+
+Warn = Callable[[str], None]
+
+
+def stderr_warning(message: str) -> None:
+    print(f"warning: {one_line(message)}", file=sys.stderr)
+
+
+def _quiet(_: str) -> None:
+    """For the simulation run again per outcome: the first run said it all."""
+
 
 # Plugins add and subtract policy durations (Go's, at most about 292 years) to and from the
 # clock; every cycle's clock must leave that much room inside datetime's years 1 to 9999.
@@ -110,6 +124,10 @@ class SimulationResult:
     # --group-by LABEL: the label, and each node's value of it ("" when the node has none).
     group_label: str | None = None
     groups: dict[str, str] = field(default_factory=dict)
+    # What the run said on stderr before its first cycle (kinds the snapshot lacks, then the
+    # selectors and includes that match nothing), and the latter as found.
+    warnings: list[str] = field(default_factory=list)
+    unmatched: list[Unmatched] = field(default_factory=list)
 
     @property
     def evictions(self) -> list[Decision]:
@@ -123,21 +141,27 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                    scheduler_config: SchedulerConfig = DEFAULT_CONFIG,
                    with_frames: bool = False, outcomes: int = 1,
                    tie_seed: int | None = None,
-                   group_by: str | None = None) -> SimulationResult:
+                   group_by: str | None = None, warn: Warn = stderr_warning) -> SimulationResult:
     """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
     that places replacements with `do_reschedule`, running the profiles of `scheduler_config`
     (scheduler/config_file.py). `with_frames`: take utilization frames (snapshot/utilization)
     for a report. `outcomes` > 1 (with `do_reschedule` and frames): run the simulation again
     outcomes - 1 times, kube-scheduler's ties broken at random (seeds 1, 2, ...), for the
     range of the figures after; `tie_seed`: this run's seed (None: ties by node name).
-    `group_by`: a node label whose values group the nodes in a report."""
+    `group_by`: a node label whose values group the nodes in a report. `warn` says, once, what
+    the snapshot lacks for this run and what in the policy matches nothing in it (also in the
+    result); a snapshot without nodes is an InputError."""
     model = scheduler_model(scheduler, scheduler_config,
                             random.Random(tie_seed) if tie_seed is not None else None)
     policy = load_policy(policy_path)
     check_policy(policy)  # before the snapshot, which can take seconds to load
     if now is not None:
         _check_clock(now, policy.descheduling_interval, cycles)  # before the slow load
-    snapshot = load_snapshot(snapshot_paths)
+    loading = LoadWarnings(warn)
+    snapshot = load_snapshot(snapshot_paths, loading)
+    require_nodes(snapshot, [STDIN_LABEL if p == STDIN else p for p in snapshot_paths],
+                  loading.ignored)
+    loading.release()
     if log is not None:
         log.subjects = _subjects(log, snapshot, snapshot_paths)
     sim_clock = fixed_clock(now) if now is not None else snapshot_clock(snapshot)
@@ -148,6 +172,9 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
     executor = SimulationExecutor(snapshot)
     clock = Clock(now)
     descheduler = Descheduler(policy, snapshot, executor, clock, log or DecisionLog())
+    found, warnings = _preflight(descheduler, model if do_reschedule else None)
+    for line in warnings:
+        warn(line)
     summaries = []
     resolver = WorkloadResolver(snapshot)
     measured = MeasuredUsage(snapshot, now) if with_frames else None
@@ -192,7 +219,8 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
         add_queried(frames[0], source, first=True)  # before: as the server first answered
     result = SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
                               summaries, sim_clock, descheduler, frames,
-                              replaced=do_reschedule and not policy.dry_run)
+                              replaced=do_reschedule and not policy.dry_run,
+                              warnings=warnings, unmatched=found)
     if group_by is not None:
         result.group_label = group_by
         result.groups = {name: node.labels.get(group_by, "")
@@ -201,9 +229,19 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
         for seed in range(1, outcomes):
             other = run_simulation(policy_path, snapshot_paths, now, cycles, True,
                                    scheduler=scheduler, scheduler_config=scheduler_config,
-                                   with_frames=True, tie_seed=seed)
+                                   with_frames=True, tie_seed=seed, warn=_quiet)
             result.other_outcomes.append(other.frames[-1])
     return result
+
+
+def _preflight(descheduler: Descheduler,
+               model: SchedulerModel | None) -> tuple[list[Unmatched], list[str]]:
+    """What matches nothing, and every line to warn: the kinds the snapshot lacks first."""
+    placing = [] if model is None or descheduler.policy.dry_run else [
+        ("the scheduler model of --reschedule", model)]
+    found = unmatched(descheduler)
+    return found, [*missing(descheduler.snapshot, needs(descheduler, placing)),
+                   *(u.text for u in found)]
 
 
 def _queried(descheduler: Descheduler) -> list[QueriedUsage]:
