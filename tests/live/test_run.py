@@ -340,7 +340,8 @@ async def test_schedules(tmp_path: Path) -> None:
             parse_cron(bad)
     with pytest.raises(InputError, match="at most one of --once, --interval and --cron"):
         resolve_schedule(RunConfig("p", once=True, cron="* * * * *"), policy)
-    with pytest.raises(InputError, match='--interval: time: unknown unit " min" in duration "5 min"'):
+    with pytest.raises(InputError,
+                       match='--interval: time: unknown unit " min" in duration "5 min"'):
         resolve_schedule(RunConfig("p", interval="5 min"), policy)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from desched.errors import InputError, quote
+from desched.policy.decoding import type_meta_error
 from desched.policy.errors import DecodeError
 from desched.policy.koordinator import load_koordinator
 from desched.policy.model import Policy
@@ -68,6 +69,9 @@ _LOADERS = {
 
 
 def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Policy:
+    problem = type_meta_error(doc)
+    if problem:
+        raise DecodeError(path, problem)
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     if kind == "ConfigMap" and api_version == "v1" and depth == 0:
         data = doc.get("data") or {}
