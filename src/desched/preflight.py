@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 from desched.errors import quote
@@ -61,12 +60,16 @@ def needs(descheduler: Descheduler, models: list[tuple[str, SchedulerModel]]) ->
         if model.name == LOAD_AWARE:
             found.add(["NodeMetric"], f"{who} (koord-load-aware: node usage)")
     snapshot = descheduler.snapshot
-    counted = [pdb for pdbs in snapshot.pdbs_by_namespace.values() for pdb in pdbs
-               if _counts_expected(pdb)]
-    if counted:
-        pods = chain.from_iterable(snapshot.pods_of_pdb(pdb) for pdb in counted)
-        found.add(absent_controllers(snapshot, pods), "PodDisruptionBudgets (maxUnavailable or a "
-                  "percentage minAvailable, no status: the replicas their workloads expect)")
+    counted = any(_counts_expected(pdb) for pdbs in snapshot.pdbs_by_namespace.values()
+                  for pdb in pdbs)
+    if counted or found.uses.keys() & set(RESOLVED_KINDS):
+        found.absent = absent_controllers(snapshot)
+    for kind, names in found.absent.items() if counted else ():
+        # Only the pods naming an absent controller are looked at: few in a complete snapshot.
+        if any(_counts_expected(pdb) for pods in names.values() for pod in pods
+               for pdb in snapshot.pdbs_for_pod(pod)):
+            found.add([kind], "PodDisruptionBudgets (maxUnavailable or a percentage "
+                              "minAvailable, no status: the replicas their workloads expect)")
     return found
 
 

@@ -103,13 +103,19 @@ def _held(snapshot: ClusterSnapshot) -> list[tuple[str, int]]:
             ("SnapshotInfo", int(snapshot.captured_at is not None))]
 
 
+# Controller kind -> "namespace/name" -> the pods that name it (or whose ReplicaSet names it).
+Absent = dict[str, dict[str, list[Pod]]]
+
+
 @dataclass
 class Needs:
-    """Who in this run reads which kind and why, as "MigrationController (to resolve a pod's
-    workload)"; filled from the policy and the flags (desched/preflight.py)."""
+    """Who in this run reads which kind and why, as "MigrationController (a pod's workload)";
+    filled from the policy and the flags (desched/preflight.py), with the controllers the pods
+    name and the snapshot lacks when a use of them was looked for."""
 
     # kind -> its uses, in the order they were added, each once
     uses: dict[str, dict[str, None]] = field(default_factory=dict)
+    absent: Absent = field(default_factory=dict)
 
     def add(self, kinds: Iterable[str], use: str) -> None:
         for kind in kinds:
@@ -120,15 +126,12 @@ def missing(snapshot: ClusterSnapshot, needs: Needs) -> list[str]:
     """One line per needed kind the snapshot lacks: for controllers, those its pods (and
     ReplicaSets) name and it does not hold; for the other kinds, holding none at all."""
     lines = []
-    # A pass over every pod: only when a controller kind is needed at all.
-    absent = (absent_controllers(snapshot, snapshot.pods.values())
-              if needs.uses.keys() & set(RESOLVED_KINDS) else {})
     counts = dict(_held(snapshot))
     for kind, uses in needs.uses.items():
         fix = f"add {fetch(kind)} to the snapshot, or use {SNAPSHOT_COMMAND}"
         by = " and by ".join(uses)
-        if kind in absent:
-            names = absent[kind]
+        if kind in needs.absent:
+            names = sorted(needs.absent[kind])
             shown = ", ".join(quote(n) for n in names[:3]) + (", ..." if len(names) > 3 else "")
             named_by = "ReplicaSets" if kind == "Deployment" else "pods"
             lines.append(f"the snapshot lacks {len(names)} {kind}(s) that {named_by} name as "
@@ -139,12 +142,13 @@ def missing(snapshot: ClusterSnapshot, needs: Needs) -> list[str]:
     return lines
 
 
-def absent_controllers(snapshot: ClusterSnapshot, pods: Iterable[Pod]) -> dict[str, list[str]]:
-    """Per kind whose replica count desched reads, the controllers ("namespace/name") the pods
-    name, or their ReplicaSets name for a Deployment, that the snapshot does not hold."""
+def absent_controllers(snapshot: ClusterSnapshot) -> Absent:
+    """The controllers whose replica count desched reads that the snapshot's pods name, or
+    their ReplicaSets name for a Deployment, and the snapshot does not hold: one pass over the
+    pods, done once per run and only when some use of them was found."""
     held = snapshot.workloads
-    absent: dict[str, dict[str, None]] = {}
-    for pod in pods:
+    absent: Absent = {}
+    for pod in snapshot.pods.values():
         namespace, ref = pod.namespace, controller_ref(pod.metadata)
         if ref is None or ref.kind not in RESOLVED_KINDS:
             continue
@@ -155,5 +159,5 @@ def absent_controllers(snapshot: ClusterSnapshot, pods: Iterable[Pod]) -> dict[s
                 continue
             owner = held.get((ref.kind, namespace, ref.name))
         if owner is None:
-            absent.setdefault(ref.kind, {})[f"{namespace}/{ref.name}"] = None
-    return {kind: sorted(names) for kind, names in absent.items()}
+            absent.setdefault(ref.kind, {}).setdefault(f"{namespace}/{ref.name}", []).append(pod)
+    return absent
