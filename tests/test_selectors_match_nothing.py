@@ -186,6 +186,25 @@ def test_lownodeload_evictable_namespaces_and_several_profiles(tmp_path: Path) -
                           'no pod']
 
 
+def test_koordinator_policy_and_profile_selectors(tmp_path: Path) -> None:
+    """Koordinator's selectors are LabelSelectors the policy keeps compiled: named by place."""
+    text = (HOTSPOT / "policy.yaml").read_text(encoding="utf-8")
+    top = write(tmp_path, text.replace("deschedulingInterval: 10s\n", "deschedulingInterval: "
+                                       "10s\nnodeSelector: {matchLabels: {pool: gpu}}\n"))
+    proc = desched("simulate", "--policy", top, "--snapshot", HOT_CLUSTER, "--now", NOW)
+    assert said(proc) == ["the policy's nodeSelector matches 0 of 3 nodes: the cycle is skipped"]
+    profile = write(tmp_path, text.replace("- name: koord-descheduler\n", "- name: koord-"
+                                           "descheduler\n  nodeSelector: {matchLabels: "
+                                           "{pool: gpu}}\n"), "profile.yaml")
+    proc = desched("simulate", "--policy", profile, "--snapshot", HOT_CLUSTER, "--now", NOW)
+    line = 'profile "koord-descheduler" nodeSelector matches 0 of 3 nodes: its plugins see no node'
+    assert said(proc) == [line]
+    explained = desched("explain", "--policy", profile, "--snapshot", HOT_CLUSTER, "--now", NOW,
+                        "--pod", "default/web-7d9f8c6b5-abcde").stdout
+    assert ("    koord-descheduler/LowNodeLoad: considered, not picked: No nodes to process "
+            f"LowNodeLoad (node pool __default_node_pool__); {line}") in explained.splitlines()
+
+
 def test_what_matches_says_nothing() -> None:
     for policy, snapshot in ((EXAMPLES / "policy.yaml", CLUSTER),
                              (HOTSPOT / "policy.yaml", HOT_CLUSTER)):

@@ -99,6 +99,13 @@ def test_a_pods_only_snapshot_is_one_line_exit_2_in_simulate_and_explain(tmp_pat
     assert f"snapshot {pods} holds no Node" in line
 
 
+def test_standard_input_is_named_as_such() -> None:
+    proc = subprocess.run([sys.executable, "-m", "desched", "simulate", "--policy", POLICY,
+                           "--snapshot", "-"], input=Path(POLICY).read_text(encoding="utf-8"),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert "snapshot <stdin> holds no Node (found: DeschedulerPolicy)" in one_error(proc)
+
+
 def test_every_file_is_named_and_an_empty_one_found_nothing(tmp_path: Path) -> None:
     empty = tmp_path / "empty.json"
     empty.write_text("", encoding="utf-8")
