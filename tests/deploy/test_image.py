@@ -29,8 +29,9 @@ SCRIPT = REPO / "scripts" / "build-image"
 EXAMPLES = REPO / "examples"
 VENV = "opt/desched"
 NONROOT = 65532
-# Cached builds unused for this long are removed by the next build.
-CACHE_TTL = 7 * 24 * 3600
+# Cached builds unused for this long are removed by the next build: an entry is about 230 MB
+# (layout, archive, unpacked rootfs), and every change to src/ makes a new one.
+CACHE_TTL = 3600
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="building and chrooting into the image needs root")
@@ -90,6 +91,18 @@ def image() -> Path:
             prune(cache, entry)
         os.utime(entry)
     return entry
+
+
+def test_build_image_replaces_only_an_oci_layout(tmp_path: Path) -> None:
+    """--layout removes what is there first: a directory that is not an OCI layout is refused
+    before anything is built."""
+    (tmp_path / "notes.txt").write_text("mine")
+    proc = subprocess.run([str(SCRIPT), "--layout", str(tmp_path)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"build-image: --layout {tmp_path.resolve()} exists and is not an "
+                           "OCI layout\n")
+    assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
 def blob(layout: Path, digest: str) -> Any:
