@@ -295,3 +295,23 @@ def test_5000_nodes_stay_small_and_paged(tmp_path: Path) -> None:
     shown = rows(nodes)
     assert len(shown) == 100
     assert [r[2] for r in shown[49:51]] == ["403.0", "73.0"]  # every 100th node is at 403 %
+
+
+def test_warnings_come_first_on_the_page(tmp_path: Path) -> None:
+    """What the snapshot lacks and what matches nothing is read before the figures: a
+    namespace include naming no namespace is on the page, above the cards."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
+                      "- name: p\n  pluginConfig:\n  - name: RemoveDuplicates\n"
+                      "    args: {namespaces: {include: [shopp]}}\n"
+                      "  plugins: {balance: {enabled: [RemoveDuplicates]}}\n")
+    out = tmp_path / "report.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "desched", "simulate", "--policy", str(policy), "--snapshot",
+         str(EXAMPLES.parent / "cluster.yaml"), "-o", "html", "--out", str(out)],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    dom = browser(out, "--virtual-time-budget=5000", "--dump-dom").stdout
+    assert 'data-ready="1"' in dom
+    box = dom[dom.index('id="warnings"'):dom.index('class="cards"')]
+    assert "namespaces.include names" in box and "shopp" in box

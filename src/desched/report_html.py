@@ -594,7 +594,11 @@ def report_body(result: SimulationResult, id_prefix: str = "",
                       for i, (name, body) in enumerate(sections))
     by_plugin = Counter(f"{d.profile}/{d.plugin}" for d in evictions)
     by_node = Counter(d.node for d in evictions)
-    body = f"""<div class="cards">{cards}</div>
+    # What the snapshot lacks and the selectors that match nothing: read before the figures.
+    warnings = ("" if not result.warnings else
+                '<div class="warn" id="warnings"><b>Warnings</b><ul>'
+                + "".join(f"<li>{_e(line)}</li>" for line in result.warnings) + "</ul></div>")
+    body = f"""{warnings}<div class="cards">{cards}</div>
 <h2>Churn</h2>{_churn(result, churn, live)}
 <h2>Balance per cycle</h2>{_balance_rows(result, limits, LIVE_NOT_REPLACED if live else None)}
 <h2>Utilization before and after</h2>{_plots(result, limits)}
@@ -615,12 +619,18 @@ def report_body(result: SimulationResult, id_prefix: str = "",
 _ID = re.compile(r'(?<=\s)id="([^"]*)"')
 
 
-def html_page(title: str, body: str, tables: dict[str, Any], head: str = "") -> str:
-    """One self-contained page: the style, `body`, the tables' data and the script that builds
-    them. `head`: more for the page's <head> (a page's own style)."""
-    data = json.dumps({"tables": tables}, separators=(",", ":"))
+def table_data(tables: dict[str, Any]) -> str:
+    """The tables as the members of a JSON object ("id":{...},...), as html_page embeds them:
+    several reports' members joined by "," make one page's data, each serialised on its own."""
     # Embedded in a script element: no "<" at all, so no tag can end or open inside it.
-    data = data.replace("<", "\\u003c")
+    return json.dumps(tables, separators=(",", ":"))[1:-1].replace("<", "\\u003c")
+
+
+def html_page(title: str, body: str, tables: dict[str, Any] | str, head: str = "") -> str:
+    """One self-contained page: the style, `body`, the tables' data (or their table_data) and
+    the script that builds them. `head`: more for the page's <head> (a page's own style)."""
+    members = tables if isinstance(tables, str) else table_data(tables)
+    data = '{"tables":{' + members + "}}"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
 <style>{_STYLE}</style>{head}</head>
