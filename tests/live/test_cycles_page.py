@@ -453,3 +453,22 @@ async def test_the_report_opened_is_the_newest_cycle_that_acted(tmp_path: Path) 
     assert list(sections) == [3, 2, 1]
     opened = [n for n, body in sections.items() if "<details open><summary>the cycle's" in body]
     assert opened == [2]
+
+
+async def test_the_page_s_figures_never_stop_a_cycle(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import desched.live.cycle_facts as facts_module
+
+    def broken(*_: Any, **__: Any) -> None:
+        raise ValueError("a node the figures cannot read")
+
+    monkeypatch.setattr(facts_module, "take_frame", broken)
+    monkeypatch.setattr(facts_module, "workload_name", broken)
+    cluster(api)
+    body, page = await first_cycle(runner_for(config(
+        tmp_path, emulator, interval="1h", metrics_address="127.0.0.1:0")))
+    [cycle] = body["cycles"]
+    assert cycle["live"]["result"] == "completed"
+    assert sorted(e["pod"] for e in cycle["evictions"]) == ["old-1", "old-2"]
+    assert cycle["balance"] == [] and "no utilization data" in page

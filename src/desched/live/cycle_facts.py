@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from desched.executors.eviction_api import EvictionApiExecutor
 from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog
+from desched.live import logging as desched_logging
 from desched.model.pod import Pod
 from desched.policy.model import Policy
 from desched.simulation import Evicted, workload_name
@@ -26,6 +27,7 @@ from desched.snapshot.workloads import WorkloadResolver
 from desched.utilization import SERIES, Frame, MeasuredUsage, take_frame
 
 T = TypeVar("T")
+logger = desched_logging.get_logger("desched.run")
 
 KEPT_CYCLES = 10  # the loop keeps its most recent cycles, no more
 # What one kept cycle holds at most; the rest is counted (the log lines have every decision).
@@ -106,14 +108,21 @@ class CycleFacts:
         it: after, the evicted pods are gone from the snapshot, not replaced."""
 
         def observed() -> T:
-            measured = MeasuredUsage(snapshot, now)
             names = tuple(snapshot.nodes)
-            before = take_frame(snapshot, "before", now, measured)
+            try:
+                measured = MeasuredUsage(snapshot, now)
+                before = CompactFrame.of(take_frame(snapshot, "before", now, measured), names)
+            except Exception:  # the page's figures never stop a cycle
+                logger.exception("cannot take the utilization before the cycle for /cycles")
+                return run()
             try:
                 return run()
             finally:
-                after = take_frame(snapshot, "after", now, measured)
-                self.frames = (CompactFrame.of(before, names), CompactFrame.of(after, names))
+                try:
+                    after = take_frame(snapshot, "after", now, measured)
+                    self.frames = (before, CompactFrame.of(after, names))
+                except Exception:
+                    logger.exception("cannot take the utilization after the cycle for /cycles")
 
         return observed
 
@@ -142,10 +151,13 @@ class CycleFacts:
                         self.api_errors.append(f"{key}: attempt {attempt}: {error}")
         self._answers = {}
         resolver = WorkloadResolver(snapshot)
-        for d in log.decisions:
-            pod = pods.get(f"{d.namespace}/{d.pod}")
-            if d.outcome in EVICTED_OUTCOMES and pod is not None:
-                self.evicted[pod.key] = Evicted(d.node, workload_name(resolver, pod))
+        try:
+            for d in log.decisions:
+                pod = pods.get(f"{d.namespace}/{d.pod}")
+                if d.outcome in EVICTED_OUTCOMES and pod is not None:
+                    self.evicted[pod.key] = Evicted(d.node, workload_name(resolver, pod))
+        except Exception:  # what the page tells about churn never stops the loop
+            logger.exception("cannot resolve the evicted pods' workloads for /cycles")
         cap(log, self.dropped)
 
 
