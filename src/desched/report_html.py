@@ -263,6 +263,32 @@ def _short(name: str, room: int = 22) -> str:
     return f"{name[:half]}…{name[-(room - 1 - half):]}"
 
 
+def _common_start(texts: list[str]) -> str:
+    first, last = min(texts), max(texts)  # the others share at least what these two share
+    size = next((i for i, (a, b) in enumerate(zip(first, last, strict=False))
+                 if a != b), len(first))
+    return first[:size]
+
+
+def _labels(names: list[str], room: int = 22) -> dict[str, str]:
+    """Names that fit their column and still tell the nodes apart: what every name shares at
+    its end (".ec2.internal"), then at its start ("gke-prod-"), cut at a "." or "-" and
+    marked "…", as far as needed; then both ends of what is left are kept."""
+    if len(names) < 2 or all(len(n) <= room for n in names):
+        return {n: _short(n, room) for n in names}
+    prefix = _common_start(names)
+    suffix = _common_start([n[::-1] for n in names])[::-1]
+    start = max(prefix.rfind("."), prefix.rfind("-")) + 1
+    end = len(suffix) - min((i for i in (suffix.find("."), suffix.find("-")) if i >= 0),
+                            default=len(suffix))
+    for cut_start, cut_end in ((0, end), (start, end)):
+        cores = {n: ("…" if cut_start else "") + n[cut_start:len(n) - cut_end]
+                 + ("…" if cut_end else "") for n in names}
+        if all(len(c) <= room for c in cores.values()):
+            break
+    return {n: _short(c, room) for n, c in cores.items()}
+
+
 def _step(span: float) -> int:
     return 20 if span <= 100 else 50 if span <= 250 else 100 if span <= 600 else 200
 
@@ -276,7 +302,7 @@ def _node_bars(series: str, before: dict[str, float], after: dict[str, float],
     span = max(100.0, *values)
     step = _step(span)
     span = math.ceil(span / step) * step
-    labels = {name: _short(name) for name in names}
+    labels = _labels(names)
     # The names' column as wide as the longest name needs (about 6.5 px a character).
     left = min(150, max(60, 12 + round(6.5 * max(map(len, labels.values())))))
     right, top, row, bottom = 40, 22, 24, 34
