@@ -165,7 +165,8 @@ class KubernetesMetricsUsage:
         if collector is None:
             if not self.snapshot.metrics_nodes:
                 raise UsageUnavailable("the snapshot holds no NodeMetrics (metrics.k8s.io/"
-                                       "v1beta1); add them (kubectl get nodemetrics.metrics.k8s.io -o json)")
+                                       "v1beta1); add them (kubectl get "
+                                       "nodemetrics.metrics.k8s.io -o json)")
             collector = NodeMetricsCollector(self.max_age)
             collector.observe(self.snapshot.metrics_nodes.values())
         now = self.now()
