@@ -25,8 +25,8 @@ from desched.errors import InputError, quote
 from desched.model.meta import LabelSelector
 from desched.policy.loader import STDIN, load_policy, one_document, parse_policy
 from desched.policy.model import Policy, ProfileConfig
-from desched.policy.upstream import _Policy as _V1alpha2Schema
-from desched.policy.v1alpha1 import _BALANCE, _DESCHEDULE, convert_v1alpha1
+from desched.policy.upstream import PolicySchema as _V1alpha2Schema
+from desched.policy.v1alpha1 import BALANCE_STRATEGIES, DESCHEDULE_STRATEGIES, convert_v1alpha1
 
 API_VERSION = "descheduler/v1alpha2"
 _FORMATS = {"v1alpha1": "descheduler/v1alpha1 DeschedulerPolicy",
@@ -36,7 +36,7 @@ _FORMATS = {"v1alpha1": "descheduler/v1alpha1 DeschedulerPolicy",
 _EXTENSION_POINTS = ("deschedule", "balance", "filter", "preevictionfilter")
 # Every top-level key a v1alpha2 DeschedulerPolicy holds, in its schema's order.
 _TOP_KEYS = tuple(f.encode_name for f in msgspec.structs.fields(_V1alpha2Schema))
-_UPSTREAM_PLUGINS = _BALANCE | _DESCHEDULE | {"DefaultEvictor"}
+_UPSTREAM_PLUGINS = BALANCE_STRATEGIES | DESCHEDULE_STRATEGIES | {"DefaultEvictor"}
 # Koordinator's settings of the descheduler process, not of descheduling: the `desched run`
 # flag that takes each one's place.
 _RUN_FLAGS = {

@@ -81,7 +81,7 @@ class _MetricsCollector(msgspec.Struct):
     enabled: bool = False
 
 
-class _Policy(msgspec.Struct, rename="camel"):
+class PolicySchema(msgspec.Struct, rename="camel"):
     profiles: list[_Profile] = []
     node_selector: str | None = None
     max_no_of_pods_to_evict_per_node: int | None = None
@@ -124,7 +124,7 @@ def _go_url_parse_error(url: str) -> str | None:
     return None
 
 
-def _validate_top_level(pol: _Policy) -> list[str]:
+def _validate_top_level(pol: PolicySchema) -> list[str]:
     errs: list[str] = []
     # Upstream keys providers by source (the first of a source is kept), so a repeated source is
     # reported once and its later entries are not checked again.
@@ -190,7 +190,7 @@ def check_default_evictor(args: Any) -> str | None:
 
 def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
     try:
-        pol = convert(doc, _Policy)
+        pol = convert(doc, PolicySchema)
     except DecodingError as err:
         raise DecodeError(path, str(err)) from None
     limits = Limits(
@@ -257,7 +257,7 @@ def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
         grace_period_seconds=pol.grace_period_seconds,
         metrics_collector_enabled=bool(pol.metrics_collector and pol.metrics_collector.enabled),
         metrics_providers=providers,
-        warnings=describe(path, unknown_fields(doc, _Policy, extra=("apiVersion", "kind"))
+        warnings=describe(path, unknown_fields(doc, PolicySchema, extra=("apiVersion", "kind"))
                           + plugin_args_fields(doc)),
     )
 

@@ -19,11 +19,12 @@ from desched.policy.model import Policy
 from desched.policy.unknown import describe, unknown_fields
 from desched.policy.upstream import load_v1alpha2
 
-_BALANCE = {"RemoveDuplicates", "LowNodeUtilization", "HighNodeUtilization",
-            "RemovePodsViolatingTopologySpreadConstraint"}
-_DESCHEDULE = {"RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNodeAffinity",
-               "RemovePodsViolatingNodeTaints", "RemovePodsHavingTooManyRestarts", "PodLifeTime",
-               "RemoveFailedPods"}
+# v1alpha1's strategies by the extension point their v1alpha2 plugin runs at.
+BALANCE_STRATEGIES = {"RemoveDuplicates", "LowNodeUtilization", "HighNodeUtilization",
+                      "RemovePodsViolatingTopologySpreadConstraint"}
+DESCHEDULE_STRATEGIES = {"RemovePodsViolatingInterPodAntiAffinity",
+                         "RemovePodsViolatingNodeAffinity", "RemovePodsViolatingNodeTaints",
+                         "RemovePodsHavingTooManyRestarts", "PodLifeTime", "RemoveFailedPods"}
 _EVICTOR_BOOLS = ("evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods",
                   "ignorePvcPods", "evictFailedBarePods")
 
@@ -156,9 +157,10 @@ def convert_v1alpha1(path: str, doc: dict[str, Any]) -> dict[str, Any]:
     plugins = registry()
     profiles: list[dict[str, Any]] = []
     for name, strategy in strategies.items():
-        if name not in _BALANCE and name not in _DESCHEDULE:
+        known = BALANCE_STRATEGIES | DESCHEDULE_STRATEGIES
+        if name not in known:
             raise PolicyError(path, f"unknown strategy name: {shown(name)}"
-                                    f"{did_you_mean(name, sorted(_BALANCE | _DESCHEDULE))}")
+                                    f"{did_you_mean(name, sorted(known))}")
         strategy = strategy or {}
         if not strategy.get("enabled"):
             continue
@@ -185,7 +187,7 @@ def convert_v1alpha1(path: str, doc: dict[str, Any]) -> dict[str, Any]:
             if errs:
                 raise PolicyError(path, f'strategy "{name}" param validation failed: '
                                         f"{aggregate(errs)}")
-        ep = "balance" if name in _BALANCE else "deschedule"
+        ep = "balance" if name in BALANCE_STRATEGIES else "deschedule"
         profiles.append({
             "name": f"strategy-{name}-profile",
             "pluginConfig": [{"name": "DefaultEvictor", "args": evictor},
