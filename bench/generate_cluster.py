@@ -218,9 +218,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    rng = random.Random(args.seed)
-    with open(args.out, "w") as out:
-        nodes = [make_node(i, rng) for i in range(args.nodes)]
+    generate(args.nodes, args.pods, args.out, args.seed)
+
+
+def generate(node_count: int, pod_count: int, path: str, seed: int) -> None:
+    """The uniform cluster into `path` (also `generate_production.py --scenario uniform`)."""
+    rng = random.Random(seed)
+    with open(path, "w") as out:
+        nodes = [make_node(i, rng) for i in range(node_count)]
         for start in range(0, len(nodes), PAGE):
             out.write(json.dumps({"apiVersion": "v1", "kind": "NodeList",
                                   "items": nodes[start:start + PAGE]}, separators=(",", ":")))
@@ -236,9 +241,9 @@ def main() -> None:
         out.write(json.dumps({"apiVersion": "policy/v1", "kind": "PodDisruptionBudgetList",
                               "items": pdbs}))
         out.write("\n")
-        ds_count = min(len(DAEMONSETS) * args.nodes, args.pods // 5)
+        ds_count = min(len(DAEMONSETS) * node_count, pod_count // 5)
         page: list = []
-        for i in range(args.pods):
+        for i in range(pod_count):
             if i < ds_count:
                 node_index = i // len(DAEMONSETS)
                 pod = make_pod(i, f"node-{node_index:05d}", node_index, rng,
@@ -246,8 +251,8 @@ def main() -> None:
             else:
                 # Skewed placement: a tenth of the nodes get about four times their share, so
                 # utilization strategies find hot and cold nodes.
-                hot = max(1, args.nodes // 10)
-                node_index = rng.randrange(hot) if rng.random() < 0.3 else rng.randrange(args.nodes)
+                hot = max(1, node_count // 10)
+                node_index = rng.randrange(hot) if rng.random() < 0.3 else rng.randrange(node_count)
                 pod = make_pod(i, f"node-{node_index:05d}", node_index, rng, None)
             page.append(pod)
             if len(page) == PAGE:

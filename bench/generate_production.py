@@ -22,7 +22,8 @@ import argparse
 import json
 import random
 import sys
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +40,15 @@ from generate_cluster import (
     ts,
     uid,
 )
+from generate_cluster import generate as generate_uniform
 
 POOL = "node.example.com/pool"
 DAEMONSETS = ["kube-proxy", "node-exporter", "fluent-bit", "csi-node", "npd", "cni"]
 PRIORITIES = [("high", 100000), ("default", 1000), ("low", -10), ("batch", 0)]
 
 
-def generate(N: int, P: int, out: str, seed: int) -> None:
+def generate_v1(N: int, P: int, out: str, seed: int) -> None:
+    """The production-v1 scenario (2026-11-24): pods bound past allocatable when pools overflow."""
     rng = random.Random(seed)
     nodes, pools = [], []
     i = 0
@@ -298,6 +301,481 @@ def generate(N: int, P: int, out: str, seed: int) -> None:
     )
 
 
+# --- the production scenario (2026-11-26): placed by a scheduler-like pass -------------------
+
+DRIFT = "bench.desched.io/drift"  # node annotation: its pool label changed after placement
+DRIFT_SHARE = 0.005  # of the nodes, relabelled after placement (NodeAffinity finds work there)
+JITTER = 0.35  # random share of a node's score: most-allocated with drift, not strict packing
+LOAD = 0.97  # cpu requested by workload pods over allocatable cpu, cluster-wide
+ISTIO_STATUS = json.dumps(
+    {
+        "initContainers": None,
+        "containers": ["istio-proxy"],
+        "volumes": ["workload-socket", "credential-socket", "workload-certs", "istio-envoy",
+                    "istio-data", "istio-podinfo", "istio-token", "istiod-ca-cert"],
+        "imagePullSecrets": None,
+        "revision": "default",
+    },
+    separators=(",", ":"),
+)
+
+
+def _fields(names: list[str]) -> dict[str, Any]:
+    return {f"f:{name}": {} for name in names}
+
+
+def _container_fields(c: dict[str, Any]) -> dict[str, Any]:
+    """What kube-controller-manager's managedFields entry lists for one container."""
+    fields: dict[str, Any] = {".": {}, **_fields([k for k in c if k not in ("resources", "env")])}
+    fields["f:env"] = {".": {}} | {
+        f'k:{{"name":"{e["name"]}"}}': {".": {}, "f:name": {},
+                                         **({"f:value": {}} if "value" in e
+                                            else {"f:valueFrom": {".": {}, "f:fieldRef": {}}})}
+        for e in c["env"]
+    }
+    fields["f:resources"] = {".": {}, **{f"f:{kind}": _fields(list(c["resources"][kind]))
+                                         for kind in ("limits", "requests")}}
+    return fields
+
+
+def _managed_fields(template: dict[str, Any], client_manager: str) -> list[dict[str, Any]]:
+    """Three managers, as the API server records them for a Helm-installed pod: the client that
+    labelled it after creation, kube-controller-manager (the pod from its ReplicaSet's template)
+    and the kubelet (status). Built once per workload; pods share it with their own times."""
+    meta, spec = template["metadata"], template["spec"]
+    owner_uid = meta["ownerReferences"][0]["uid"]
+    client: dict[str, Any] = {
+        "manager": client_manager,
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:annotations": {"f:checksum/config": {}},
+                                    "f:labels": {"f:app.kubernetes.io/version": {}}}},
+    }
+    controller = {
+        "manager": "kube-controller-manager",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {
+            "f:metadata": {
+                "f:annotations": {".": {}, **_fields(list(meta["annotations"]))},
+                "f:generateName": {},
+                "f:labels": {".": {}, **_fields(list(meta["labels"]))},
+                "f:ownerReferences": {".": {}, f'k:{{"uid":"{owner_uid}"}}': {}},
+            },
+            "f:spec": {
+                "f:containers": {f'k:{{"name":"{c["name"]}"}}': _container_fields(c)
+                                 for c in spec["containers"]},
+                **_fields(["dnsPolicy", "enableServiceLinks", "priorityClassName",
+                           "restartPolicy", "schedulerName", "serviceAccount",
+                           "serviceAccountName", "terminationGracePeriodSeconds"]),
+                "f:securityContext": {".": {}, **_fields(["fsGroup", "runAsNonRoot"])},
+                "f:volumes": {".": {}} | {f'k:{{"name":"{v["name"]}"}}': {".": {}, "f:name": {}}
+                                          for v in spec["volumes"]},
+            },
+        },
+    }
+    kubelet = {
+        "manager": "kubelet",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "subresource": "status",
+        "fieldsV1": {"f:status": {
+            "f:conditions": {
+                f'k:{{"type":"{t}"}}': {".": {}, **_fields(["lastProbeTime", "lastTransitionTime",
+                                                           "status", "type"])}
+                for t in ("ContainersReady", "Initialized", "PodReadyToStartContainers", "Ready")
+            },
+            "f:containerStatuses": {},
+            **_fields(["hostIP", "hostIPs", "phase", "podIP", "podIPs", "startTime"]),
+        }},
+    }
+    return [client, controller, kubelet]
+
+
+def _istio_proxy(rng: random.Random) -> dict[str, Any]:
+    """The sidecar istio's injector adds (with istio's CNI plugin: no istio-init container)."""
+    proxy = container("istio-proxy", "docker.io/istio/proxyv2:1.24.0", 100, 128, rng)
+    proxy["args"] = ["proxy", "sidecar", "--domain", "$(POD_NAMESPACE).svc.cluster.local",
+                     "--proxyLogLevel=warning", "--proxyComponentLogLevel=misc:error",
+                     "--log_output_level=default:info"]
+    proxy["env"] = proxy["env"] + [
+        {"name": name, "value": value} for name, value in (
+            ("PILOT_CERT_PROVIDER", "istiod"), ("CA_ADDR", "istiod.istio-system.svc:15012"),
+            ("ISTIO_META_APP_CONTAINERS", "main"), ("ISTIO_META_MESH_ID", "cluster.local"))
+    ]
+    proxy["ports"] = [{"containerPort": 15090, "name": "http-envoy-prom", "protocol": "TCP"}]
+    proxy["readinessProbe"] = {"httpGet": {"path": "/healthz/ready", "port": 15021,
+                                           "scheme": "HTTP"},
+                               "periodSeconds": 15, "timeoutSeconds": 3, "failureThreshold": 4}
+    del proxy["livenessProbe"]
+    return proxy
+
+
+class _Nodes:
+    """What is left of each node's allocatable, and a scheduler-like choice within a pool."""
+
+    def __init__(self, nodes: list[dict[str, Any]], rng: random.Random) -> None:
+        self.rng = rng
+        self.cpu = [int(n["status"]["allocatable"]["cpu"][:-1]) for n in nodes]
+        self.mem = [int(n["status"]["allocatable"]["memory"][:-2]) * 1024 for n in nodes]  # Mi
+        self.slots = [int(n["status"]["allocatable"]["pods"]) for n in nodes]
+        self.alloc_cpu = list(self.cpu)
+        # Per candidate list: the smallest (cpu, mem) that found no node; requests at least as
+        # large cannot fit either while pods only arrive, so a full pool is not scanned again.
+        self.failed: dict[int, tuple[int, int]] = {}
+
+    def take(self, n: int, cpu: int, mem: int) -> None:
+        self.cpu[n] -= cpu
+        self.mem[n] -= mem
+        self.slots[n] -= 1
+
+    def choose(self, cands: list[int], cpu: int, mem: int) -> int | None:
+        """Most-allocated (by cpu) among the nodes where the requests fit, with some noise: hot
+        nodes fill up to the brim while others stay nearly idle, as drift leaves them."""
+        failed = self.failed.get(id(cands))
+        if failed is not None and cpu >= failed[0] and mem >= failed[1]:
+            return None
+        free_cpu, free_mem, slots, alloc = self.cpu, self.mem, self.slots, self.alloc_cpu
+        random = self.rng.random
+        best, best_score = None, -1.0
+        for n in cands:
+            if free_cpu[n] >= cpu and free_mem[n] >= mem and slots[n] > 0:
+                score = 1.0 - free_cpu[n] / alloc[n] + JITTER * random()
+                if score > best_score:
+                    best, best_score = n, score
+        if best is None:
+            self.failed[id(cands)] = (cpu, mem) if failed is None else (
+                min(cpu, failed[0]), min(mem, failed[1]))
+        return best
+
+
+def _workload_template(app: str, ns: str, cpu: int, mem: int, extra: dict[str, Any],
+                       rng: random.Random, mesh: bool = True) -> dict[str, Any]:
+    """What every replica of a Helm-installed, istio-injected (`mesh`) Deployment shares."""
+    w = len(app)
+    release = f"{ns}-{app}"
+    version = f"1.{w % 17}.{w % 5}"
+    hash_ = f"{rng.getrandbits(40):010x}"[:10]
+    labels = {
+        "app": app,
+        "app.kubernetes.io/name": app,
+        "app.kubernetes.io/instance": release,
+        "app.kubernetes.io/version": version,
+        "app.kubernetes.io/component": rng.choice(["api", "worker", "frontend", "cache"]),
+        "app.kubernetes.io/part-of": ns,
+        "app.kubernetes.io/managed-by": "Helm",
+        "helm.sh/chart": f"{app}-{version}",
+        "pod-template-hash": hash_,
+        "security.istio.io/tlsMode": "istio",
+        "service.istio.io/canonical-name": app,
+        "service.istio.io/canonical-revision": version,
+    }
+    annotations = {
+        "checksum/config": f"{rng.getrandbits(256):064x}",
+        "istio.io/rev": "default",
+        "kubectl.kubernetes.io/default-container": "main",
+        "kubectl.kubernetes.io/default-logs-container": "main",
+        "prometheus.io/path": "/stats/prometheus",
+        "prometheus.io/port": "15020",
+        "prometheus.io/scrape": "true",
+        "sidecar.istio.io/status": ISTIO_STATUS,
+    }
+    main = container("main", f"registry.example.com/{ns}/{app}:{version}", cpu, mem, rng)
+    proxy = _istio_proxy(rng)
+    owner = f"{app}-{hash_}"
+    spec: dict[str, Any] = {
+        "containers": [main, proxy] if mesh else [main],
+        "restartPolicy": "Always",
+        "schedulerName": "default-scheduler",
+        "serviceAccount": app,
+        "serviceAccountName": app,
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "enableServiceLinks": True,
+        "preemptionPolicy": "PreemptLowerPriority",
+        "securityContext": {"runAsNonRoot": True, "fsGroup": 1337},
+        "tolerations": [
+            {"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": "NoExecute",
+             "tolerationSeconds": 300}
+            for key in ("not-ready", "unreachable")
+        ],
+        "volumes": [{"name": name, "emptyDir": {}} for name in
+                    ("workload-socket", "credential-socket", "workload-certs", "istio-envoy",
+                     "istio-data")]
+        + [{"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt",
+                           "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}],
+        **extra,
+    }
+    meta = {
+        "name": owner,
+        "generateName": f"{owner}-",
+        "namespace": ns,
+        "labels": labels,
+        "annotations": annotations,
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
+                             "uid": f"uid-{ns}-{owner}", "controller": True,
+                             "blockOwnerDeletion": True}],
+    }
+    template: dict[str, Any] = {"metadata": meta, "spec": spec}
+    # A third of the releases were last touched by kubectl apply, the rest by Helm.
+    manager = "kubectl-client-side-apply" if rng.random() < 0.33 else "helm"
+    template["managedFields"] = _managed_fields(template, manager)
+    return template
+
+
+def _pod_from(template: dict[str, Any], name: str, node: str | None, node_index: int,
+              created: datetime, prio: tuple[str, int], rng: random.Random,
+              node_count: int) -> dict[str, Any]:
+    """One replica: the template's shared parts plus what the API server, the scheduler and the
+    kubelet wrote for this pod. An unplaced pod is Pending with PodScheduled=False."""
+    meta = template["metadata"]
+    at = ts(created)
+    managed = [{**entry, "time": at} for entry in template["managedFields"]]
+    spec = {**template["spec"], "priorityClassName": prio[0], "priority": prio[1]}
+    metadata = {**meta, "name": name, "uid": uid(rng),
+                "resourceVersion": str(rng.randint(10**6, 10**9)),
+                "creationTimestamp": at}
+    if node is None:
+        metadata["managedFields"] = managed[:2]
+        return {
+            "apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec,
+            "status": {"phase": "Pending", "qosClass": "Burstable", "conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "lastProbeTime": None, "lastTransitionTime": at,
+                "message": f"0/{node_count} nodes are available: insufficient cpu or memory "
+                           "on the nodes the pod's node affinity allows. preemption: 0/"
+                           f"{node_count} nodes are available: No preemption victims found "
+                           "for incoming pod.",
+            }]},
+        }
+    metadata["managedFields"] = managed
+    spec["nodeName"] = node
+    started = ts(created + timedelta(seconds=4))
+    ip = f"10.{64 + node_index // 256}.{node_index % 256}.{rng.randint(2, 250)}"
+    host = f"10.0.{node_index // 256}.{node_index % 256}"
+    restarts = rng.choice([0] * 30 + [1, 4, 200])
+    statuses = [{
+        "name": c["name"], "image": c["image"],
+        "imageID": f"{c['image'].split(':')[0]}@sha256:{rng.getrandbits(256):064x}",
+        "containerID": f"containerd://{rng.getrandbits(256):064x}",
+        "ready": True, "started": True, "restartCount": restarts if c["name"] == "main" else 0,
+        "state": {"running": {"startedAt": started}},
+        "lastState": {},
+    } for c in spec["containers"]]
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec,
+        "status": {
+            "phase": "Running", "qosClass": "Burstable", "hostIP": host,
+            "hostIPs": [{"ip": host}], "podIP": ip, "podIPs": [{"ip": ip}], "startTime": at,
+            "conditions": [
+                {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": at}
+                for t in ("PodReadyToStartContainers", "Initialized", "Ready",
+                          "ContainersReady", "PodScheduled")
+            ],
+            "containerStatuses": statuses,
+        },
+    }
+
+
+def _required_pool(p: int) -> dict[str, Any]:
+    term = {"matchExpressions": [
+        {"key": POOL, "operator": "In", "values": [f"pool-{p}"]},
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+    ]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [term]}}}
+
+
+def _on_node(name: str) -> dict[str, Any]:
+    """A DaemonSet pod's affinity: its node by name, as the DaemonSet controller writes it."""
+    field = {"key": "metadata.name", "operator": "In", "values": [name]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [field]}]}}}
+
+
+def generate(N: int, P: int, out: str, seed: int) -> dict[str, Any]:
+    """The production scenario: pools as in production-v1, every pod placed in creation order by
+    a scheduler-like pass (its pool's nodes whose taints it tolerates and where its requests fit
+    what is left of allocatable cpu, memory and pods; most-allocated with noise), Pending and
+    Unschedulable where nothing fits; then DRIFT_SHARE of the nodes relabelled. Returns the
+    summary it prints."""
+    rng = random.Random(seed)
+    nodes: list[dict[str, Any]] = []
+    pools: list[list[int]] = []
+    i = 0
+    while i < N:
+        size = min(rng.randint(5, 50), N - i)
+        pools.append(list(range(i, i + size)))
+        i += size
+    pool_cpu = []
+    node_pool = {}
+    for p, members in enumerate(pools):
+        cpu = rng.choice([8, 16, 32, 64])
+        pool_cpu.append(cpu)
+        for n in members:
+            node = make_node(n, rng)
+            node["metadata"]["labels"][POOL] = f"pool-{p}"
+            node_pool[n] = p
+            node["status"]["capacity"].update(cpu=str(cpu), memory=f"{cpu * 4}Gi")
+            node["status"]["allocatable"] = {"cpu": f"{cpu * 1000 - 500}m",
+                                             "memory": f"{cpu * 4 - 2}Gi", "pods": "110",
+                                             "ephemeral-storage": "180Gi"}
+            node["spec"]["taints"] = (
+                [{"key": "dedicated", "value": f"pool-{p}", "effect": "NoSchedule"}]
+                if p % 6 == 5 else [])
+            nodes.append(node)
+    free = _Nodes(nodes, rng)
+    pods: list[dict[str, Any]] = []
+    start = BASE_TIME - timedelta(days=30)
+    span = timedelta(days=29)
+    system = ("system-node-critical", 2000001000)
+    for d in DAEMONSETS:
+        template = _workload_template(d, "kube-system", 50, 64,
+                                      {"tolerations": [{"operator": "Exists"}]}, rng, mesh=False)
+        template["metadata"]["ownerReferences"][0].update(kind="DaemonSet", name=d,
+                                                          uid=f"uid-kube-system-{d}")
+        for n in range(N):
+            name = f"node-{n:05d}"
+            pod = _pod_from(template, f"{d}-{n:05d}", name, n, start + timedelta(minutes=n % 60),
+                            system, rng, N)
+            pod["spec"]["affinity"] = _on_node(name)
+            free.take(n, 50, 64)
+            pods.append(pod)
+    # Teams deploy where there is room (capacity planning, autoscaled pools): a workload's pool
+    # is drawn in proportion to the cpu its nodes have left, so few pods end up Pending.
+    room = [sum(free.cpu[n] for n in m) for m in pools]
+    pinned: set[int] = set()  # nodes holding pods pinned to their pool: drift shows there
+    single = [[n] for n in range(N)]  # kept: _Nodes remembers failures by candidate list
+    untainted = [p for p in range(len(pools)) if p % 6 != 5]
+    pdbs: list[dict[str, Any]] = []
+    pending = w = 0
+    while len(pods) < P:
+        p = rng.choices(range(len(pools)), [max(r, 1) for r in room])[0]
+        members = pools[p]
+        w += 1
+        ns = f"team-{w % 60:02d}"
+        app = f"app-{w:05d}"
+        replicas = min(P - len(pods), rng.choice([1, 2, 3, 3, 5, 8, 12, 20, 40, 60]))
+        how = rng.random()
+        extra: dict[str, Any] = {}
+        # Where the scheduler may put it: its pool, one node, or (unpinned) its pool first and
+        # then any untainted pool, as a preferred affinity for the pool would.
+        cands = [members]
+        if how < 0.45:
+            extra["nodeSelector"] = {POOL: f"pool-{p}"}
+        elif how < 0.85:
+            extra["affinity"] = _required_pool(p)
+        elif how < 0.88:
+            extra["nodeSelector"] = {"kubernetes.io/hostname": f"node-{members[0]:05d}"}
+            cands = [single[members[0]]]
+        else:
+            cands += [pools[rng.choice(untainted)] for _ in range(3)]
+        if p % 6 == 5:
+            extra["tolerations"] = [
+                {"key": f"node.kubernetes.io/{key}", "operator": "Exists",
+                 "effect": "NoExecute", "tolerationSeconds": 300}
+                for key in ("not-ready", "unreachable")
+            ] + [{"key": "dedicated", "operator": "Equal", "value": f"pool-{p}",
+                  "effect": "NoSchedule"}]
+        if rng.random() < 0.03:  # large pods, sized to their pool's nodes
+            cpu = min(rng.choice([12000, 20000]), pool_cpu[p] * 700)
+            mem = cpu * 3
+        else:
+            cpu = rng.choice([100, 250, 500, 1000])
+            mem = rng.choice([128, 256, 512, 1024, 2048])
+        template = _workload_template(app, ns, cpu, mem, extra, rng)
+        # The pod's requests: main container plus the sidecar (the init container's are less).
+        need_cpu, need_mem = cpu + 100, mem + 128
+        created = start + span * (len(pods) / P)
+        owner = template["metadata"]["name"]
+        for r in range(replicas):
+            chosen = None
+            for group in cands:
+                chosen = free.choose(group, need_cpu, need_mem)
+                if chosen is not None:
+                    break
+            if chosen is None:
+                pending += 1
+            else:
+                free.take(chosen, need_cpu, need_mem)
+                room[node_pool[chosen]] -= need_cpu
+                if how < 0.85:
+                    pinned.add(chosen)
+            pods.append(_pod_from(
+                template, f"{owner}-{uid(rng)[:5]}{r:x}",
+                None if chosen is None else f"node-{chosen:05d}", chosen or 0,
+                created + timedelta(seconds=r), rng.choice(PRIORITIES), rng, N))
+        if replicas > 1 and rng.random() < 0.8:
+            pdbs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                         "metadata": {"name": app, "namespace": ns},
+                         "spec": {"maxUnavailable": 1,
+                                  "selector": {"matchLabels": {"app": app}}}})
+    drifted = _drift(nodes, pools, untainted, pinned, rng)
+    _write(out, nodes, pdbs, pods)
+    # Median pod as the API server sends it (compact) and as `kubectl get -o json` prints it.
+    sample = [msgspec.json.encode(pod) for pod in pods[:: max(1, len(pods) // 2000)]]
+    compact = sorted(len(text) for text in sample)
+    pretty = sorted(len(msgspec.json.format(text, indent=4)) for text in sample)
+    summary = {
+        "nodes": N, "pods": len(pods), "pending": pending, "workloads": w, "pdbs": len(pdbs),
+        "overcommitted": sum(1 for n in range(N)
+                             if min(free.cpu[n], free.mem[n], free.slots[n]) < 0),
+        "pools": len(pools), "drifted": drifted,
+        "median_pod_bytes": compact[len(compact) // 2],
+        "median_pod_bytes_kubectl": pretty[len(pretty) // 2],
+    }
+    print(*(f"{k} {len(v) if isinstance(v, list) else v}" for k, v in summary.items()))
+    return summary
+
+
+def _drift(nodes: list[dict[str, Any]], pools: list[list[int]], untainted: list[int],
+           pinned: set[int], rng: random.Random) -> list[str]:
+    """Relabel DRIFT_SHARE of the nodes (untainted, holding pool-pinned pods) to another pool
+    after placement, as an operator moving nodes between pools would: their pods no longer match
+    their affinity. Each such node carries the DRIFT annotation (what changed) and is returned,
+    so checks can tell drift from a placement error."""
+    movable = sorted(n for p in untainted for n in pools[p] if n in pinned)
+    if len(untainted) < 2 or not movable:
+        return []
+    drifted = []
+    for n in rng.sample(movable, min(len(movable), max(1, round(len(nodes) * DRIFT_SHARE)))):
+        meta = nodes[n]["metadata"]
+        was = meta["labels"][POOL]
+        meta["annotations"][DRIFT] = f"{POOL} was {was} at placement"
+        meta["labels"][POOL] = f"pool-{rng.choice([q for q in untainted if f'pool-{q}' != was])}"
+        drifted.append(meta["name"])
+    return drifted
+
+
+def _write(out: str, nodes: list[dict[str, Any]], pdbs: list[dict[str, Any]],
+           pods: list[dict[str, Any]]) -> None:
+    """JSON lines: node pages, the priority classes and budgets, pod pages of 500."""
+    prios = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+              "metadata": {"name": n}, "value": v}
+             for n, v in [*PRIORITIES, ("system-node-critical", 2000001000)]]
+    encode = msgspec.json.Encoder().encode
+    with open(out, "wb") as f:
+        for start in range(0, len(nodes), 500):
+            f.write(encode({"apiVersion": "v1", "kind": "NodeList",
+                            "items": nodes[start:start + 500]}) + b"\n")
+        f.write(encode({"apiVersion": "v1", "kind": "List", "items": prios + pdbs}) + b"\n")
+        for start in range(0, len(pods), 500):
+            f.write(encode({"apiVersion": "v1", "kind": "PodList",
+                            "items": pods[start:start + 500]}) + b"\n")
+
+
+SCENARIOS: dict[str, Callable[[int, int, str, int], object]] = {
+    "production": generate,
+    "production-v1": generate_v1,
+    "uniform": generate_uniform,
+}
+
+
 def to_kubectl_json(lines: Path, out: Path) -> None:
     """The JSON lines as one `kubectl get -o json` List, written item by item."""
     encoder = msgspec.json.Encoder(order="sorted")
@@ -347,14 +825,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods", type=int, default=150000)
-    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--seed", type=int, help="default: 7 (uniform: 42, as generate_cluster.py)")
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS), default="production",
+                    help="production: placed by a scheduler-like pass (the default); "
+                         "production-v1: the 2026-11-24 cluster, pools overflowing past "
+                         "allocatable; uniform: generate_cluster.py's cluster")
     ap.add_argument("--out", required=True, help="directory")
     ap.add_argument("--list", action="store_true", help="also write the kubectl List form")
     ap.add_argument("--yaml", action="store_true", help="also write the kubectl YAML form")
     opts = ap.parse_args()
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    generate(opts.nodes, opts.pods, str(out / "cluster.jsonl"), opts.seed)
+    seed = opts.seed if opts.seed is not None else 42 if opts.scenario == "uniform" else 7
+    SCENARIOS[opts.scenario](opts.nodes, opts.pods, str(out / "cluster.jsonl"), seed)
     if opts.list:
         to_kubectl_json(out / "cluster.jsonl", out / "cluster.json")
     if opts.yaml:
