@@ -202,3 +202,31 @@ def test_an_eviction_on_the_asking_pods_own_node_is_not_forgotten() -> None:
     snap.remove_pod(snap.pods["default/x"])
     assert not pod_fits_any_other_node(a, nodes, snap)  # its own node does not count
     assert pod_fits_any_other_node(b, nodes, snap)  # n1 has room now
+
+
+def test_namespace_joins_the_signature_only_through_anti_affinity() -> None:
+    """Without anti-affinity terms NodeFit never reads the namespace, so workloads of every
+    namespace share one remembered search; with them, the namespace the terms default to keeps
+    the answers apart."""
+    anti = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"app": "a"}},
+        "topologyKey": "kubernetes.io/hostname"}]}}}
+    snap = snapshot(node("n1", labels={"kubernetes.io/hostname": "n1"}),
+                    node("n2", labels={"kubernetes.io/hostname": "n2"}),
+                    pod("web", "n2", namespace="one", labels={"app": "a"},
+                        owner=("ReplicaSet", "web")),
+                    pod("plain-1", "n1", namespace="one", owner=("ReplicaSet", "p1")),
+                    pod("plain-2", "n1", namespace="two", owner=("ReplicaSet", "p2")),
+                    pod("anti-1", "n1", namespace="one", spec=anti, owner=("ReplicaSet", "a1")),
+                    pod("anti-2", "n1", namespace="two", spec=anti, owner=("ReplicaSet", "a2")))
+    pods = snap.pods
+    assert (nodefit.placement_signature(pods["one/plain-1"])
+            == nodefit.placement_signature(pods["two/plain-2"]))
+    assert (nodefit.placement_signature(pods["one/anti-1"])
+            != nodefit.placement_signature(pods["two/anti-2"]))
+    nodes = snap.ready_nodes()
+    # anti-1's term selects web (its own namespace) on n2; anti-2's looks in "two" only.
+    assert not pod_fits_any_other_node(pods["one/anti-1"], nodes, snap)
+    assert pod_fits_any_other_node(pods["two/anti-2"], nodes, snap)
+    assert pod_fits_any_other_node(pods["one/plain-1"], nodes, snap)
+    assert pod_fits_any_other_node(pods["two/plain-2"], nodes, snap)

@@ -156,8 +156,8 @@ def _requests_text(requests: dict[str, int]) -> bytes:
 
 def taint_free_signature(pod: Pod) -> tuple[bytes, bytes]:
     """What NodeFit's verdict on a node without NoSchedule/NoExecute taints depends on besides
-    the node and the pod's own name: namespace (the default of anti-affinity terms),
-    nodeSelector, required node affinity and required pod anti-affinity; and requests. A pair
+    the node and the pod's own name: nodeSelector, required node affinity and required pod
+    anti-affinity with the namespace its terms default to; and requests. A pair
     of texts most pods share with others, so hashing it is cheap."""
     signature = pod.cached_taint_free_signature
     if signature is None:
@@ -170,8 +170,12 @@ def taint_free_signature(pod: Pod) -> tuple[bytes, bytes]:
                 required = node_affinity.required_during_scheduling_ignored_during_execution
             if pod_anti_affinity is not None:
                 anti = pod_anti_affinity.required_during_scheduling_ignored_during_execution
-        encoded = _encoded(_placement_by_owner, pod,
-                           (pod.metadata.namespace, spec.node_selector, required, anti))
+        # The namespace is read only as the default of anti-affinity terms: without them,
+        # pods of every namespace share a signature (and its memoized searches).
+        fields: tuple[object, ...] = ((spec.node_selector, required) if anti is None
+                                      else (pod.metadata.namespace, spec.node_selector, required,
+                                            anti))
+        encoded = _encoded(_placement_by_owner, pod, fields)
         signature = pod.cached_taint_free_signature = (encoded, _requests_text(pod.requests))
     return signature
 
