@@ -1,15 +1,19 @@
 """Finding the items of one large JSON list document in place, without decoding it whole.
 
 `kubectl get pods -A -o json` writes a single document: `{"apiVersion": ..., "items": [...],
-"kind": "List", ...}`, pretty-printed, 1.4 GB at 150,000 pods. Decoding it in one call holds
-every page of it and every object at once; instead the loader decodes one item at a time from
-the memory-mapped file and releases the pages behind it. This module only locates: the header
-(every top-level key but `items`), then each item's byte range.
+"kind": "List", ...}`, pretty-printed, 1.4 GB at 150,000 pods; the API server itself (`kubectl
+get --raw`, curl, client libraries' json.dump) writes the same on one line. Decoding it in one
+call holds every page of it and every object at once; instead the loader decodes one item at a
+time from the memory-mapped file and releases the pages behind it. This module only locates: the
+header (every top-level key but `items`), then each item's byte range.
 
-An item's end is found two ways. Pretty-printed documents (kubectl indents with spaces, and JSON
-text can hold a raw newline only between tokens) close an item with a newline, the items'
-indentation and `}`: one `find`. Otherwise, or when that guess does not decode, msgspec skips the
-item as raw JSON and names where it ended ("trailing characters (byte N)").
+An item's end is guessed with one `find`, then confirmed by the item decoding (an object's text
+is valid JSON only up to its own closing brace, so a wrong guess fails). Pretty-printed documents
+(kubectl indents with spaces, and JSON text can hold a raw newline only between tokens) close an
+item with a newline, the items' indentation and `}`. Compact ones join items with `},{` and the
+next item's first key (`},{"metadata":`, `}, {"apiVersion":`), learnt from the items read
+exactly. Without a guess, or when it does not decode, msgspec skips the item as raw JSON and
+names where it ended ("trailing characters (byte N)").
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ _ITEMS_KEY = re.compile(rb'"items"\s*:\s*\[')
 _WHITESPACE = b" \t\r\n"
 _SEPARATOR = re.compile(rb"[ \t\r\n]*(?:(,)[ \t\r\n]*|$)")
 _TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
+_FIRST_KEY = re.compile(rb'\{[ \t\r\n]*"[^"\\]*"[ \t\r\n]*:')
 _HEAD_WINDOW = 1 << 16  # the top-level keys before `items` (apiVersion, kind, metadata)
 _TAIL_WINDOW = 1 << 16  # and after it
 
@@ -46,11 +51,12 @@ def _skip_space(data: mmap.mmap, pos: int, limit: int) -> int:
     return pos
 
 
-def find_list(data: mmap.mmap, size: int) -> ListLayout | None:
-    """The layout of a document whose top level is an object with an `items` array, or None
-    (a single object, several documents, or something this fast path does not read; the general
-    path then decodes it and reports any error)."""
-    head = data[: min(size, _HEAD_WINDOW)]
+def find_list(data: mmap.mmap, size: int, start: int = 0) -> ListLayout | None:
+    """The layout of the document in `data[start:size]` (a whole file, or one line of one) when
+    its top level is an object with an `items` array, or None (a single object, several
+    documents, or something this fast path does not read; the general path then decodes it and
+    reports any error)."""
+    head = data[start: min(size, start + _HEAD_WINDOW)]
     match = _ITEMS_KEY.search(head)
     if match is None or not head.lstrip().startswith(b"{"):
         return None
@@ -61,7 +67,7 @@ def find_list(data: mmap.mmap, size: int) -> ListLayout | None:
         msgspec.json.decode(opening + b"}")
     except (msgspec.DecodeError, RecursionError):
         return None
-    first = match.end()
+    first = start + match.end()
     tail_start = max(first, size - _TAIL_WINDOW)
     tail = data[tail_start:size]
     # The items' `]` is the last one after which the rest closes the header validly.
@@ -105,9 +111,10 @@ def skip_item(view: memoryview, start: int, index: int) -> int:
 
 class Items:
     """Walks a list's items: `start` is the first one's offset (`layout.end` when there is
-    none), `pretty_end` guesses where an item ends from the indentation, `exact_end` finds it
-    for certain, `next_start` steps over the comma. The caller decodes each guessed range and
-    falls back to `exact_end` when the guess does not decode."""
+    none), `guess_end` guesses where an item ends from the layout, `exact_end` finds it for
+    certain, `next_start` steps over the comma, `learn` takes a compact layout's item joint from
+    an item found exactly. The caller decodes each guessed range and falls back to `exact_end`
+    when the guess does not decode."""
 
     def __init__(self, data: mmap.mmap, layout: ListLayout) -> None:
         self.data = data
@@ -119,16 +126,30 @@ class Items:
         # The text that closes an item: newline, the items' indentation, `}`.
         self.closer = b"\n" + gap[newline + 1:] + b"}" if newline >= 0 else b""
         self.start = start
+        # Compact layouts: `}`, the separator and the next item's first key, once learnt.
+        self.joint = b""
 
-    def pretty_end(self, start: int, at_least: int = 0) -> int | None:
-        """Where the item at `start` ends if it is laid out like kubectl's, looking no earlier
-        than `at_least` bytes in (a lower bound the caller knows, e.g. the smallest item of
+    def guess_end(self, start: int, at_least: int, at_most: int) -> int | None:
+        """Where the item at `start` ends if it is laid out like the items before it, looking
+        between `at_least` bytes in (a lower bound the caller knows, e.g. the smallest item of
         the kind seen so far: searching is most of the cost, and a wrong guess only fails to
-        decode)."""
+        decode) and `at_most` (so a layout that stopped matching costs a bounded search per
+        item, not a scan to the end of the list)."""
+        stop = min(start + at_most, self.layout.end)
+        if self.closer:
+            found = self.data.find(self.closer, start + at_least, stop)
+            return None if found < 0 else found + len(self.closer)
+        if self.joint:
+            found = self.data.find(self.joint, start + at_least, stop)
+            return None if found < 0 else found + 1
+        return None
+
+    def learn(self, end: int, following: int) -> None:
+        """In a layout without newlines between items, takes what joins the item that ends at
+        `end` to the one starting at `following`, up to its first key, as an item's end."""
         if not self.closer:
-            return None
-        found = self.data.find(self.closer, start + at_least, self.layout.end)
-        return None if found < 0 else found + len(self.closer)
+            key = _FIRST_KEY.match(self.data, following, min(following + 512, self.layout.end))
+            self.joint = self.data[end - 1: key.end()] if key is not None else b""
 
     def exact_end(self, start: int, index: int) -> int:
         return skip_item(self.view, start, index)

@@ -1,0 +1,114 @@
+"""The API server's own List form, one line for the whole list (`kubectl get --raw
+/api/v1/pods`, curl, client libraries' json.dump): decoded an item at a time in place like
+kubectl's pretty List, not taken for one huge JSON line and decoded whole."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_jsonlist import kubectl_json, node, pod, reference, same, write
+
+from desched.errors import InputError
+from desched.snapshot import loader
+from desched.snapshot.loader import load_snapshot
+
+COMPACT = (",", ":")
+
+
+def heavy_pod(i: int) -> dict[str, Any]:
+    """A pod of about 6 KB, most of it managedFields (4-5 KB in real clusters), which the loader
+    skips."""
+    p = pod(f"p{i:05d}", f"n{i % 4}")
+    p["metadata"]["managedFields"] = [
+        {"manager": manager, "operation": "Update", "apiVersion": "v1",
+         "fieldsV1": {f"f:{manager}-{k}": {} for k in range(64)}}
+        for manager in ("kubectl-client-side-apply", "kube-controller-manager", "kubelet")]
+    return p
+
+
+def cluster(pods: int) -> list[dict[str, Any]]:
+    return [node(f"n{i}") for i in range(4)] + [heavy_pod(i) for i in range(pods)]
+
+
+def api_list(items: list[dict[str, Any]], separators: tuple[str, str] = COMPACT,
+             kind: str = "List", items_first: bool = False) -> str:
+    """One line, as the API server and json.dump write it."""
+    header: dict[str, Any] = {"kind": kind, "apiVersion": "v1",
+                              "metadata": {"resourceVersion": "12345"}}
+    doc = {"items": items, **header} if items_first else {**header, "items": items}
+    return json.dumps(doc, separators=separators) + "\n"
+
+
+def test_a_large_compact_list_is_decoded_item_by_item(tmp_path: Path) -> None:
+    items = cluster(8_000)
+    path = write(tmp_path, "compact.json", api_list(items))
+    size = Path(path).stat().st_size
+    assert size > 40 << 20
+    tracemalloc.start()
+    try:
+        snap = load_snapshot([path])
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Decoded whole, the line is first copied (the whole file), then every object made at once;
+    # streamed, the peak is the decoded snapshot itself (about 1/5 of the file) and one batch.
+    assert peak < size / 3, f"peak {peak >> 20} MiB for {size >> 20} MiB of text"
+    assert peak - kept < size / 20, f"{(peak - kept) >> 20} MiB freed after the load"
+    assert len(snap.pods) == 8_000 and list(snap.nodes) == ["n0", "n1", "n2", "n3"]
+    same(snap, reference(tmp_path, items))
+    same(snap, load_snapshot([write(tmp_path, "pretty.json", kubectl_json(items))]))
+
+
+@pytest.mark.parametrize(("separators", "items_first"), [
+    (COMPACT, False), ((", ", ": "), False), ((", ", ": "), True), ((" ,  ", " :\t"), True)])
+def test_any_whitespace_and_header_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         separators: tuple[str, str], items_first: bool) -> None:
+    monkeypatch.setattr(loader, "_STREAM_LINE", 0)  # stream small lines too
+    items = cluster(1_203)
+    text = api_list(items, separators, items_first=items_first)
+    snap = load_snapshot([write(tmp_path, "l.json", text)])
+    same(snap, reference(tmp_path, items))
+
+
+def test_typed_lists_whose_items_carry_no_kind(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kubectl get --raw /api/v1/pods` and `/api/v1/nodes`: a PodList's items have no kind;
+    two such lines in one file, and the same split over two files."""
+    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    items = cluster(700)
+    bare = [{k: v for k, v in item.items() if k not in ("kind", "apiVersion")} for item in items]
+    nodes = api_list(bare[:4], kind="NodeList", items_first=True)
+    pods = api_list(bare[4:], kind="PodList")
+    expected = reference(tmp_path, items)
+    same(load_snapshot([write(tmp_path, "both.json", nodes + pods)]), expected)
+    same(load_snapshot([write(tmp_path, "nodes.json", nodes),
+                        write(tmp_path, "pods.json", pods)]), expected)
+
+
+def test_standard_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipe cannot be mapped: it is spooled to a temporary file, then read as any file."""
+    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    items = cluster(600)
+    stdin = io.TextIOWrapper(io.BytesIO(api_list(items).encode()))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    same(load_snapshot(["-"]), reference(tmp_path, items))
+
+
+def test_a_bad_item_is_named_by_line_and_item(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    first = api_list(cluster(3))
+    second = api_list(cluster(8)).replace('"name":"p00005"', '"name":5')
+    with pytest.raises(InputError) as err:
+        load_snapshot([write(tmp_path, "bad.json", first + second)])
+    assert "line 2 item 9 (Pod)" in str(err.value) and "bad.json" in str(err.value)
+    truncated = api_list(cluster(8))[:-200]
+    with pytest.raises(InputError) as err:
+        load_snapshot([write(tmp_path, "cut.json", truncated)])
+    assert "cut.json" in str(err.value)
