@@ -1,12 +1,23 @@
-"""Generate a production-like cluster: workloads pinned to node pools, pools run full.
+"""Generate a production-like cluster: workloads pinned to node pools, placed as a scheduler would.
 
 What `generate_cluster.py`'s uniform cluster lacks and real clusters have: node pools by label
-(5 to 50 nodes, some tainted), workloads selecting their pool by nodeSelector (45 %) or required
-node affinity (40 %) or pinned by hostname (3 %), pools filled least-allocated until full and then
-overflowing (so most pods fit no other node), a few percent of large pods (12 or 20 cpu), six
+(5 to 50 nodes, every sixth tainted), workloads selecting their pool by nodeSelector (45 %) or
+required node affinity (40 %) or pinned by hostname (3 %), a few percent of large pods, six
 DaemonSet pods per node pinned by matchFields on the node name, priority classes, and a
-PodDisruptionBudget over 80 % of multi-replica workloads. Pods carry managedFields, the
-last-applied annotation and a sidecar, like an API server's.
+PodDisruptionBudget over 80 % of multi-replica workloads.
+
+Scenarios (--scenario):
+  production     the default. Every pod, in creation order, goes to a node it could be scheduled
+                 on: of its pool (or its node), taints tolerated, requests within what is left
+                 of allocatable cpu, memory and pods; most-allocated with noise, so some nodes
+                 end near 100 % and others idle. What fits nowhere is Pending, PodScheduled=False
+                 Unschedulable. Then DRIFT_SHARE of the nodes move to another pool (label
+                 changed, DRIFT annotation, listed in the summary): their pods break affinity.
+                 Pods as Helm and istio leave them (~10 KB): 12 labels, istio annotations and
+                 sidecar, managedFields from kubectl or helm, kube-controller-manager, kubelet.
+  production-v1  the 2026-11-24 cluster: pools filled least-allocated and then overflowing onto
+                 any node, past allocatable ("overcommitted" nodes); ~5 KB pods.
+  uniform        generate_cluster.py's cluster.
 
     python bench/generate_production.py --nodes 5000 --pods 150000 --out DIR
 
@@ -326,7 +337,17 @@ def _fields(names: list[str]) -> dict[str, Any]:
 
 def _container_fields(c: dict[str, Any]) -> dict[str, Any]:
     """What kube-controller-manager's managedFields entry lists for one container."""
-    fields: dict[str, Any] = {".": {}, **_fields([k for k in c if k not in ("resources", "env")])}
+    keyed = ("resources", "env", "ports", "volumeMounts")
+    fields: dict[str, Any] = {".": {}, **_fields([k for k in c if k not in keyed])}
+    fields["f:ports"] = {".": {}} | {
+        f'k:{{"containerPort":{p["containerPort"]},"protocol":"TCP"}}':
+            {".": {}, **_fields(list(p))}
+        for p in c["ports"]
+    }
+    fields["f:volumeMounts"] = {".": {}} | {
+        f'k:{{"mountPath":"{m["mountPath"]}"}}': {".": {}, **_fields(list(m))}
+        for m in c["volumeMounts"]
+    }
     fields["f:env"] = {".": {}} | {
         f'k:{{"name":"{e["name"]}"}}': {".": {}, "f:name": {},
                                          **({"f:value": {}} if "value" in e
