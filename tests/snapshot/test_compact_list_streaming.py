@@ -112,3 +112,18 @@ def test_a_bad_item_is_named_by_line_and_item(tmp_path: Path,
     with pytest.raises(InputError) as err:
         load_snapshot([write(tmp_path, "cut.json", truncated)])
     assert "cut.json" in str(err.value)
+
+
+def test_kinds_interleaved_and_unsupported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each joint found names the next item's kind: a change of kind, or an item of a kind the
+    loader skips, must not decode an item as the kind before it."""
+    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    pods = [heavy_pod(i) for i in range(40)]
+    mixed: list[dict[str, Any]] = []
+    for i, p in enumerate(pods):
+        mixed += [p, node(f"n{i}")] if i % 3 else [p, p | {"kind": "ConfigMap"}]
+    warnings: list[str] = []
+    snap = load_snapshot([write(tmp_path, "m.json", api_list(mixed))], warn=warnings.append)
+    expected = [item for item in mixed if item["kind"] != "ConfigMap"]
+    same(snap, reference(tmp_path, expected))
+    assert any("14 object(s) of unsupported kind v1/ConfigMap" in w for w in warnings)

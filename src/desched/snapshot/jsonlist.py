@@ -11,9 +11,11 @@ An item's end is guessed with one `find`, then confirmed by the item decoding (a
 is valid JSON only up to its own closing brace, so a wrong guess fails). Pretty-printed documents
 (kubectl indents with spaces, and JSON text can hold a raw newline only between tokens) close an
 item with a newline, the items' indentation and `}`. Compact ones join items with `},{` and the
-next item's first key (`},{"metadata":`, `}, {"apiVersion":`), learnt from the items read
-exactly. Without a guess, or when it does not decode, msgspec skips the item as raw JSON and
-names where it ended ("trailing characters (byte N)").
+next item's first key (`},{"metadata":`), or its apiVersion and kind when it starts with them
+(`}, {"apiVersion": "v1", "kind": "Pod"`), learnt from the items read exactly: a joint found
+also tells where the next item starts and, in a `kind: List`, its kind. Without a guess, or
+when it does not decode, msgspec skips the item as raw JSON and names where it ended ("trailing
+characters (byte N)").
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ _WHITESPACE = b" \t\r\n"
 _SEPARATOR = re.compile(rb"[ \t\r\n]*(?:(,)[ \t\r\n]*|$)")
 _TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
 _FIRST_KEY = re.compile(rb'\{[ \t\r\n]*"[^"\\]*"[ \t\r\n]*:')
+# An item whose first keys are apiVersion then kind (kubectl sorts keys); plain names only.
+ITEM_HEAD = re.compile(
+    rb'\{\s*"apiVersion"\s*:\s*"([A-Za-z0-9./-]*)"\s*,\s*"kind"\s*:\s*"([A-Za-z0-9]*)"')
 _HEAD_WINDOW = 1 << 16  # the top-level keys before `items` (apiVersion, kind, metadata)
 _TAIL_WINDOW = 1 << 16  # and after it
 
@@ -126,8 +131,12 @@ class Items:
         # The text that closes an item: newline, the items' indentation, `}`.
         self.closer = b"\n" + gap[newline + 1:] + b"}" if newline >= 0 else b""
         self.start = start
-        # Compact layouts: `}`, the separator and the next item's first key, once learnt.
+        # Compact layouts: `}`, the separator and the next item's first key (or apiVersion and
+        # kind, then in `head`), once learnt; `lead` is where the next item starts in it.
         self.joint = b""
+        self.lead = 0
+        self.head: tuple[str, str] | None = None
+        self.follows = -1  # the next item's start when the last guess came from the joint
 
     def guess_end(self, start: int, at_least: int, at_most: int) -> int | None:
         """Where the item at `start` ends if it is laid out like the items before it, looking
@@ -136,20 +145,32 @@ class Items:
         decode) and `at_most` (so a layout that stopped matching costs a bounded search per
         item, not a scan to the end of the list)."""
         stop = min(start + at_most, self.layout.end)
+        self.follows = -1
         if self.closer:
             found = self.data.find(self.closer, start + at_least, stop)
             return None if found < 0 else found + len(self.closer)
         if self.joint:
             found = self.data.find(self.joint, start + at_least, stop)
-            return None if found < 0 else found + 1
+            if found < 0:
+                return None
+            self.follows = found + self.lead
+            return found + 1
         return None
 
     def learn(self, end: int, following: int) -> None:
         """In a layout without newlines between items, takes what joins the item that ends at
         `end` to the one starting at `following`, up to its first key, as an item's end."""
-        if not self.closer:
-            key = _FIRST_KEY.match(self.data, following, min(following + 512, self.layout.end))
-            self.joint = self.data[end - 1: key.end()] if key is not None else b""
+        if self.closer:
+            return
+        limit = min(following + 512, self.layout.end)
+        head = ITEM_HEAD.match(self.data, following, limit)
+        key = head or _FIRST_KEY.match(self.data, following, limit)
+        self.joint = self.data[end - 1: key.end()] if key is not None else b""
+        self.lead = following - (end - 1)
+        self.head = None
+        if head is not None:
+            version, kind = head.group(1, 2)
+            self.head = kind.decode(), version.decode()
 
     def exact_end(self, start: int, index: int) -> int:
         return skip_item(self.view, start, index)

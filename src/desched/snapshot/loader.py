@@ -38,7 +38,14 @@ from desched.model.kinds import (
 )
 from desched.model.pod import detach
 from desched.snapshot.cluster import ClusterSnapshot
-from desched.snapshot.jsonlist import ItemError, Items, ListLayout, find_list, skip_item
+from desched.snapshot.jsonlist import (
+    ITEM_HEAD,
+    ItemError,
+    Items,
+    ListLayout,
+    find_list,
+    skip_item,
+)
 from desched.util import yamlguard
 from desched.util.progress import Progress
 
@@ -71,9 +78,6 @@ _header = msgspec.json.Decoder(_Header)
 _named = msgspec.json.Decoder(_Named)
 _item_header = msgspec.json.Decoder(_ItemHeader)
 _KIND = re.compile(rb'"kind"\s*:\s*"([A-Za-z0-9]+List)"')
-# An item whose first keys are apiVersion then kind (kubectl sorts keys); plain names only.
-_ITEM_HEAD = re.compile(
-    rb'\{\s*"apiVersion"\s*:\s*"([A-Za-z0-9./-]*)"\s*,\s*"kind"\s*:\s*"([A-Za-z0-9]*)"')
 # Measured (15,000 pods, 94 MB of `kubectl get -o yaml`): 52 s and 3.6 GB peak, against 1.3 s and
 # 77 MB for the same objects as a JSON list.
 _YAML_WARN_BYTES = 64 << 20
@@ -227,13 +231,14 @@ class _Reader:
         longest = 0
         pos: int | None = items.start if items.start < layout.end else None
         index = 0
+        head: tuple[str, str] | None = None  # the item's kind and version, when the joint said
         try:
             while pos is not None:
                 kind, version = typed, layout.api_version
                 if not typed:
-                    kind, version = self._item_kind(mm, view, pos, index, where)
+                    kind, version = head or self._item_kind(mm, view, pos, index, where)
                 decoder = JSON_DECODERS[kind] if self._accept(kind, version) else None
-                obj, end, exact = None, -1, False
+                obj, end, exact, follows = None, -1, False, -1
                 guess = items.guess_end(pos, smallest.get(kind, 0) * 7 // 8,
                                         2 * longest + _GUESS_SLACK)
                 if decoder is not None and guess is not None:
@@ -241,6 +246,7 @@ class _Reader:
                     # exactly below.
                     with contextlib.suppress(msgspec.DecodeError, RecursionError):
                         obj, end = decoder.decode(view[pos:guess]), guess
+                        follows = items.follows
                 if end < 0:
                     end, exact = items.exact_end(pos, index), True
                     if decoder is not None:
@@ -257,9 +263,12 @@ class _Reader:
                     start = released - released % mmap.PAGESIZE
                     mm.madvise(mmap.MADV_DONTNEED, start, end - start)
                     released = end
-                pos = items.next_start(end, index)
-                if exact and pos is not None:
-                    items.learn(end, pos)
+                if follows >= 0:  # the joint found holds the next item's start (and kind)
+                    pos, head = follows, items.head
+                else:
+                    pos, head = items.next_start(end, index), None
+                    if exact and pos is not None:
+                        items.learn(end, pos)
                 index += 1
         except ItemError as err:
             raise self._fail(f"{where} item {err.index}", err) from None
@@ -273,7 +282,7 @@ class _Reader:
                    where: str) -> tuple[str, str]:
         """An item's kind and apiVersion: read off its first keys when they are those two (as
         kubectl sorts them), else by decoding its header."""
-        match = _ITEM_HEAD.match(mm, pos, pos + 512)
+        match = ITEM_HEAD.match(mm, pos, pos + 512)
         if match is not None:
             version, kind = match.group(1, 2)
             return kind.decode(), version.decode()
