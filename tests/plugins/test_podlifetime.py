@@ -293,3 +293,14 @@ def test_evicted_pod_reason_is_recorded() -> None:
     [decision] = handle.log.evictions()
     assert decision.plugin == "PodLifeTime"
     assert "maxPodLifeTimeSeconds" in decision.reason
+
+
+def test_reason_written_at_eviction_names_every_matched_criterion() -> None:
+    """The listing only tests the criteria; the reason is written when the pod's turn comes,
+    and still names the age and the state it matched."""
+    _, handle = run({"maxPodLifeTimeSeconds": 3600, "states": ["CrashLoopBackOff"]},
+                    pod("p", created=ago(7200),
+                        status={"containerStatuses": [waiting("CrashLoopBackOff")]}))
+    [decision] = handle.log.evictions()
+    assert decision.reason == ("pod age 7200s (2h) exceeds maxPodLifeTimeSeconds 3600 (1h); "
+                               "pod is in state CrashLoopBackOff")
