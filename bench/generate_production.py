@@ -317,7 +317,6 @@ def generate_v1(N: int, P: int, out: str, seed: int) -> None:
 DRIFT = "bench.desched.io/drift"  # node annotation: its pool label changed after placement
 DRIFT_SHARE = 0.005  # of the nodes, relabelled after placement (NodeAffinity finds work there)
 JITTER = 0.35  # random share of a node's score: most-allocated with drift, not strict packing
-LOAD = 0.97  # cpu requested by workload pods over allocatable cpu, cluster-wide
 ISTIO_STATUS = json.dumps(
     {
         "initContainers": None,
@@ -444,9 +443,10 @@ class _Nodes:
         self.mem = [int(n["status"]["allocatable"]["memory"][:-2]) * 1024 for n in nodes]  # Mi
         self.slots = [int(n["status"]["allocatable"]["pods"]) for n in nodes]
         self.alloc_cpu = list(self.cpu)
-        # Per candidate list: the smallest (cpu, mem) that found no node; requests at least as
-        # large cannot fit either while pods only arrive, so a full pool is not scanned again.
-        self.failed: dict[int, tuple[int, int]] = {}
+        # Per candidate list (kept alive by the caller, so its id stays its own): requests
+        # (cpu, mem) that found no node; requests at least as large in both cannot fit either
+        # while pods only arrive, so a full pool is not scanned again for them.
+        self.failed: dict[int, list[tuple[int, int]]] = {}
 
     def take(self, n: int, cpu: int, mem: int) -> None:
         self.cpu[n] -= cpu
@@ -456,8 +456,8 @@ class _Nodes:
     def choose(self, cands: list[int], cpu: int, mem: int) -> int | None:
         """Most-allocated (by cpu) among the nodes where the requests fit, with some noise: hot
         nodes fill up to the brim while others stay nearly idle, as drift leaves them."""
-        failed = self.failed.get(id(cands))
-        if failed is not None and cpu >= failed[0] and mem >= failed[1]:
+        failed = self.failed.setdefault(id(cands), [])
+        if any(cpu >= c and mem >= m for c, m in failed):
             return None
         free_cpu, free_mem, slots, alloc = self.cpu, self.mem, self.slots, self.alloc_cpu
         random = self.rng.random
@@ -468,17 +468,16 @@ class _Nodes:
                 if score > best_score:
                     best, best_score = n, score
         if best is None:
-            self.failed[id(cands)] = (cpu, mem) if failed is None else (
-                min(cpu, failed[0]), min(mem, failed[1]))
+            failed.append((cpu, mem))
+            del failed[:-8]  # the latest few: a full pool sees the same sizes again and again
         return best
 
 
 def _workload_template(app: str, ns: str, cpu: int, mem: int, extra: dict[str, Any],
                        rng: random.Random, mesh: bool = True) -> dict[str, Any]:
     """What every replica of a Helm-installed, istio-injected (`mesh`) Deployment shares."""
-    w = len(app)
     release = f"{ns}-{app}"
-    version = f"1.{w % 17}.{w % 5}"
+    version = f"1.{rng.randrange(17)}.{rng.randrange(5)}"
     hash_ = f"{rng.getrandbits(40):010x}"[:10]
     labels = {
         "app": app,
@@ -710,7 +709,7 @@ def generate(N: int, P: int, out: str, seed: int) -> dict[str, Any]:
             cpu = rng.choice([100, 250, 500, 1000])
             mem = rng.choice([128, 256, 512, 1024, 2048])
         template = _workload_template(app, ns, cpu, mem, extra, rng)
-        # The pod's requests: main container plus the sidecar (the init container's are less).
+        # The pod's requests, as the scheduler sums them: main container plus the sidecar.
         need_cpu, need_mem = cpu + 100, mem + 128
         created = start + span * (len(pods) / P)
         owner = template["metadata"]["name"]
