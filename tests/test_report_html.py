@@ -22,16 +22,21 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("report") / "report.html"
+def render(policy: Path, snapshot: Path, out: Path, *args: str) -> Path:
+    """`desched simulate -o html --out OUT`, which must succeed."""
     proc = subprocess.run(
-        [sys.executable, "-m", "desched", "simulate", "--policy", str(EXAMPLES / "policy.yaml"),
-         "--snapshot", str(EXAMPLES / "cluster.yaml"), "--cycles", "14", "--reschedule",
-         "--output", "html", "--out", str(out)], capture_output=True, text=True, timeout=60,
-        check=False)
+        [sys.executable, "-m", "desched", "simulate", "--policy", str(policy), "--snapshot",
+         str(snapshot), "--output", "html", "--out", str(out), *args],
+        capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     return out
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render(EXAMPLES / "policy.yaml", EXAMPLES / "cluster.yaml",
+                  tmp_path_factory.mktemp("report") / "report.html", "--cycles", "14",
+                  "--reschedule")
 
 
 def browser(page: Path, *args: str, fragment: str = "") -> subprocess.CompletedProcess[str]:
@@ -99,12 +104,7 @@ def test_names_cannot_break_out_of_the_page(tmp_path: Path) -> None:
                       "- name: p\n  pluginConfig:\n  - name: PodLifeTime\n"
                       "    args: {maxPodLifeTimeSeconds: 60}\n"
                       "  plugins:\n    deschedule: {enabled: [PodLifeTime]}\n")
-    out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "desched", "simulate", "--policy", str(policy), "--snapshot",
-         str(cluster), "--now", "2026-11-22T12:00:00Z", "--output", "html", "--out", str(out)],
-        capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr
+    out = render(policy, cluster, tmp_path / "report.html", "--now", "2026-11-22T12:00:00Z")
     text = out.read_text()
     assert text.count("<script") == 2  # the data and the page's own script
     assert "alert(1)" in text  # kept as data...
@@ -148,14 +148,8 @@ def simulate(where: Path, percents: list[float], *args: str) -> Path:
     cluster, without --reschedule unless `args` say so."""
     (where / "cluster.json").write_text(json.dumps(cluster(percents)))
     (where / "policy.yaml").write_text(LOW_NODE_UTILIZATION)
-    out = where / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "desched", "simulate", "--policy", str(where / "policy.yaml"),
-         "--snapshot", str(where / "cluster.json"), "--now", "2026-11-22T12:00:00Z",
-         "--output", "html", "--out", str(out), *args],
-        capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return out
+    return render(where / "policy.yaml", where / "cluster.json", where / "report.html",
+                  "--now", "2026-11-22T12:00:00Z", *args)
 
 
 @pytest.fixture(scope="module")
@@ -305,12 +299,7 @@ def test_warnings_come_first_on_the_page(tmp_path: Path) -> None:
                       "- name: p\n  pluginConfig:\n  - name: RemoveDuplicates\n"
                       "    args: {namespaces: {include: [shopp]}}\n"
                       "  plugins: {balance: {enabled: [RemoveDuplicates]}}\n")
-    out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "desched", "simulate", "--policy", str(policy), "--snapshot",
-         str(EXAMPLES.parent / "cluster.yaml"), "-o", "html", "--out", str(out)],
-        capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr
+    out = render(policy, EXAMPLES.parent / "cluster.yaml", tmp_path / "report.html")
     dom = browser(out, "--virtual-time-budget=5000", "--dump-dom").stdout
     assert 'data-ready="1"' in dom
     box = dom[dom.index('id="warnings"'):dom.index('class="cards"')]
