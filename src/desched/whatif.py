@@ -12,7 +12,7 @@ Each comes with the remedy that addresses it.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from desched.simulation import SimulationResult
@@ -176,9 +176,17 @@ class GroupBalance:
         return [(b, after[b.series]) for b in self.before if b.series in after]
 
 
-def _subframe(frame: Frame, names: set[str]) -> Frame:
-    return Frame(frame.label, {s: {n: v for n, v in values.items() if n in names}
-                               for s, values in frame.values.items()})
+def _split(frame: Frame, groups: dict[str, str]) -> dict[str, Frame]:
+    """The frame cut into one per group, in one pass over its values (not one per group)."""
+    out: dict[str, Frame] = {}
+    for series, values in frame.values.items():
+        for node, value in values.items():
+            group = groups.get(node, "")
+            part = out.get(group)
+            if part is None:
+                part = out[group] = Frame(frame.label, {})
+            part.values.setdefault(series, {})[node] = value
+    return out
 
 
 def group_balance(result: SimulationResult) -> list[GroupBalance]:
@@ -186,14 +194,14 @@ def group_balance(result: SimulationResult) -> list[GroupBalance]:
     label; groups by node count, largest first."""
     if result.group_label is None or len(result.frames) < 2:
         return []
-    members: dict[str, set[str]] = defaultdict(set)
-    for node, value in result.groups.items():
-        members[value].add(node)
+    sizes = Counter(result.groups.values())
     limits = thresholds(result.policy)
-    first, last = result.frames[0], result.frames[-1]
-    return [GroupBalance(value, len(names), balance(_subframe(first, names), limits),
-                         balance(_subframe(last, names), limits))
-            for value, names in sorted(members.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+    empty = Frame("", {})
+    before = _split(result.frames[0], result.groups)
+    after = _split(result.frames[-1], result.groups)
+    return [GroupBalance(value, size, balance(before.get(value, empty), limits),
+                         balance(after.get(value, empty), limits))
+            for value, size in sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def groups_json(result: SimulationResult) -> dict[str, object] | None:
