@@ -189,8 +189,7 @@ def render_text(result: SimulationResult) -> str:
             chance = summary.chances.get(key)
             tied = chance.ties if chance is not None else 1
             chance_text = f" (one of {tied} equally likely nodes)" if tied > 1 else ""
-            old = summary.evicted.get(summary.replaces.get(key, ""))
-            if node is not None and old is not None and old.node == node:
+            if summary.came_back(key, node) is not None:
                 chance_text += ": back on the node its pod was evicted from (churn)"
             lines.append(f"  placed  {key} on {node}{chance_text}" if node
                          else f"  pending {key}: no node fits")

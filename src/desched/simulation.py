@@ -83,6 +83,12 @@ class CycleSummary:
     # for the churn a report flags (replacements back on their node, workloads evicted again).
     evicted: dict[str, Evicted] = field(default_factory=dict)
 
+    def came_back(self, replacement: str, node: str | None) -> str | None:
+        """The pod `replacement` replaces, when it was placed on the node that pod left."""
+        old = self.replaces.get(replacement)
+        source = self.evicted.get(old) if old is not None else None
+        return old if source is not None and node is not None and source.node == node else None
+
 
 @dataclass(frozen=True)
 class Evicted:

@@ -110,10 +110,8 @@ def churn(result: SimulationResult) -> Churn:
         for evicted in summary.evicted.values():
             by_workload[evicted.workload].append(summary.cycle)
         for key, node in summary.placements:
-            old = summary.replaces.get(key)
-            source = summary.evicted.get(old) if old is not None else None
-            if node is not None and old is not None and source is not None \
-                    and source.node == node:
+            old = summary.came_back(key, node)
+            if old is not None and node is not None:
                 found.back_on_source.append(BackOnSource(summary.cycle, key, old, node))
     found.repeated = sorted(
         (Repeated(workload, tuple(sorted(set(cycles))), len(cycles))
