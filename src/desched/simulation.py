@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import random
-import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from desched.errors import InputError, one_line, quote
+from desched.errors import InputError, quote
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
 from desched.framework.runner import Descheduler, check_policy
@@ -28,7 +27,7 @@ from desched.snapshot.clock import (
 )
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.completeness import LoadWarnings, missing, require_nodes
-from desched.snapshot.loader import STDIN, STDIN_LABEL, load_snapshot
+from desched.snapshot.loader import STDIN, STDIN_LABEL, Warn, load_snapshot, stderr_warn
 from desched.snapshot.workloads import Workload, WorkloadResolver
 from desched.util.duration import MAX_SECONDS, format_duration
 from desched.util.names import nearest
@@ -40,12 +39,6 @@ from desched.utilization import (
     add_queried,
     take_frame,
 )
-
-Warn = Callable[[str], None]
-
-
-def stderr_warning(message: str) -> None:
-    print(f"warning: {one_line(message)}", file=sys.stderr)
 
 
 def _quiet(_: str) -> None:
@@ -147,7 +140,7 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                    scheduler_config: SchedulerConfig = DEFAULT_CONFIG,
                    with_frames: bool = False, outcomes: int = 1,
                    tie_seed: int | None = None,
-                   group_by: str | None = None, warn: Warn = stderr_warning) -> SimulationResult:
+                   group_by: str | None = None, warn: Warn = stderr_warn) -> SimulationResult:
     """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
     that places replacements with `do_reschedule`, running the profiles of `scheduler_config`
     (scheduler/config_file.py). `with_frames`: take utilization frames (snapshot/utilization)

@@ -110,7 +110,8 @@ def _line_end(mm: mmap.mmap, pos: int, size: int) -> int:
     return size
 
 
-def _stderr_warn(message: str) -> None:
+def stderr_warn(message: str) -> None:
+    """A warning as the commands print one: a line on stderr."""
     print(f"warning: {one_line(message)}", file=sys.stderr)
 
 
@@ -402,7 +403,7 @@ def _open_snapshot(path: str) -> BinaryIO:
     return spool
 
 
-def read_batches(path: str, warn: Warn = _stderr_warn,
+def read_batches(path: str, warn: Warn = stderr_warn,
                  progress: Progress | None = None) -> Iterator[Batch]:
     """Every understood object in one snapshot file (`-`: standard input), in file order, a page
     at a time."""
@@ -441,7 +442,7 @@ def read_batches(path: str, warn: Warn = _stderr_warn,
         warn(f"{path}: ignoring {count} object(s) of unsupported kind {label}")
 
 
-def read_objects(path: str, warn: Warn = _stderr_warn) -> Iterator[KubeObject]:
+def read_objects(path: str, warn: Warn = stderr_warn) -> Iterator[KubeObject]:
     """Every understood object in one snapshot file, in file order."""
     for batch in read_batches(path, warn):
         yield from batch
@@ -480,7 +481,7 @@ def _directory_files(directory: Path, warn: Warn) -> list[str]:
     return files
 
 
-def snapshot_files(paths: list[str], warn: Warn = _stderr_warn) -> list[str]:
+def snapshot_files(paths: list[str], warn: Warn = stderr_warn) -> list[str]:
     """`paths` with each directory replaced by the snapshot files in it."""
     out: list[str] = []
     for path in paths:
@@ -491,7 +492,7 @@ def snapshot_files(paths: list[str], warn: Warn = _stderr_warn) -> list[str]:
     return out
 
 
-def load_snapshot(paths: list[str], warn: Warn = _stderr_warn) -> ClusterSnapshot:
+def load_snapshot(paths: list[str], warn: Warn = stderr_warn) -> ClusterSnapshot:
     """Read every file (a directory: the snapshot files in it) and build the indexed snapshot.
     GC is paused while millions of small objects are created and the survivors are frozen
     afterwards (measured: removes multi-second collections at 150k pods)."""
