@@ -131,7 +131,7 @@ def _balance_lines(result: SimulationResult) -> list[str]:
     for frame in result.other_outcomes:
         for o in balance(frame, limits):
             others.setdefault(o.series, []).append(o)
-    lines = [] if result.replaced or not result.evictions else [
+    lines = [] if not result.optimistic else [
         f"  balance now, then after the evictions ({whatif.NOT_REPLACED}):"]
     for series, b in before.items():
         a = after.get(series)

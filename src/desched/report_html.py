@@ -163,12 +163,7 @@ def _e(text: object) -> str:
 
 
 def _after_label(result: SimulationResult) -> str:
-    return "after the last cycle" + (" (not replaced)" if _optimistic(result) else "")
-
-
-def _optimistic(result: SimulationResult) -> bool:
-    """Pods left their nodes and nothing took their place: every "after" is the best case."""
-    return not result.replaced and any(s.evicted for s in result.summaries)
+    return "after the last cycle" + (" (not replaced)" if result.optimistic else "")
 
 
 # Plots --------------------------------------------------------------------------------------
@@ -370,7 +365,7 @@ def _balance_rows(result: SimulationResult, limits: dict[str, float],
                   not_replaced: str | None = None) -> str:
     """A row per frame, a column per series: standard deviation, maximum and nodes over the
     threshold (percentage points of allocatable)."""
-    suffix = " (not replaced)" if _optimistic(result) else ""
+    suffix = " (not replaced)" if result.optimistic else ""
     table = [{b.series: b for b in balance(frame, limits)} for frame in result.frames]
     shown = [s for s in SERIES if any(s in row for row in table)]
     if not shown:
@@ -491,7 +486,7 @@ def _groups(result: SimulationResult, limits: dict[str, float]) -> tuple[str, di
             if s in limits:
                 row.append(_arrow(b.over, a.over))
         rows.append(row)
-    after = " (not replaced)" if _optimistic(result) else ""
+    after = " (not replaced)" if result.optimistic else ""
     body = (f'<h2>By {_e(result.group_label)}</h2><p class="muted">{len(groups)} group(s) of '
             f'nodes by their label {_e(result.group_label)}: before → after{_e(after)}; a '
             f'column sorts by its after value.</p><div id="groups"></div>')
@@ -515,7 +510,7 @@ def _node_table(result: SimulationResult, limits: dict[str, float]) -> dict[str,
     if not result.frames:
         return {"columns": ["node"], "rows": []}
     first, last = result.frames[0], result.frames[-1]
-    after = "after (not replaced)" if _optimistic(result) else "after"
+    after = "after (not replaced)" if result.optimistic else "after"
     shown = [s for s in SERIES if first.values.get(s)]
     label = result.group_label
     columns = ["node", *([label] if label is not None else [])]

@@ -132,6 +132,11 @@ class SimulationResult:
     def evictions(self) -> list[Decision]:
         return self.log.evictions()
 
+    @property
+    def optimistic(self) -> bool:
+        """Pods left their nodes and nothing took their place: every "after" is the best case."""
+        return not self.replaced and any(s.evicted for s in self.summaries)
+
 
 def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | None,
                    cycles: int, do_reschedule: bool,
