@@ -2,15 +2,15 @@
 resourceVersions (and answers a second POST itself), so the Lease endpoints (GET, POST, PUT with
 a resourceVersion check) are reactions of FakeLeases below on kmock's stateless scaffold.
 
-Timings are short: a 1-second lease (the smallest leaseDurationSeconds), a 0.5 s renew deadline
-and a 0.1 s retry period."""
+The electors wait on a FakeClock, so every timing below is exact and no assertion races the
+machine's load: a 1-second lease (the smallest leaseDurationSeconds), a 0.5 s renew deadline and a
+0.1 s retry period, in fake seconds. Requests still go over real HTTP."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import re
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,6 +19,7 @@ import kmock
 import pytest
 import pytest_asyncio
 from fake_apiserver import status
+from fake_clock import FakeClock
 
 from desched.live.client import AccessDenied, ApiClient
 from desched.live.leader import LeaseElector, format_micro_time, parse_micro_time
@@ -36,7 +37,8 @@ class FakeLeases:
     lease is 409 AlreadyExists. Requests are told apart by their bearer token ("Bearer <id>"),
     so one replica can be cut off (`partitioned`) while the others reach the server."""
 
-    def __init__(self, server: kmock.KubernetesScaffold) -> None:
+    def __init__(self, server: kmock.KubernetesScaffold, clock: FakeClock) -> None:
+        self.clock = clock
         self.objects: dict[str, dict[str, Any]] = {}
         self.rvs = itertools.count(100)
         self.log: list[tuple[str, str, int]] = []  # (method, token, status)
@@ -46,7 +48,7 @@ class FakeLeases:
         self.before_write: Callable[[str], None] | None = None  # runs once, before a write
         self.electors: dict[str, LeaseElector] = {}
         self.violations: list[str] = []
-        self.written_at: dict[str, float] = {}  # holder -> monotonic time of its last write
+        self.written_at: dict[str, float] = {}  # holder -> fake time of its last write
         self.gather_gets: asyncio.Barrier | None = None  # hold GETs until this many arrived
         server[kmock.action.FETCH, LEASES] << self._wrap(self._get)
         server[kmock.action.CREATE, LEASES] << self._wrap(self._create)
@@ -121,7 +123,7 @@ class FakeLeases:
             if previous is not None and previous.is_leader():
                 self.violations.append(f"{after or 'release'} took the lease while {before} led")
         if after:
-            self.written_at[after] = time.monotonic()
+            self.written_at[after] = self.clock.monotonic()
         obj["metadata"] = {**obj["metadata"], "resourceVersion": str(next(self.rvs))}
         self.objects[key] = obj
         return obj
@@ -130,7 +132,7 @@ class FakeLeases:
     def put_lease(self, holder: str, renewed: datetime | None = None, duration: int = 15,
                   transitions: int = 0, **spec: Any) -> None:
         """Write the lease as another replica (or an administrator) would."""
-        renewed = renewed or datetime.now(UTC)
+        renewed = renewed or self.clock.wall()
         obj = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                "metadata": {"name": NAME, "namespace": NS},
                "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
@@ -155,15 +157,21 @@ async def scaffold() -> AsyncIterator[kmock.KubernetesScaffold]:
         yield handler
 
 
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
 @pytest_asyncio.fixture
-async def leases(scaffold: kmock.KubernetesScaffold) -> AsyncIterator[FakeLeases]:
-    fake = FakeLeases(scaffold)
+async def leases(scaffold: kmock.KubernetesScaffold, clock: FakeClock) \
+        -> AsyncIterator[FakeLeases]:
+    fake = FakeLeases(scaffold, clock)
     yield fake
     assert fake.violations == []
 
 
 @pytest_asyncio.fixture
-async def elector(scaffold: kmock.KubernetesScaffold, leases: FakeLeases) \
+async def elector(scaffold: kmock.KubernetesScaffold, leases: FakeLeases, clock: FakeClock) \
         -> AsyncIterator[Callable[[str], LeaseElector]]:
     """A factory of electors, each with its own connection (bearer token = identity)."""
     clients: list[ApiClient] = []
@@ -174,7 +182,8 @@ async def elector(scaffold: kmock.KubernetesScaffold, leases: FakeLeases) \
                                       trust_env=False, timeout=5.0)
         clients.append(client)
         e = LeaseElector(client, NAME, NS, identity, lease_duration=LEASE,
-                         renew_deadline=DEADLINE, retry_period=RETRY)
+                         renew_deadline=DEADLINE, retry_period=RETRY,
+                         clock=clock.monotonic, wall_clock=clock.wall, sleep=clock.sleep)
         leases.electors[identity] = e
         made.append(e)
         return e
@@ -190,113 +199,106 @@ async def elector(scaffold: kmock.KubernetesScaffold, leases: FakeLeases) \
         await c.close()
 
 
-async def wait_for(predicate: Callable[[], bool], timeout: float = 3.0) -> float:
-    """Poll until predicate() holds; the seconds it took."""
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)
-    return time.monotonic() - start
+# The longest an acquiring elector waits between two reads of the lease (retry period + jitter),
+# and the fake seconds a test moves the clock by at a time.
+POLL = RETRY * 1.2
+STEP = 0.01
+EPS = 1e-9  # float sums of fake seconds
 
 
 async def test_acquire_creates_a_missing_lease(elector: Callable[[str], LeaseElector],
-                                               leases: FakeLeases) -> None:
+                                               leases: FakeLeases, clock: FakeClock) -> None:
     a = elector("a")
     assert not a.is_leader()
-    await asyncio.wait_for(a.acquire(), 2)
+    await asyncio.wait_for(a.acquire(), 10)
     assert a.is_leader() and not a.lost.is_set()
     spec = leases.spec
     assert spec["holderIdentity"] == "a"
     assert spec["leaseDurationSeconds"] == 1
     assert spec["leaseTransitions"] == 0
     assert MICRO_TIME.match(spec["acquireTime"]) and spec["acquireTime"] == spec["renewTime"]
+    assert parse_micro_time(spec["acquireTime"]) == clock.wall()
     assert leases.count("POST", 201) == 1 and leases.count("PUT") == 0
     assert leases.objects[f"{NS}/{NAME}"]["metadata"]["namespace"] == NS
 
 
 async def test_acquire_takes_a_free_lease_left_without_holder(
-        elector: Callable[[str], LeaseElector], leases: FakeLeases) -> None:
+        elector: Callable[[str], LeaseElector], leases: FakeLeases, clock: FakeClock) -> None:
     leases.put_lease("", transitions=4)
-    a = elector("a")
-    await asyncio.wait_for(a.acquire(), 0.5)
+    acquiring = clock.spawn(elector("a").acquire())
+    await clock.settle()
+    assert acquiring.done()  # at once, without waiting for the lease to expire
+    await acquiring
     assert leases.spec["holderIdentity"] == "a" and leases.spec["leaseTransitions"] == 5
 
 
 async def test_acquire_waits_while_another_holder_renews(
-        elector: Callable[[str], LeaseElector], leases: FakeLeases) -> None:
+        elector: Callable[[str], LeaseElector], leases: FakeLeases, clock: FakeClock) -> None:
     leases.put_lease("other", duration=1, transitions=3)
-    renewing = True
-
-    async def other_renews() -> None:
-        while renewing:
-            leases.put_lease("other", duration=1, transitions=3)
-            await asyncio.sleep(0.1)
-
-    other = asyncio.create_task(other_renews())
     a = elector("a")
-    acquiring = asyncio.create_task(a.acquire())
-    await asyncio.sleep(1.5)  # longer than the lease: only the renewals keep it
+    acquiring = clock.spawn(a.acquire())
+    for _ in range(15):  # 1.5 s, longer than the lease: only the renewals keep it
+        await clock.advance(RETRY)
+        leases.put_lease("other", duration=1, transitions=3)
     assert not acquiring.done() and not a.is_leader()
     assert leases.count("PUT") == 0
-    renewing = False
-    await other
-    stopped = time.monotonic()
-    await asyncio.wait_for(acquiring, 3)
-    assert time.monotonic() - stopped >= 0.9  # the last renewal had to expire first
+    assert leases.count("GET", 200, "a") >= 1 + int(1.5 / POLL)  # it kept reading
+    waited = await clock.run_until(acquiring.done)
+    # The last renewal had to expire first; a takes over at its first read after that.
+    assert LEASE <= waited <= LEASE + POLL + STEP + EPS
     assert leases.spec["holderIdentity"] == "a"
     assert leases.spec["leaseTransitions"] == 4
     assert leases.spec["leaseDurationSeconds"] == 1
 
 
 async def test_takes_over_an_expired_lease_at_once(elector: Callable[[str], LeaseElector],
-                                                   leases: FakeLeases) -> None:
-    old = datetime.now(UTC) - timedelta(hours=1)
+                                                   leases: FakeLeases, clock: FakeClock) -> None:
+    old = clock.wall() - timedelta(hours=1)
     leases.put_lease("crashed", renewed=old, duration=15, transitions=2)
-    a = elector("a")
-    took = time.monotonic()
-    await asyncio.wait_for(a.acquire(), 2)
-    assert time.monotonic() - took < 0.5  # its renewTime says so: no lease_duration wait
+    acquiring = clock.spawn(elector("a").acquire())
+    await clock.settle()
+    assert acquiring.done()  # its renewTime says so: no lease_duration wait
+    await acquiring
     spec = leases.spec
     assert spec["holderIdentity"] == "a" and spec["leaseTransitions"] == 3
-    assert parse_micro_time(spec["acquireTime"]) > old  # type: ignore[operator]
+    assert parse_micro_time(spec["acquireTime"]) == clock.wall()
     assert spec["leaseDurationSeconds"] == 1
 
 
 async def test_takes_over_when_the_lease_stops_changing_despite_a_future_renew_time(
-        elector: Callable[[str], LeaseElector], leases: FakeLeases) -> None:
+        elector: Callable[[str], LeaseElector], leases: FakeLeases, clock: FakeClock) -> None:
     # A holder whose clock ran an hour ahead died: its renewTime never looks expired, so the
     # lease is judged by how long it has been unchanged on our own clock (client-go's rule).
-    leases.put_lease("fast-clock", renewed=datetime.now(UTC) + timedelta(hours=1), duration=1)
-    a = elector("a")
-    took = time.monotonic()
-    await asyncio.wait_for(a.acquire(), 3)
-    assert 0.9 <= time.monotonic() - took < 2
+    leases.put_lease("fast-clock", renewed=clock.wall() + timedelta(hours=1), duration=1)
+    acquiring = clock.spawn(elector("a").acquire())
+    waited = await clock.run_until(acquiring.done)
+    await acquiring
+    assert LEASE <= waited <= LEASE + POLL + STEP + EPS
     assert leases.spec["holderIdentity"] == "a" and leases.spec["leaseTransitions"] == 1
 
 
 async def test_conflict_on_replace_loses_to_the_other_writer(
-        elector: Callable[[str], LeaseElector], leases: FakeLeases) -> None:
-    leases.put_lease("crashed", renewed=datetime.now(UTC) - timedelta(minutes=5))
+        elector: Callable[[str], LeaseElector], leases: FakeLeases, clock: FakeClock) -> None:
+    leases.put_lease("crashed", renewed=clock.wall() - timedelta(minutes=5))
 
     def b_wins(method: str) -> None:  # b writes between a's read and a's write
         leases.put_lease("b", duration=15, transitions=1)
 
     leases.before_write = b_wins
     a = elector("a")
-    acquiring = asyncio.create_task(a.acquire())
-    await asyncio.sleep(0.4)
+    acquiring = clock.spawn(a.acquire())
+    await clock.advance(0.4)
     assert not acquiring.done() and not a.is_leader()
     assert leases.count("PUT", 409, "a") == 1
     assert leases.count("PUT", 200, "a") == 0
-    assert leases.count("GET", 200, "a") >= 2  # re-read after the conflict, then kept polling
+    # Re-read at once after the conflict, then once per retry period.
+    assert leases.count("GET", 200, "a") >= 2 + int(0.4 / POLL)
     assert leases.spec["holderIdentity"] == "b"
-    acquiring.cancel()
 
 
 async def test_conflict_on_replace_retries_and_wins(elector: Callable[[str], LeaseElector],
-                                                   leases: FakeLeases) -> None:
-    expired = datetime.now(UTC) - timedelta(minutes=5)
+                                                   leases: FakeLeases, clock: FakeClock) -> None:
+    expired = clock.wall() - timedelta(minutes=5)
     leases.put_lease("crashed", renewed=expired, transitions=7)
 
     def someone_labels_it(method: str) -> None:  # a new version, still expired
@@ -305,11 +307,10 @@ async def test_conflict_on_replace_retries_and_wins(elector: Callable[[str], Lea
         leases._store(f"{NS}/{NAME}", obj)
 
     leases.before_write = someone_labels_it
-    a = elector("a")
-    a.retry_period = 0.45  # a sleep would show
-    took = time.monotonic()
-    await asyncio.wait_for(a.acquire(), 2)
-    assert time.monotonic() - took < 0.4  # the re-read and retry are immediate
+    acquiring = clock.spawn(elector("a").acquire())
+    await clock.settle()
+    assert acquiring.done()  # the re-read and the retry are immediate: no sleep between
+    await acquiring
     assert [c for m, _, c in leases.log if m == "PUT"] == [409, 200]
     obj = leases.objects[f"{NS}/{NAME}"]
     assert obj["spec"]["holderIdentity"] == "a" and obj["spec"]["leaseTransitions"] == 8
@@ -317,116 +318,123 @@ async def test_conflict_on_replace_retries_and_wins(elector: Callable[[str], Lea
 
 
 async def test_conflict_on_create_sees_the_winner(elector: Callable[[str], LeaseElector],
-                                                  leases: FakeLeases) -> None:
+                                                  leases: FakeLeases, clock: FakeClock) -> None:
     leases.before_write = lambda method: leases.put_lease("b", duration=15)
     a = elector("a")
-    acquiring = asyncio.create_task(a.acquire())
-    await asyncio.sleep(0.3)
+    acquiring = clock.spawn(a.acquire())
+    await clock.advance(0.3)
     assert not acquiring.done() and not a.is_leader()
     assert leases.count("POST", 409, "a") == 1 and leases.count("PUT", token="a") == 0
-    acquiring.cancel()
+    assert leases.count("GET", 200, "a") >= 1 + int(0.3 / POLL)  # waiting, reading
 
 
 async def test_renewals_keep_the_lease(elector: Callable[[str], LeaseElector],
-                                       leases: FakeLeases) -> None:
+                                       leases: FakeLeases, clock: FakeClock) -> None:
     a, b = elector("a"), elector("b")
     await a.acquire()
     acquired = dict(leases.spec)
-    b_acquiring = asyncio.create_task(b.acquire())
-    end = time.monotonic() + 1.5 * LEASE  # past the lease: only renewals kept it
-    while time.monotonic() < end:
+    b_acquiring = clock.spawn(b.acquire())
+    for _ in range(round(1.5 * LEASE / STEP)):  # past the lease: only renewals kept it
+        await clock.advance(STEP)
         assert a.is_leader() and not b.is_leader()
-        await asyncio.sleep(0.02)
     assert not b_acquiring.done() and not a.lost.is_set()
     spec = leases.spec
     assert spec["holderIdentity"] == "a"
     assert spec["acquireTime"] == acquired["acquireTime"]
     assert spec["leaseTransitions"] == 0
     assert parse_micro_time(spec["renewTime"]) > parse_micro_time(acquired["renewTime"])  # type: ignore[operator]
-    assert leases.count("PUT", 200, "a") >= 8  # about every retry period
+    assert leases.count("PUT", 200, "a") >= round(1.5 * LEASE / RETRY) - 1  # every retry period
     assert leases.count("PUT", 409) == 0
-    b_acquiring.cancel()
 
 
 async def test_renew_failures_stop_leading_before_the_lease_can_expire(
-        elector: Callable[[str], LeaseElector], leases: FakeLeases) -> None:
+        elector: Callable[[str], LeaseElector], leases: FakeLeases, clock: FakeClock) -> None:
     a, b = elector("a"), elector("b")
     await a.acquire()
-    await asyncio.sleep(0.25)
+    await clock.advance(0.25)
     leases.partitioned["a"] = 500
-    b_acquiring = asyncio.create_task(b.acquire())
-    await wait_for(lambda: not a.is_leader())
-    stopped = time.monotonic()
-    # Stopped before the lease (last successful write + 1 s) could be taken by another replica.
+    b_acquiring = clock.spawn(b.acquire())
+    await clock.run_until(lambda: not a.is_leader())
+    # Stopped renew_deadline after its last successful write, before the lease (that write
+    # + 1 s) could be taken by another replica.
     last_write = leases.written_at["a"]
-    assert DEADLINE - 0.05 <= stopped - last_write < LEASE
-    await asyncio.wait_for(a.lost.wait(), 0.2)
+    assert DEADLINE <= clock.now - last_write <= DEADLINE + STEP + EPS
+    assert await clock.run_until(a.lost.is_set) <= STEP
     assert leases.count("PUT", 500, "a") >= 2  # retried within the deadline
-    await asyncio.wait_for(b_acquiring, 3)
-    assert time.monotonic() - last_write >= LEASE
+    await clock.run_until(b_acquiring.done)
+    await b_acquiring
+    assert clock.now - last_write >= LEASE
     assert b.is_leader() and not a.is_leader()
     assert leases.spec["holderIdentity"] == "b" and leases.spec["leaseTransitions"] == 1
 
 
 async def test_hanging_renewals_stop_leading_in_time(elector: Callable[[str], LeaseElector],
-                                                     leases: FakeLeases) -> None:
+                                                     leases: FakeLeases,
+                                                     clock: FakeClock) -> None:
     a = elector("a")
     await a.acquire()
     leases.hang.add("a")
-    await wait_for(lambda: not a.is_leader())
-    assert time.monotonic() - leases.written_at["a"] < LEASE
-    await asyncio.wait_for(a.lost.wait(), 0.2)
+    await clock.run_until(lambda: not a.is_leader())
+    assert DEADLINE <= clock.now - leases.written_at["a"] <= DEADLINE + STEP + EPS
+    assert await clock.run_until(a.lost.is_set) <= STEP
 
 
 async def test_a_transient_renew_failure_is_retried(elector: Callable[[str], LeaseElector],
-                                                    leases: FakeLeases) -> None:
+                                                    leases: FakeLeases, clock: FakeClock) -> None:
     a = elector("a")
     await a.acquire()
     leases.fail_next.append(("PUT", 503))
-    await wait_for(lambda: leases.count("PUT", 503) == 1)
-    await wait_for(lambda: leases.count("PUT", 200, "a") >= 1)
+    await clock.run_until(lambda: leases.count("PUT", 503) == 1)
+    await clock.run_until(lambda: leases.count("PUT", 200, "a") >= 1)
     assert a.is_leader() and not a.lost.is_set()
 
 
 async def test_a_taken_lease_is_lost_at_the_next_renewal(
-        elector: Callable[[str], LeaseElector], leases: FakeLeases) -> None:
+        elector: Callable[[str], LeaseElector], leases: FakeLeases, clock: FakeClock) -> None:
     a = elector("a")
     await a.acquire()
     leases.electors.pop("a")  # an administrator hands the lease over: not a safety violation
     leases.put_lease("admin-choice", duration=15, transitions=1)
-    await asyncio.wait_for(a.lost.wait(), RETRY * 3)
+    assert await clock.run_until(a.lost.is_set) <= RETRY + STEP + EPS
     assert not a.is_leader() and leases.spec["holderIdentity"] == "admin-choice"
 
 
 async def test_acquire_retries_server_errors_and_raises_on_refusal(
-        elector: Callable[[str], LeaseElector], leases: FakeLeases) -> None:
+        elector: Callable[[str], LeaseElector], leases: FakeLeases, clock: FakeClock) -> None:
     leases.fail_next += [("GET", 500), ("GET", 503)]
     a = elector("a")
-    await asyncio.wait_for(a.acquire(), 2)
+    acquiring = clock.spawn(a.acquire())
+    waited = await clock.run_until(acquiring.done)
+    await acquiring
     assert leases.count("GET", 500) == 1 and leases.count("GET", 503) == 1 and a.is_leader()
+    assert 2 * RETRY <= waited <= 2 * POLL + STEP + EPS  # one retry period after each
 
     leases.partitioned["b"] = 403
     with pytest.raises(AccessDenied, match="forbidden"):
-        await asyncio.wait_for(elector("b").acquire(), 2)
+        await asyncio.wait_for(elector("b").acquire(), 10)
 
 
 async def test_two_electors_racing_have_one_leader_at_any_time(
-        elector: Callable[[str], LeaseElector], leases: FakeLeases) -> None:
+        elector: Callable[[str], LeaseElector], leases: FakeLeases, clock: FakeClock) -> None:
     a, b = elector("a"), elector("b")
     both: list[float] = []
-    sampling = True
 
-    async def sample() -> None:
-        while sampling:
+    def sampled(done: Callable[[], bool]) -> Callable[[], bool]:
+        """done(), noting every step at which both electors lead."""
+        def check() -> bool:
             if a.is_leader() and b.is_leader():
-                both.append(time.monotonic())
-            await asyncio.sleep(0.002)
+                both.append(clock.now)
+            return done()
+        return check
 
-    sampler = asyncio.create_task(sample())
+    def after(seconds: float) -> Callable[[], bool]:
+        end = clock.now + seconds
+        return lambda: clock.now >= end - EPS
+
     leases.gather_gets = asyncio.Barrier(2)
-    tasks = {e.identity: asyncio.create_task(e.acquire()) for e in (a, b)}
-    await asyncio.wait(tasks.values(), return_when=asyncio.FIRST_COMPLETED)
-    await asyncio.sleep(0.3)
+    tasks = {e.identity: clock.spawn(e.acquire()) for e in (a, b)}
+    await clock.settle()
+    await clock.run_until(sampled(after(0.3)))
     assert len([t for t in tasks.values() if t.done()]) == 1
     assert leases.count("POST", 201) == 1 and leases.count("POST", 409) == 1
     first, second = (a, b) if a.is_leader() else (b, a)
@@ -434,42 +442,36 @@ async def test_two_electors_racing_have_one_leader_at_any_time(
 
     # The leader is cut off: it stops leading, then the other takes over once the lease expired.
     leases.partitioned[first.identity] = 500
-    await asyncio.wait_for(tasks[second.identity], 3)
+    await clock.run_until(sampled(tasks[second.identity].done))
+    await tasks[second.identity]
     assert second.is_leader() and not first.is_leader() and first.lost.is_set()
 
     # It comes back and waits; the new leader shuts down gracefully and hands over at once.
     del leases.partitioned[first.identity]
-    rejoin = asyncio.create_task(first.acquire())
-    await asyncio.sleep(0.3)
+    rejoin = clock.spawn(first.acquire())
+    await clock.run_until(sampled(after(0.3)))
     assert not rejoin.done()
     await second.release()
-    handed = time.monotonic()
-    await asyncio.wait_for(rejoin, 1)
-    assert time.monotonic() - handed < LEASE / 2
+    assert await clock.run_until(sampled(rejoin.done)) <= POLL + STEP + EPS
     assert first.is_leader() and not second.is_leader()
     assert leases.spec["leaseTransitions"] == 2
-
-    sampling = False
-    await sampler
     assert both == []
 
 
 async def test_many_electors_racing_for_a_missing_lease(
-        elector: Callable[[str], LeaseElector], leases: FakeLeases) -> None:
+        elector: Callable[[str], LeaseElector], leases: FakeLeases, clock: FakeClock) -> None:
     electors = [elector(f"e{i}") for i in range(5)]
     leases.gather_gets = asyncio.Barrier(5)
-    tasks = [asyncio.create_task(e.acquire()) for e in electors]
-    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    await asyncio.sleep(0.3)
+    tasks = [clock.spawn(e.acquire()) for e in electors]
+    await clock.settle()
+    await clock.advance(0.3)
     assert sum(t.done() for t in tasks) == 1
     assert sum(e.is_leader() for e in electors) == 1
     assert leases.count("POST", 201) == 1 and leases.count("POST", 409) == 4
-    for t in tasks:
-        t.cancel()
 
 
 async def test_release_clears_the_holder(elector: Callable[[str], LeaseElector],
-                                         leases: FakeLeases) -> None:
+                                         leases: FakeLeases, clock: FakeClock) -> None:
     a, b = elector("a"), elector("b")
     await a.acquire()
     await a.release()
@@ -477,9 +479,10 @@ async def test_release_clears_the_holder(elector: Callable[[str], LeaseElector],
     spec = leases.spec
     assert spec["holderIdentity"] == "" and spec["leaseDurationSeconds"] == 1
     assert spec["leaseTransitions"] == 0
-    took = time.monotonic()
-    await asyncio.wait_for(b.acquire(), 1)
-    assert time.monotonic() - took < LEASE / 2
+    b_acquiring = clock.spawn(b.acquire())
+    await clock.settle()
+    assert b_acquiring.done()  # at once: no holder to wait for
+    await b_acquiring
     assert leases.spec["holderIdentity"] == "b" and leases.spec["leaseTransitions"] == 1
     puts = leases.count("PUT", token="a")
     await a.release()  # not leading: nothing is written
@@ -497,13 +500,15 @@ async def test_release_after_a_renew_the_server_applied_but_was_cut_short(
 
 
 async def test_reacquire_after_losing(elector: Callable[[str], LeaseElector],
-                                      leases: FakeLeases) -> None:
+                                      leases: FakeLeases, clock: FakeClock) -> None:
     a = elector("a")
     await a.acquire()
     leases.partitioned["a"] = 500
-    await asyncio.wait_for(a.lost.wait(), 2)
+    await clock.run_until(a.lost.is_set)
     del leases.partitioned["a"]
-    await asyncio.wait_for(a.acquire(), 2)  # still ours on the server: renewed, same term
+    reacquiring = clock.spawn(a.acquire())  # still ours on the server: renewed, same term
+    await clock.run_until(reacquiring.done)
+    await reacquiring
     assert a.is_leader() and not a.lost.is_set()
     assert leases.spec["holderIdentity"] == "a" and leases.spec["leaseTransitions"] == 0
 

@@ -24,7 +24,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -68,13 +68,15 @@ _RETRYABLE = (ConnectionLost, Unreachable, TimeoutError)
 class LeaseElector:
     """Leader election for one identity on the Lease `namespace/name`.
 
-    `clock` is a monotonic clock in seconds (deadlines, observed changes) and `wall_clock` the
-    current UTC time (the lease's timestamps); both can be replaced in tests."""
+    `clock` is a monotonic clock in seconds (deadlines, observed changes), `wall_clock` the
+    current UTC time (the lease's timestamps) and `sleep` waits on `clock`; tests replace all three
+    with a fake clock."""
 
     def __init__(self, client: ApiClient, name: str, namespace: str, identity: str, *,
                  lease_duration: float = 15, renew_deadline: float = 10,
                  retry_period: float = 2, clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], datetime] = _utcnow) -> None:
+                 wall_clock: Callable[[], datetime] = _utcnow,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         if not identity:
             raise ValueError("leader election needs a non-empty identity")
         if not 0 < retry_period < renew_deadline < lease_duration:
@@ -90,6 +92,7 @@ class LeaseElector:
         self._client = client
         self._clock = clock
         self._wall_clock = wall_clock
+        self._sleep = sleep
         self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
         self._path = f"{self._collection}/{name}"
         self._lease: dict[str, Any] | None = None  # the last version read or written
@@ -142,7 +145,7 @@ class LeaseElector:
                     log.info("lease %s/%s is held by %s; waiting", self.namespace, self.name,
                              self._holder())
                     waiting_logged = True
-            await asyncio.sleep(self.retry_period * random.uniform(1.0, 1.2))
+            await self._sleep(self.retry_period * random.uniform(1.0, 1.2))
         log.info("lease %s/%s acquired by %s", self.namespace, self.name, self.identity)
         self._renewer = asyncio.create_task(self._renew_loop(),
                                             name=f"lease-renew-{self.name}")
@@ -249,7 +252,7 @@ class LeaseElector:
         """Renew every retry_period; stop leading once a renew has not succeeded in time."""
         try:
             while True:
-                await asyncio.sleep(self.retry_period)
+                await self._sleep(self.retry_period)
                 reason = await self._renew()
                 if reason is not None:
                     self._lose(reason)
@@ -282,7 +285,7 @@ class LeaseElector:
                             self.name, error)
             remaining = deadline - self._clock()
             if remaining > 0:
-                await asyncio.sleep(min(self.retry_period, remaining))
+                await self._sleep(min(self.retry_period, remaining))
         return f"not renewed within {self.renew_deadline:g}s (last error: {error})"
 
     def _lose(self, reason: str) -> None:
