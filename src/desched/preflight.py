@@ -14,6 +14,7 @@ from typing import Any
 
 from desched.errors import quote
 from desched.framework.runner import Descheduler
+from desched.model.labels import Matcher
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.objects import PodDisruptionBudget
@@ -23,7 +24,6 @@ from desched.plugins.lownodeload_args import DEFAULT_POOL
 from desched.plugins.lownodeutilization import LowNodeUtilization
 from desched.plugins.migrationcontroller import MigrationController
 from desched.plugins.pingpongguard import PingPongGuard
-from desched.predicates.labels import Matcher
 from desched.scheduler.model import LOAD_AWARE, SchedulerModel
 from desched.scheduler.profile import DEFAULT_CONFIG, Profile, SchedulerConfig
 from desched.snapshot.cluster import ClusterSnapshot

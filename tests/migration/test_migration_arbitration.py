@@ -16,10 +16,10 @@ from desched.migration.arbitration import (
     Verdict,
     sort_jobs,
 )
+from desched.model.labels import compile_selector
 from desched.model.meta import LabelSelector
 from desched.model.pod import Pod
 from desched.policy.args import Namespaces
-from desched.predicates.labels import compile_selector
 from desched.snapshot.workloads import WorkloadResolver
 
 EVICT = {"descheduler.alpha.kubernetes.io/evict": ""}

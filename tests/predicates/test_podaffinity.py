@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
+from desched.model.labels import SelectorError
 from desched.model.pod import PodAffinityTerm
-from desched.predicates.labels import SelectorError
 from desched.predicates.podaffinity import (
     anti_affinity_terms,
     check_pods_with_anti_affinity_exist,

@@ -17,9 +17,9 @@ from desched.framework.evictor import Evictor, Executor, ProfileEvictor
 from desched.framework.registry import registry
 from desched.framework.types import Clock, Handle
 from desched.framework.verdicts import ask_node_roles, ask_verdicts
+from desched.model.labels import Matcher
 from desched.model.node import Node
 from desched.policy.model import Policy, ProfileConfig
-from desched.predicates.labels import Matcher
 from desched.snapshot.cluster import ClusterSnapshot
 
 SKIP_FEW_NODES = "Skipping descheduling cycle: requires >=2 nodes"

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog
+from desched.model.labels import Matcher
 from desched.model.node import Node
 from desched.model.pod import Pod
-from desched.predicates.labels import Matcher
 from desched.snapshot.cluster import ClusterSnapshot
 
 # A pod that met the criteria and passed the filters, yet has no record: the run stopped (an

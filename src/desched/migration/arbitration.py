@@ -23,11 +23,11 @@ from typing import Final, Literal
 from desched.migration.jobdoc import ACTIVE_PHASES, duration_seconds
 from desched.migration.limits import IntOrPercent, get_max_migrating, get_max_unavailable
 from desched.model.koord import EVICTION_COST_ANNOTATION, eviction_cost
+from desched.model.labels import Matcher
 from desched.model.meta import controller_ref
 from desched.model.objects import PodMigrationJob
 from desched.model.pod import SYSTEM_CRITICAL_PRIORITY, Pod
 from desched.policy.args import Namespaces
-from desched.predicates.labels import Matcher
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.workloads import Unresolved, Workload, WorkloadResolver
 

@@ -18,15 +18,15 @@ import msgspec
 from desched.errors import InputError, quote, shown
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
-from desched.model.meta import LabelSelector
-from desched.model.pod import SYSTEM_CRITICAL_PRIORITY, Pod
-from desched.policy.args import PriorityThreshold, validate_label_selector
-from desched.predicates.labels import (
+from desched.model.labels import (
     compile_selector,
     empty_set_warnings,
     parse_selector_string,
     selector_is_empty,
 )
+from desched.model.meta import LabelSelector
+from desched.model.pod import SYSTEM_CRITICAL_PRIORITY, Pod
+from desched.policy.args import PriorityThreshold, validate_label_selector
 from desched.predicates.nodefit import pod_fits_any_other_node
 from desched.util.duration import Duration, format_duration, parse_duration
 

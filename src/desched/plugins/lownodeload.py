@@ -26,6 +26,7 @@ from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.model.koord import is_prod, raw_allocatable
+from desched.model.labels import Matcher, compile_selector
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.model.quantity import format_amount
@@ -43,7 +44,6 @@ from desched.plugins.lownodeload_detector import Detector, DetectorCache, State
 from desched.plugins.lownodeload_sort import node_score, sort_pods_for_eviction
 from desched.policy.args import namespace_allowed
 from desched.policy.errors import aggregate
-from desched.predicates.labels import Matcher, compile_selector
 from desched.predicates.nodefit import node_fit, placement_signature
 from desched.usage.nodemetric import PODS, NodeLoad, read_node_load
 

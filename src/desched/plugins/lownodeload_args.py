@@ -11,10 +11,10 @@ from typing import Annotated
 
 import msgspec
 
+from desched.model.labels import Matcher, SelectorError, compile_selector
 from desched.model.meta import LabelSelector
 from desched.plugins.lownodeload_detector import Condition
 from desched.policy.args import Int64, Namespaces
-from desched.predicates.labels import Matcher, SelectorError, compile_selector
 from desched.util.duration import Duration, parse_duration
 
 DEFAULT_POOL = "__default_node_pool__"

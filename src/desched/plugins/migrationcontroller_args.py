@@ -13,15 +13,15 @@ from desched.migration.arbitration import GATES, JOB_MODES, RESERVATION_FIRST, S
 from desched.migration.limiter import LIMITER_KINDS, WORKLOAD, LimiterConfig
 from desched.migration.limits import IntOrPercent, int_or_percent_error
 from desched.migration.policies import EVICTION, POLICIES, DeleteOptions
-from desched.model.meta import LabelSelector
-from desched.plugins.lownodeload_args import go_float
-from desched.policy.args import Namespaces, PriorityThreshold, validate_label_selector
-from desched.predicates.labels import (
+from desched.model.labels import (
     SelectorError,
     compile_selector,
     parse_selector_string,
     selector_is_empty,
 )
+from desched.model.meta import LabelSelector
+from desched.plugins.lownodeload_args import go_float
+from desched.policy.args import Namespaces, PriorityThreshold, validate_label_selector
 from desched.util.duration import Duration, format_duration, parse_duration
 
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]

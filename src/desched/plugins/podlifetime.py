@@ -13,6 +13,7 @@ from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.framework.verdicts import criteria_verdict, listing_scope, no_exit_code
+from desched.model.labels import compile_selector, selector_is_empty
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import ContainerStatus, Pod
@@ -23,7 +24,6 @@ from desched.policy.args import (
     validate_label_selector,
     validate_namespaces,
 )
-from desched.predicates.labels import compile_selector, selector_is_empty
 from desched.util.duration import human_duration
 
 PHASES = ("Running", "Pending", "Succeeded", "Failed", "Unknown")

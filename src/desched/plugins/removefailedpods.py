@@ -17,6 +17,7 @@ from desched.framework.verdicts import (
     listing_scope,
     no_exit_code,
 )
+from desched.model.labels import compile_selector, selector_is_empty
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import ContainerStatus, Pod
@@ -26,7 +27,6 @@ from desched.policy.args import (
     validate_label_selector,
     validate_namespaces,
 )
-from desched.predicates.labels import compile_selector, selector_is_empty
 
 DEFAULT_MIN_POD_LIFETIME_SECONDS = 3600
 

@@ -30,6 +30,7 @@ from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
+from desched.model.labels import compile_selector, selector_is_empty
 from desched.model.meta import LabelSelector, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -40,7 +41,6 @@ from desched.policy.args import (
     validate_label_selector,
     validate_namespaces,
 )
-from desched.predicates.labels import compile_selector, selector_is_empty
 from desched.predicates.podaffinity import (
     AntiAffinityTerm,
     anti_affinity_terms,

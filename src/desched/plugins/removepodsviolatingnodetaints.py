@@ -19,6 +19,7 @@ import msgspec
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
+from desched.model.labels import compile_selector, selector_is_empty
 from desched.model.meta import LabelSelector
 from desched.model.node import Node, Taint
 from desched.model.pod import Pod
@@ -28,7 +29,6 @@ from desched.policy.args import (
     validate_label_selector,
     validate_namespaces,
 )
-from desched.predicates.labels import compile_selector, selector_is_empty
 from desched.predicates.taints import describe_taint, tolerates_taint
 
 PLUGIN = "RemovePodsViolatingNodeTaints"

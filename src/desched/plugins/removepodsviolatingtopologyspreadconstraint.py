@@ -20,6 +20,7 @@ from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
+from desched.model.labels import Matcher, SelectorError, compile_selector, selector_is_empty
 from desched.model.meta import LabelSelector, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod, TopologySpreadConstraint
@@ -29,7 +30,6 @@ from desched.policy.args import (
     validate_label_selector,
     validate_namespaces,
 )
-from desched.predicates.labels import Matcher, SelectorError, compile_selector, selector_is_empty
 from desched.predicates.nodeaffinity import NodeMatcher, required_affinity_matcher
 from desched.predicates.nodefit import placement_signature, pod_fits_any_other_node
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated

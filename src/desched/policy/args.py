@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 import msgspec
 
+from desched.model.labels import SelectorError, compile_selector
 from desched.model.meta import LabelSelector
 from desched.policy.decoding import DecodingError, at, convert, type_meta_error
 from desched.policy.unknown import ARGS_TYPE_META
-from desched.predicates.labels import SelectorError, compile_selector
 
 # A plugin's args that cannot be decoded (the same error as any other part of a policy).
 ArgsError = DecodingError

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from desched.framework.evictor import Limits
-from desched.predicates.labels import Matcher
+from desched.model.labels import Matcher
 
 PolicyFormat = Literal["v1alpha2", "v1alpha1", "koordinator"]
 

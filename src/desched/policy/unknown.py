@@ -17,8 +17,8 @@ import msgspec.inspect as mi
 
 from desched.errors import shown
 from desched.framework.registry import registry
+from desched.model.labels import empty_set_warnings
 from desched.policy.model import Policy
-from desched.predicates.labels import empty_set_warnings
 from desched.util.names import nearest
 
 # What plugin args may hold besides their fields (TypeMeta, accepted and dropped).

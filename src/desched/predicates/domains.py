@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
+from desched.model.labels import lenient_matcher
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import Pod, PodAffinityTerm
-from desched.predicates.labels import lenient_matcher
 from desched.predicates.podaffinity import anti_affinity_terms, term_namespaces
 from desched.snapshot.cluster import ClusterSnapshot
 

@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 import msgspec
 
+from desched.model.labels import SelectorError
 from desched.model.node import Node
 from desched.model.pod import Pod
-from desched.predicates.labels import SelectorError
 from desched.predicates.nodeaffinity import NodeMatcher, required_affinity_matcher
 from desched.predicates.nodeindex import node_index
 from desched.predicates.podaffinity import (

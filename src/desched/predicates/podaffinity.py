@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
+from desched.model.labels import Matcher, SelectorError, compile_selector
 from desched.model.node import Node
 from desched.model.pod import Pod, PodAffinityTerm
-from desched.predicates.labels import Matcher, SelectorError, compile_selector
 from desched.snapshot.cluster import ClusterSnapshot
 
 

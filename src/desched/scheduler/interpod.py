@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
+from desched.model.labels import lenient_matcher
 from desched.model.node import Node
 from desched.model.pod import Pod, PodAffinityTerm
 from desched.predicates.domains import domains_of, with_required_anti_affinity
-from desched.predicates.labels import lenient_matcher
 from desched.scheduler.profile import Profile
 from desched.snapshot.cluster import ClusterSnapshot
 

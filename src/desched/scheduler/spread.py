@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from desched.model.labels import lenient_matcher
 from desched.model.meta import LabelSelector, LabelSelectorRequirement
 from desched.model.node import Node
 from desched.model.pod import Pod, TopologySpreadConstraint
-from desched.predicates.labels import lenient_matcher
 from desched.predicates.nodeaffinity import (
     required_affinity_matcher,
 )

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from desched.errors import InputError
+from desched.model.labels import Matcher, SelectorError, compile_selector
 from desched.model.meta import LabelSelector, ObjectMeta, Shared, trim_annotations
 from desched.model.node import Node
 from desched.model.objects import (
@@ -25,7 +26,6 @@ from desched.model.objects import (
     SnapshotInfo,
 )
 from desched.model.pod import Pod
-from desched.predicates.labels import Matcher, SelectorError, compile_selector
 
 _WORKLOADS = tuple(WORKLOAD_TYPES)
 _TERMINAL = ("Succeeded", "Failed")
