@@ -10,11 +10,11 @@ from datetime import datetime, timedelta
 from desched.errors import InputError, quote
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
+from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock
 from desched.model.pod import Pod
 from desched.policy.loader import load_policy
-from desched.policy.model import Policy
 from desched.preflight import Unmatched, needs, unmatched
 from desched.scheduler.model import KUBE_DEFAULT, Placement, SchedulerModel, scheduler_model
 from desched.scheduler.placement import reschedule

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-from desched.policy.model import Policy
+from desched.framework.policy import Policy
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.usage.metrics_server import KubernetesMetricsUsage
 from desched.usage.nodemetric import NodeLoad, read_node_load

@@ -12,13 +12,13 @@ from builders import NOW, handle_for, node, pod, snapshot
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import EvictionLimitError, Evictor, Limits
+from desched.framework.policy import Policy, ProfileConfig
 from desched.framework.registry import REGISTRY, PluginSpec, registry
 from desched.framework.runner import SKIP_FEW_NODES, Descheduler
 from desched.framework.types import Clock
 from desched.model.node import Node
 from desched.plugins.podlifetime import PodLifeTimeArgs
 from desched.policy.loader import policy_from_document
-from desched.policy.model import Policy, ProfileConfig
 
 TOTAL_MSG = "maximum number of evicted pods per a descheduling cycle reached"
 NODE_MSG = "maximum number of evicted pods per node reached"

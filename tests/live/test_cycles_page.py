@@ -39,6 +39,7 @@ from test_run import (
 )
 
 from desched.framework.decisions import DecisionLog
+from desched.framework.policy import Policy
 from desched.live.cycle_facts import (
     KEPT_CYCLES,
     MAX_API_ERRORS,
@@ -52,7 +53,6 @@ from desched.live.cycle_facts import (
 from desched.live.cycles_page import PageState, render_html, render_json
 from desched.live.run import LEASE_LOST, Runner
 from desched.policy.loader import load_policy
-from desched.policy.model import Policy
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.utilization import SERIES, Frame
 

@@ -828,7 +828,7 @@ def test_abnormal_nodes_are_marked_normal_when_a_limit_ends_the_run() -> None:
 
 
 def test_a_detector_cache_shorter_than_the_interval_is_reported() -> None:
-    from desched.policy.model import Policy
+    from desched.framework.policy import Policy
 
     snap = hot_cluster().build()
     handle, _ = handle_for(snap, plugin="LowNodeLoad")

@@ -19,11 +19,11 @@ import pytest
 from builders import NOW, args, decode, handle_for, snapshot
 from desched.errors import InputError
 from desched.framework.evictor import Limits
+from desched.framework.policy import MetricsProvider, Policy
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.lownodeutilization import LowNodeUtilization, LowNodeUtilizationArgs
 from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.loader import policy_from_document
-from desched.policy.model import MetricsProvider, Policy
 from desched.simulation import run_simulation
 from nodeutilization_builders import (
     GPU,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from desched.framework.policy import Policy
 from desched.policy.loader import load_policy, policy_from_document
-from desched.policy.model import Policy
 
 
 @pytest.fixture

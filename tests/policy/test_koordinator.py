@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from desched.framework.policy import Policy
 from desched.framework.registry import PluginSpec, registry
 from desched.plugins.defaultevictor import DefaultEvictorArgs
 from desched.plugins.removeduplicates import RemoveDuplicatesArgs
 from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.koordinator import DEFAULT_PROFILE, _merge, _Named, _PluginSet
 from desched.policy.loader import load_policy, policy_from_document
-from desched.policy.model import Policy
 
 PATH = "koord.yaml"
 DECODE_PREFIX = f'failed decoding descheduler\'s policy config "{PATH}": '

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
+from desched.framework.policy import Policy
 from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.loader import load_policy, policy_from_document
-from desched.policy.model import Policy
 from desched.policy.unknown import nearest
 
 REPO = Path(__file__).resolve().parents[2]

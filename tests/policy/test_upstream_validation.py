@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from desched.errors import InputError
+from desched.framework.policy import Policy
 from desched.plugins.defaultevictor import DefaultEvictorArgs, effective_protections
 from desched.plugins.podlifetime import ALLOWED_STATES, PodLifeTimeArgs
 from desched.plugins.removeduplicates import RemoveDuplicatesArgs
 from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.loader import load_policy, policy_from_document
-from desched.policy.model import Policy
 
 PATH = "policy.yaml"
 DECODE_PREFIX = f'failed decoding descheduler\'s policy config "{PATH}": '

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from desched.framework.policy import Policy
 from desched.plugins.defaultevictor import DefaultEvictorArgs
 from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.loader import policy_from_document
-from desched.policy.model import Policy
 from desched.policy.v1alpha1 import convert_v1alpha1
 
 PATH = "policy.yaml"

@@ -21,9 +21,9 @@ from fake_prometheus import FakePrometheus, vector
 
 from builders import NOW, args, handle_for, node, pod, snapshot
 from desched.framework.evictor import Limits
+from desched.framework.policy import MetricsProvider, Policy
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.lownodeutilization import LowNodeUtilization, LowNodeUtilizationArgs
-from desched.policy.model import MetricsProvider, Policy
 from desched.simulation import run_simulation
 from desched.usage import (
     METRIC_RESOURCE,

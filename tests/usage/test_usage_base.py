@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from builders import NOW, handle_for, node, snapshot
+from desched.framework.policy import MetricsProvider, Policy
 from desched.policy.loader import policy_from_document
-from desched.policy.model import MetricsProvider, Policy
 from desched.usage import MetricsSettings, PrometheusSettings, RequestedUsage
 from desched.usage.base import abort, format_age, note, staleness
 

@@ -14,12 +14,12 @@ from desched.errors import InputError
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import Evictor, Executor, ProfileEvictor
+from desched.framework.policy import Policy, ProfileConfig
 from desched.framework.registry import registry
 from desched.framework.types import Clock, Handle
 from desched.framework.verdicts import ask_node_roles, ask_verdicts
 from desched.model.labels import Matcher
 from desched.model.node import Node
-from desched.policy.model import Policy, ProfileConfig
 from desched.snapshot.cluster import ClusterSnapshot
 
 SKIP_FEW_NODES = "Skipping descheduling cycle: requires >=2 nodes"

@@ -13,7 +13,7 @@ from desched.model.pod import Pod
 if TYPE_CHECKING:
     from desched.framework.decisions import DecisionLog
     from desched.framework.evictor import ProfileEvictor
-    from desched.policy.model import Policy
+    from desched.framework.policy import Policy
     from desched.snapshot.cluster import ClusterSnapshot
 
 EXTENSION_POINTS = ("deschedule", "balance", "filter", "preevictionfilter", "evict")

@@ -13,8 +13,8 @@ from typing import Literal
 from croniter import croniter
 
 from desched.errors import InputError
+from desched.framework.policy import Policy
 from desched.live.resources import RESOURCES
-from desched.policy.model import Policy
 from desched.usage.base import MetricsSettings
 from desched.util.duration import DurationError, parse_duration
 

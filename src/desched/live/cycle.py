@@ -11,11 +11,11 @@ from typing import Any
 
 from desched.framework.decisions import EVICTED_OUTCOMES, Decision, DecisionLog, Note
 from desched.framework.evictor import LIMIT_MESSAGES, ExecutionResult, Executor
+from desched.framework.policy import Policy
 from desched.live import logging as desched_logging
 from desched.live.events import FAILED_REASON, EventRecorder, PodRef, eviction_note
 from desched.live.metrics import Metrics
 from desched.model.pod import Pod
-from desched.policy.model import Policy
 from desched.snapshot.cluster import ClusterSnapshot
 
 log = desched_logging.get_logger("desched.run")

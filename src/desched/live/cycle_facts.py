@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 from desched.executors.eviction_api import EvictionApiExecutor
 from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog
+from desched.framework.policy import Policy
 from desched.live import logging as desched_logging
 from desched.model.pod import Pod
-from desched.policy.model import Policy
 from desched.simulation import Evicted, workload_name
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.workloads import WorkloadResolver

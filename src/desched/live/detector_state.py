@@ -16,9 +16,9 @@ import json
 from datetime import datetime
 from typing import Any
 
+from desched.framework.policy import Policy
 from desched.live.client import AccessDenied, ApiClient, ApiError, Unreachable
 from desched.live.logging import get_logger
-from desched.policy.model import Policy
 
 log = get_logger("desched.state")
 

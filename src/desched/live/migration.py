@@ -37,6 +37,7 @@ import msgspec
 
 from desched.errors import InputError
 from desched.framework.evictor import ExecutionResult, Executor
+from desched.framework.policy import Policy
 from desched.live import logging as desched_logging
 from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
 from desched.live.events import EventRecorder
@@ -66,7 +67,6 @@ from desched.plugins.migrationcontroller_args import (
     limiter_configs,
     settings,
 )
-from desched.policy.model import Policy
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.workloads import WorkloadResolver
 from desched.util.duration import format_duration, parse_duration

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desched.errors import InputError
+from desched.framework.policy import Policy
 from desched.live.logging import get_logger
 from desched.live.metrics import Metrics
 from desched.policy.loader import parse_policy
-from desched.policy.model import Policy
 
 log = get_logger("desched.reload")
 

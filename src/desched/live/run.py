@@ -37,6 +37,7 @@ from desched.errors import InputError
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import Executor
+from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock
 from desched.live import logging as desched_logging
@@ -93,7 +94,6 @@ from desched.live.migration import (
 from desched.live.reload import PendingPolicy, PolicyReloader, policy_digest
 from desched.plugins.migrationcontroller_args import MigrationControllerArgs
 from desched.policy.loader import load_policy
-from desched.policy.model import Policy
 from desched.snapshot.cluster import ClusterSnapshot
 
 log = desched_logging.get_logger("desched.run")
@@ -170,6 +170,9 @@ class Runner:
         self.lease_lost = False
         self.servers: list[HttpServer] = []
         self.reports: list[CycleReport] = []
+        # How often the stale-cache guard found the cache not current and waited: a test counts
+        # these to know the guard has looked, instead of sleeping and hoping it did.
+        self.stale_waits = 0
         # /cycles and /cycles.json beside /metrics (live/cycles_page.py).
         self.page = (CyclesPage(self._page_state)
                      if config.cycles_page and config.metrics_address else None)
@@ -506,6 +509,7 @@ class Runner:
             stale = max(ages)
             if bound is not None and stale > bound:
                 return False
+            self.stale_waits += 1
             await self._sleep(0.05 if bound is None else min(0.05, bound - stale + 0.001))
 
     def _skip_stale(self, number: int) -> None:

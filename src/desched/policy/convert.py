@@ -22,9 +22,9 @@ import msgspec
 import yaml
 
 from desched.errors import InputError, quote
+from desched.framework.policy import Policy, ProfileConfig
 from desched.model.meta import LabelSelector
 from desched.policy.loader import STDIN, load_policy, one_document, parse_policy
-from desched.policy.model import Policy, ProfileConfig
 from desched.policy.upstream import PolicySchema as _V1alpha2Schema
 from desched.policy.v1alpha1 import BALANCE_STRATEGIES, DESCHEDULE_STRATEGIES, convert_v1alpha1
 

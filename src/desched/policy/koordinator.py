@@ -9,6 +9,7 @@ import msgspec
 
 from desched.errors import quote, shown
 from desched.framework.evictor import Limits
+from desched.framework.policy import Policy, ProfileConfig
 from desched.framework.registry import PluginSpec, registry
 from desched.model.labels import SelectorError, compile_selector, selector_is_empty
 from desched.model.meta import LabelSelector
@@ -16,7 +17,6 @@ from desched.policy.args import ArgsError, decode_args
 from desched.policy.decoding import DecodingError, convert
 from desched.policy.errors import DecodeError, PolicyError, aggregate
 from desched.policy.hints import did_you_mean, plugin_hint
-from desched.policy.model import Policy, ProfileConfig
 from desched.policy.unknown import describe, plugin_args_fields, unknown_fields
 from desched.policy.upstream import check_default_evictor
 from desched.util.duration import Duration, parse_duration

@@ -10,10 +10,10 @@ from typing import Any
 import yaml
 
 from desched.errors import InputError, quote
+from desched.framework.policy import Policy
 from desched.policy.decoding import type_meta_error
 from desched.policy.errors import DecodeError
 from desched.policy.koordinator import load_koordinator
-from desched.policy.model import Policy
 from desched.policy.unknown import args_warnings, idle_warning, selector_warnings
 from desched.policy.upstream import load_v1alpha2
 from desched.policy.v1alpha1 import load_v1alpha1

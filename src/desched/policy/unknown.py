@@ -16,9 +16,9 @@ from typing import Any, NamedTuple
 import msgspec.inspect as mi
 
 from desched.errors import shown
+from desched.framework.policy import Policy
 from desched.framework.registry import registry
 from desched.model.labels import empty_set_warnings
-from desched.policy.model import Policy
 from desched.util.names import nearest
 
 # What plugin args may hold besides their fields (TypeMeta, accepted and dropped).

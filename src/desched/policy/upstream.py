@@ -16,6 +16,7 @@ import msgspec
 
 from desched.errors import quote, shown
 from desched.framework.evictor import Limits
+from desched.framework.policy import MetricsProvider, Policy, ProfileConfig
 from desched.framework.registry import PluginSpec, registry
 from desched.model.labels import SelectorError, parse_selector_string
 from desched.model.pod import SYSTEM_CRITICAL_PRIORITY
@@ -23,7 +24,6 @@ from desched.policy.args import ArgsError, decode_args
 from desched.policy.decoding import DecodingError, convert
 from desched.policy.errors import DecodeError, PolicyError, aggregate
 from desched.policy.hints import did_you_mean, plugin_hint
-from desched.policy.model import MetricsProvider, Policy, ProfileConfig
 from desched.policy.unknown import describe, plugin_args_fields, unknown_fields
 
 # Upstream's spelling of each extension point key, and how its profile error names it.

@@ -9,13 +9,13 @@ from typing import Any
 import msgspec
 
 from desched.errors import shown
+from desched.framework.policy import Policy
 from desched.framework.registry import registry
 from desched.model.meta import LabelSelector
 from desched.policy.args import ArgsError, Int32, decode_args
 from desched.policy.decoding import DecodingError, convert
 from desched.policy.errors import DecodeError, PolicyError, aggregate
 from desched.policy.hints import did_you_mean
-from desched.policy.model import Policy
 from desched.policy.unknown import describe, unknown_fields
 from desched.policy.upstream import load_v1alpha2
 

@@ -22,8 +22,8 @@ from desched.model.pod import Pod
 from desched.util.duration import format_duration
 
 if TYPE_CHECKING:
+    from desched.framework.policy import Policy
     from desched.framework.types import Handle
-    from desched.policy.model import Policy
 
 log = logging.getLogger("desched.usage")
 
