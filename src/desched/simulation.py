@@ -16,7 +16,8 @@ from desched.framework.types import Clock
 from desched.model.pod import Pod
 from desched.policy.loader import load_policy
 from desched.preflight import Unmatched, needs, unmatched
-from desched.scheduler.model import KUBE_DEFAULT, Placement, SchedulerModel, scheduler_model
+from desched.scheduler.by_name import scheduler_model
+from desched.scheduler.model import KUBE_DEFAULT, Placement, SchedulerModel
 from desched.scheduler.placement import reschedule
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.snapshot.clock import (

@@ -11,9 +11,9 @@ import pytest
 
 from builders import NOW, decode, node, pod, snapshot
 from desched.model.node import ContainerImage
+from desched.scheduler.by_name import scheduler_model
 from desched.scheduler.kube_default import KubeDefault
 from desched.scheduler.load_aware import LoadAware, estimated_usage
-from desched.scheduler.model import scheduler_model
 
 STAMP = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
 

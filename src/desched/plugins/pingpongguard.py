@@ -28,8 +28,9 @@ from desched.errors import InputError
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.model.pod import Pod
+from desched.scheduler.by_name import scheduler_model
 from desched.scheduler.config_file import load_scheduler_config
-from desched.scheduler.model import KUBE_DEFAULT, MODELS, scheduler_model
+from desched.scheduler.model import KUBE_DEFAULT, MODELS
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 
 # The most equally scored nodes among which the pod's own node still refuses the eviction.

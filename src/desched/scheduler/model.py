@@ -4,7 +4,6 @@ that pass; ties go to the node name (kube-scheduler picks among ties at random).
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,7 +11,6 @@ from typing import Protocol
 
 from desched.model.node import Node
 from desched.model.pod import Pod
-from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.snapshot.cluster import ClusterSnapshot
 
 KUBE_DEFAULT = "kube-default"
@@ -42,21 +40,6 @@ class SchedulerModel(Protocol):
         (its requests and usage no longer count there): the question is where its replacement
         goes once it is evicted."""
         ...
-
-
-def scheduler_model(name: str, config: SchedulerConfig = DEFAULT_CONFIG,
-                    rng: random.Random | None = None) -> SchedulerModel:
-    """The model `name`, scheduling as `config` (a KubeSchedulerConfiguration's profiles; the
-    default profile unless the user gave one) says. `rng`: kube-default breaks ties at random
-    with it, as kube-scheduler does (else by node name, reproducibly)."""
-    from desched.scheduler.kube_default import KubeDefault
-    from desched.scheduler.load_aware import LoadAware
-
-    if name == LOAD_AWARE:
-        return LoadAware(config)
-    if name == KUBE_DEFAULT:
-        return KubeDefault(config, rng)
-    raise ValueError(f"unknown scheduler model {name!r}: expected one of {', '.join(MODELS)}")
 
 
 def best(scores: dict[str, float]) -> str:
