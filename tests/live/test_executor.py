@@ -19,8 +19,8 @@ import pytest
 from fake_apiserver import FakeApiServer, pod, status
 
 from builders import decode
-from desched.executors.eviction_api import EvictionApiExecutor
 from desched.live.client import ApiClient
+from desched.live.eviction_api import EvictionApiExecutor
 from desched.live.informer import Backoff
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from desched.executors.eviction_api import EvictionApiExecutor
 from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog
 from desched.framework.policy import Policy
 from desched.live import logging as desched_logging
+from desched.live.eviction_api import EvictionApiExecutor
 from desched.model.pod import Pod
 from desched.simulation import Evicted, workload_name
 from desched.snapshot.cluster import ClusterSnapshot

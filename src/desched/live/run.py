@@ -8,7 +8,7 @@ PodDisruptionBudgets included, without touching the cluster).
 Threads: the informers, the HTTP listeners, leader election and the API requests run on one
 asyncio loop. A cycle is synchronous CPU work (plugins, the Evictor), so it runs in a worker
 thread; each eviction it asks for is handed to the loop and waited for (see
-executors/eviction_api.py). The loop stays free to apply watch events, answer probes and renew
+live/eviction_api.py). The loop stays free to apply watch events, answer probes and renew
 the lease while a cycle computes.
 
 Plugins capture the snapshot when they are built, so a fresh Descheduler is built for every

@@ -38,9 +38,9 @@ from typing import Any, Protocol
 
 import msgspec
 
-from desched.executors.eviction_api import ALREADY_GONE
 from desched.live.client import ApiClient, ApiError, ConnectionLost
 from desched.live.events import EventRecorder, ObjectRef, PodRef
+from desched.live.eviction_api import ALREADY_GONE
 from desched.live.informer import Backoff
 from desched.migration import jobdoc as doc
 from desched.migration import reservation as rsv

@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from desched.executors.eviction_api import ALREADY_GONE, EvictionApiExecutor
 from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
+from desched.live.eviction_api import ALREADY_GONE, EvictionApiExecutor
 from desched.live.informer import Backoff
 from desched.migration import jobdoc as doc
 from desched.migration.jobdoc import EVICT_TRIGGER
