@@ -34,6 +34,7 @@ from test_run import (
 from desched.errors import InputError
 from desched.live.migration import creator_identity
 from desched.live.resources import RESOURCES
+from desched.live.run import Runner
 from desched.migration.arbitration import PASSED_ARBITRATION_ANNOTATION
 
 pytestmark = pytest.mark.asyncio
@@ -217,6 +218,15 @@ async def test_missing_crd_is_one_clear_error(tmp_path: Path, emulator: Emulator
     assert "PodMigrationJob CRD" in str(caught.value) and policy in str(caught.value)
 
 
+async def more_rounds(runner: Runner, rounds: int) -> None:
+    """Until every migration service has run `rounds` more rounds: what has not happened by
+    then did not happen for lack of time."""
+    services = list(runner.migrations.values())
+    assert services, "no migration service runs"
+    seen = [s.rounds for s in services]
+    await until(lambda: all(s.rounds >= n + rounds for s, n in zip(services, seen, strict=True)))
+
+
 def hand_made(name: str, pod_name: str, **annotations: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "uid": f"uid-{name}", "annotations": annotations,
                          "creationTimestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")},
@@ -243,7 +253,7 @@ async def test_loop_executes_jobs_created_by_hand(tmp_path: Path, emulator: Emul
                           "koordinator.sh/job-created-by": "someone-else"}))
         await until(lambda: jobs.phases().get("by-hand") == "Succeeded"
                     and jobs.phases().get("ghost") == "Failed")
-        await asyncio.sleep(0.2)  # a few more rounds: "others" stays untouched
+        await more_rounds(runner, 3)  # "others" stays untouched
         runner.request_stop("test")
         assert await asyncio.wait_for(task, 10) == 0
     assert "default/young-1" in evictions.evicted()
@@ -319,7 +329,7 @@ async def test_scavenger_deletes_old_jobs(tmp_path: Path, emulator: Emulator,
                                policy_path=str(tmp_path / "quiet.yaml"), kinds=KINDS))
     async with background(runner) as task:
         await until(lambda: "old" not in jobs.objects)
-        await asyncio.sleep(0.1)
+        await more_rounds(runner, 2)  # the scavenging round has ended
         runner.request_stop("test")
         assert await asyncio.wait_for(task, 10) == 0
     assert deleted == ["old"]

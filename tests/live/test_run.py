@@ -393,9 +393,12 @@ class FakeElector:
         self.allow = asyncio.Event()
         self.leading = False
         self.released = False
+        self.waiting = False  # inside acquire(), until allowed
 
     async def acquire(self) -> None:
+        self.waiting = True
         await self.allow.wait()
+        self.waiting = False
         self.leading = True
 
     def is_leader(self) -> bool:
@@ -417,8 +420,7 @@ async def test_cycles_wait_for_the_lease(tmp_path: Path, emulator: Emulator,
     runner = runner_for(config(tmp_path, emulator, interval="1h", leader_elect=True),
                         elector_factory=lambda client, cfg, identity: elector)
     async with background(runner) as task:
-        await until(lambda: runner.elector is not None)
-        await asyncio.sleep(0.1)
+        await until(lambda: elector.waiting)  # the run waits in acquire(), before any cycle
         assert runner.reports == [] and evictions.bodies == []
         assert runner.readiness.reason() is None  # standing by counts as ready
         elector.allow.set()
