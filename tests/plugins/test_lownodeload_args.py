@@ -18,12 +18,12 @@ from desched.plugins.lownodeload_args import (
     LowNodeLoadArgs,
     build_pools,
     default,
-    go_float,
     go_selector,
 )
 from desched.policy.errors import DecodeError
 from desched.policy.loader import policy_from_document
 from desched.simulation import run_simulation
+from desched.util.gofloat import go_float
 
 PATH = "koord.yaml"
 

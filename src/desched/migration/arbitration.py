@@ -23,6 +23,7 @@ from typing import Final, Literal
 from desched.migration.jobdoc import ACTIVE_PHASES, duration_seconds
 from desched.migration.limits import IntOrPercent, get_max_migrating, get_max_unavailable
 from desched.model.koord import EVICTION_COST_ANNOTATION, eviction_cost
+from desched.model.koord_order import OrderKey, eviction_order_key
 from desched.model.labels import Matcher
 from desched.model.meta import controller_ref
 from desched.model.objects import PodMigrationJob
@@ -281,9 +282,6 @@ def sort_jobs(jobs: Iterable[PodMigrationJob], pod_of_job: Mapping[str, Pod],
         return int(stamp.timestamp()) if stamp is not None else _GO_ZERO_TIME_UNIX
 
     order.sort(key=lambda job: -created(job))
-
-    # Imported here: desched.plugins imports every plugin, MigrationController included.
-    from desched.plugins.lownodeload_sort import OrderKey, eviction_order_key
 
     no_pod: OrderKey = (0, 0, 0, 0, 0, 0, (0, 0.0), 0.0)
 

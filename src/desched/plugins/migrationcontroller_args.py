@@ -20,9 +20,9 @@ from desched.model.labels import (
     selector_is_empty,
 )
 from desched.model.meta import LabelSelector
-from desched.plugins.lownodeload_args import go_float
 from desched.policy.args import Namespaces, PriorityThreshold, validate_label_selector
 from desched.util.duration import Duration, format_duration, parse_duration
+from desched.util.gofloat import go_float
 
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
 
