@@ -105,7 +105,7 @@ def test_detach_lets_the_decoded_buffer_go() -> None:
     import msgspec
 
     from desched.model.kinds import JSON_DECODERS
-    from desched.model.pod import detach
+    from desched.model.sharing import detach
 
     page = msgspec.json.encode({
         "metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": []},

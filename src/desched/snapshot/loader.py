@@ -36,7 +36,7 @@ from desched.model.kinds import (
     KubeObject,
     api_group,
 )
-from desched.model.pod import detach
+from desched.model.sharing import detach
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.jsonlist import (
     ITEM_HEAD,
