@@ -51,7 +51,7 @@ from desched.migration.arbitration import EVICT_DIRECTLY, Arbitrator, MigrationL
 from desched.migration.limits import WorkloadResolver
 from desched.model.kinds import JSON_DECODERS
 from desched.model.meta import controller_ref
-from desched.plugins.migrationcontroller_args import MigrationControllerArgs, default, settings
+from desched.migration.args import MigrationControllerArgs, default, settings
 from desched.policy.loader import load_policy
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.loader import load_snapshot

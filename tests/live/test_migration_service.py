@@ -17,8 +17,8 @@ from desched.live.informer import Informer
 from desched.live.migration import MigrationService, Verdicts
 from desched.live.resources import BY_KIND
 from desched.migration.arbitration import PASSED_ARBITRATION_ANNOTATION
+from desched.migration.args import MigrationControllerArgs, default
 from desched.model.kinds import JSON_DECODERS
-from desched.plugins.migrationcontroller_args import MigrationControllerArgs, default
 
 pytestmark = pytest.mark.asyncio
 

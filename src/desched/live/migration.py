@@ -49,6 +49,11 @@ from desched.migration.arbitration import (
     Outcome,
     scavenge_deadline,
 )
+from desched.migration.args import (
+    MigrationControllerArgs,
+    limiter_configs,
+    settings,
+)
 from desched.migration.controller import MigrationJobController
 from desched.migration.jobdoc import (
     ACTIVE_PHASES,
@@ -62,11 +67,6 @@ from desched.migration.limiter import ObjectLimiters
 from desched.migration.objectlimits import PodObjectLimits
 from desched.model.objects import PodMigrationJob
 from desched.model.pod import Pod
-from desched.plugins.migrationcontroller_args import (
-    MigrationControllerArgs,
-    limiter_configs,
-    settings,
-)
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.workloads import WorkloadResolver
 from desched.util.duration import format_duration, parse_duration

@@ -92,7 +92,7 @@ from desched.live.migration import (
     migration_profiles,
 )
 from desched.live.reload import PendingPolicy, PolicyReloader, policy_digest
-from desched.plugins.migrationcontroller_args import MigrationControllerArgs
+from desched.migration.args import MigrationControllerArgs
 from desched.policy.loader import load_policy
 from desched.snapshot.cluster import ClusterSnapshot
 

@@ -51,6 +51,12 @@ from desched.migration.arbitration import (
     RESERVATION_FIRST,
     Verdict,
 )
+from desched.migration.args import (
+    DEFAULT_EVICT_BURST,
+    DEFAULT_EVICT_QPS,
+    MigrationControllerArgs,
+    evict_qps,
+)
 from desched.migration.jobdoc import (
     ACTIVE_PHASES,
     COND_EVICTION,
@@ -81,12 +87,6 @@ from desched.migration.policies import (
 )
 from desched.model.kinds import JSON_DECODERS
 from desched.model.pod import Pod
-from desched.plugins.migrationcontroller_args import (
-    DEFAULT_EVICT_BURST,
-    DEFAULT_EVICT_QPS,
-    MigrationControllerArgs,
-    evict_qps,
-)
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
 from desched.live.eviction_api import ALREADY_GONE, EvictionApiExecutor
 from desched.live.informer import Backoff
 from desched.migration import jobdoc as doc
+from desched.migration.args import MigrationControllerArgs
 from desched.migration.jobdoc import EVICT_TRIGGER
 from desched.migration.policies import (
     DELETE,
@@ -32,7 +33,6 @@ from desched.migration.policies import (
     soft_eviction_patch,
 )
 from desched.model.pod import Pod
-from desched.plugins.migrationcontroller_args import MigrationControllerArgs
 from desched.snapshot.cluster import ClusterSnapshot
 
 MERGE_PATCH = "application/merge-patch+json"

@@ -24,13 +24,7 @@ from desched.migration.arbitration import (
     MigrationLedger,
     Verdict,
 )
-from desched.migration.limiter import ObjectLimiters
-from desched.migration.objectlimits import PodObjectLimits
-from desched.migration.policies import EVICTION, eviction_policy_for
-from desched.model.labels import empty_set_warnings, parse_selector_string
-from desched.model.node import Node
-from desched.model.pod import Pod
-from desched.plugins.migrationcontroller_args import (
+from desched.migration.args import (
     ArbitrationArgs,
     MigrationControllerArgs,
     MigrationObjectLimiter,
@@ -39,6 +33,12 @@ from desched.plugins.migrationcontroller_args import (
     settings,
     validate,
 )
+from desched.migration.limiter import ObjectLimiters
+from desched.migration.objectlimits import PodObjectLimits
+from desched.migration.policies import EVICTION, eviction_policy_for
+from desched.model.labels import empty_set_warnings, parse_selector_string
+from desched.model.node import Node
+from desched.model.pod import Pod
 from desched.predicates.nodefit import fit_failures, pod_fits_any_other_node
 from desched.scheduler.kube_default import KubeDefault
 from desched.snapshot.workloads import WorkloadResolver
