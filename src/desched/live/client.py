@@ -34,6 +34,7 @@ from lightkube.config.models import Cluster, User
 from lightkube.core.exceptions import ConfigError
 
 from desched.errors import InputError
+from desched.model import proto_decode
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_KUBECONFIG = "~/.kube/config"
@@ -78,8 +79,12 @@ class _Status(msgspec.Struct):
 _status_decoder = msgspec.json.Decoder(_Status)
 
 
-def decode_status(body: bytes) -> _Status | None:
-    """The metav1.Status in an error body or an ERROR watch event, if it is one."""
+def decode_status(body: bytes | msgspec.Raw) -> _Status | None:
+    """The metav1.Status in an error body or an ERROR watch event (JSON or protobuf), if it
+    is one."""
+    if memoryview(body)[:4] == proto_decode.MAGIC:
+        found = proto_decode.decode_status(bytes(body))
+        return _Status(*found) if found is not None else None
     try:
         return _status_decoder.decode(body)
     except msgspec.DecodeError:
@@ -247,13 +252,21 @@ def _in_cluster(account_dir: str, env: Mapping[str, str]) -> SingleConfig:
 
 # -- the client ----------------------------------------------------------------------------------
 
+# What a list of a kind desched decodes from protobuf asks for: protobuf where the server
+# serves it (built-in kinds), JSON otherwise (CRDs, aggregated APIs, test servers).
+PROTOBUF_OR_JSON = f"{proto_decode.CONTENT_TYPE}, application/json"
+
+
 class ApiClient:
-    """One connection pool to one API server; raw GETs and line-by-line streams."""
+    """One connection pool to one API server; raw GETs and line-by-line streams.
+
+    `protobuf`: whether get(..., protobuf=True) may ask for protobuf (False: always JSON)."""
 
     def __init__(self, config: SingleConfig, *, timeout: float = 60.0,
                  transport: httpx2.AsyncBaseTransport | None = None,
-                 trust_env: bool = True) -> None:
+                 trust_env: bool = True, protobuf: bool = True) -> None:
         self.config = config
+        self.protobuf = protobuf
         self.server = config.cluster.server
         self.source = str(config.fname) if config.fname else config.context_name
         self._timeout = timeout
@@ -294,10 +307,13 @@ class ApiClient:
         await self._http.aclose()
 
     async def get(self, path: str, params: Mapping[str, str] | None = None, *,
-                  what: str) -> bytes:
-        """The body of a GET, decompressed. `what` names the request in errors ("list pods")."""
+                  what: str, protobuf: bool = False) -> bytes:
+        """The body of a GET, decompressed. `what` names the request in errors ("list pods").
+        `protobuf`: accept a protobuf body (it starts with proto_decode.MAGIC) as well as JSON,
+        for a kind desched decodes from both."""
+        headers = {"Accept": PROTOBUF_OR_JSON} if protobuf and self.protobuf else None
         try:
-            response = await self._http.get(path, params=params)
+            response = await self._http.get(path, params=params, headers=headers)
         except Exception as err:
             raise self._transport_error(err, what) from None
         if response.status_code >= 400:
