@@ -46,7 +46,7 @@ import msgspec
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.runner import Descheduler
 from desched.framework.types import Clock
-from desched.live.resources import RESOURCES
+from desched.model.resources import RESOURCES
 from desched.migration.arbitration import EVICT_DIRECTLY, Arbitrator, MigrationLedger
 from desched.migration.limits import WorkloadResolver
 from desched.model.kinds import JSON_DECODERS

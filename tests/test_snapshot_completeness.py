@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from desched.live.resources import RESOURCES
 from desched.model.kinds import KIND_GROUPS
+from desched.model.resources import RESOURCES
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

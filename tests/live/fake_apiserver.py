@@ -25,7 +25,7 @@ import aiohttp.web
 import attrs
 import kmock
 
-from desched.live.resources import BY_KIND, Resource
+from desched.model.resources import BY_KIND, Resource
 
 RawRoute = Callable[[aiohttp.web.BaseRequest], Awaitable[aiohttp.web.StreamResponse]]
 Answer = tuple[int, Any]  # (status, a JSON body or an async iterator of watch events)

@@ -34,8 +34,8 @@ from test_executor import Evictions, pdb
 from test_run import command_env
 
 from desched.live.config import RunConfig
-from desched.live.resources import RESOURCES
 from desched.live.run import CycleReport, Runner, prepare
+from desched.model.resources import RESOURCES
 
 KINDS = ("Namespace", "Node", "PodDisruptionBudget", "Pod")
 PER_NODE, TOTAL = 3, 25

@@ -32,7 +32,7 @@ from test_run import (
 )
 
 from desched.live.detector_state import DRY_RUN_KEY, KEY
-from desched.live.resources import RESOURCES
+from desched.model.resources import RESOURCES
 
 pytestmark = pytest.mark.asyncio
 

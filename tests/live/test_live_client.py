@@ -23,8 +23,8 @@ from desched.live.client import (
     Unreachable,
     load_config,
 )
-from desched.live.resources import BY_KIND, RESOURCES, resources_for
 from desched.model.kinds import KIND_GROUPS, TYPES
+from desched.model.resources import BY_KIND, RESOURCES, resources_for
 
 
 def write_config(path: Path, contexts: dict[str, tuple[str, str | None]],

@@ -22,7 +22,7 @@ from desched.live.informer import (
     start_informers,
     stop_informers,
 )
-from desched.live.resources import BY_KIND
+from desched.model.resources import BY_KIND
 
 pytestmark = pytest.mark.asyncio
 

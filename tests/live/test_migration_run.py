@@ -33,9 +33,9 @@ from test_run import (
 
 from desched.errors import InputError
 from desched.live.migration import creator_identity
-from desched.live.resources import RESOURCES
 from desched.live.run import Runner
 from desched.migration.arbitration import PASSED_ARBITRATION_ANNOTATION
+from desched.model.resources import RESOURCES
 
 pytestmark = pytest.mark.asyncio
 

@@ -15,10 +15,10 @@ import pytest
 from desched.live.client import ApiClient, ConnectionLost
 from desched.live.informer import Informer
 from desched.live.migration import MigrationService, Verdicts
-from desched.live.resources import BY_KIND
 from desched.migration.arbitration import PASSED_ARBITRATION_ANNOTATION
 from desched.migration.args import MigrationControllerArgs, default
 from desched.model.kinds import JSON_DECODERS
+from desched.model.resources import BY_KIND
 
 pytestmark = pytest.mark.asyncio
 

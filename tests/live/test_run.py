@@ -26,7 +26,6 @@ from test_executor import Evictions, pdb
 from desched.errors import InputError
 from desched.live.client import ApiClient, ApiError
 from desched.live.config import parse_cron
-from desched.live.resources import RESOURCES
 from desched.live.run import (
     LEASE_LOST,
     RunConfig,
@@ -35,6 +34,7 @@ from desched.live.run import (
     prepare,
     resolve_schedule,
 )
+from desched.model.resources import RESOURCES
 from desched.policy.loader import load_policy
 
 pytestmark = pytest.mark.asyncio

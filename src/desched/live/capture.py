@@ -30,8 +30,8 @@ import msgspec
 from desched.errors import InputError
 from desched.live.client import ApiClient, ApiError, ConnectionLost
 from desched.live.informer import Backoff
-from desched.live.resources import Resource, resources_for
 from desched.model.objects import SNAPSHOT_INFO_API_VERSION
+from desched.model.resources import Resource, resources_for
 from desched.util.progress import Progress
 
 Note = Callable[[str], None]

@@ -14,7 +14,7 @@ from croniter import croniter
 
 from desched.errors import InputError
 from desched.framework.policy import Policy
-from desched.live.resources import RESOURCES
+from desched.model.resources import RESOURCES
 from desched.usage.base import MetricsSettings
 from desched.util.duration import DurationError, parse_duration
 

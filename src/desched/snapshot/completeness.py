@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from desched.errors import InputError, quote
-from desched.live.resources import BY_KIND
 from desched.model.meta import ObjectMeta, controller_ref
 from desched.model.objects import Namespace
 from desched.model.pod import Pod
+from desched.model.resources import BY_KIND
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.workloads import RESOLVED_KINDS
 
