@@ -9,7 +9,9 @@ resourceVersion with bookmarks, as client-go's reflector does:
   seen, which bookmarks keep recent even for kinds that rarely change;
 - dropped connections, 429 and 5xx are retried with bounded exponential backoff.
 
-List pages and watch events are decoded from bytes straight into desched's lean structs. Before
+List pages and watch events are decoded from bytes straight into desched's lean structs; pods
+and nodes are listed as protobuf where the server answers in it (desched.model.proto_decode),
+everything else and every watch as JSON. Before
 the first sync, errors the user must fix (unreachable server, 401/403, a required kind the server
 does not serve) are raised as InputError; afterwards everything is retried, so a long-running
 descheduler rides out API server restarts.
@@ -23,7 +25,7 @@ import gc
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -37,8 +39,10 @@ from desched.live.client import (
     Unreachable,
     decode_status,
 )
+from desched.model import proto_decode
 from desched.model.kinds import JSON_DECODERS, TYPES
 from desched.model.meta import shared_hook, trim_annotations
+from desched.model.proto_decode import ProtobufError
 from desched.model.resources import Resource, resources_for
 from desched.model.sharing import detach
 from desched.snapshot.cluster import ClusterSnapshot
@@ -157,6 +161,11 @@ class Informer:
         self.handlers: list[Handler] = []
         self._decoder = JSON_DECODERS[resource.kind]
         self._page_decoder = PAGE_DECODERS[resource.kind]
+        # Pods and nodes (the bulk of a cluster) are listed as protobuf where the server speaks
+        # it: a fifth of the API server's JSON encoding time, a third of the bytes. A stand-in
+        # client without the attribute (benchmarks, tests) gets JSON.
+        self._protobuf = resource.kind in proto_decode.OBJECTS and getattr(
+            client, "protobuf", False)
         self._task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
@@ -254,8 +263,12 @@ class Informer:
         params = {"limit": str(self.page_size)}
         rv = ""
         while True:
+            what = f"list {resource.label}"
             try:
-                body = await self.client.get(resource.path, params, what=f"list {resource.label}")
+                if self._protobuf:
+                    body = await self.client.get(resource.path, params, what=what, protobuf=True)
+                else:
+                    body = await self.client.get(resource.path, params, what=what)
             except ApiError as err:
                 if err.code == 410 and "continue" in params:
                     raise Gone from None  # the continue token expired: start over
@@ -267,12 +280,12 @@ class Informer:
                                          f"{resource.label} (404): {err.message}") from None
                 raise
             try:
-                page = self._page_decoder.decode(body)
-            except msgspec.DecodeError as err:
+                items, page_rv, token = self._decode_page(body)
+            except (msgspec.DecodeError, ProtobufError) as err:
                 raise InputError(self.client.server,
                                  f"cannot decode the list of {resource.label}: {err}") from None
             fresh = []
-            for obj in page.items or ():
+            for obj in items:
                 if obj.metadata.annotations:
                     trim_annotations(obj.metadata)
                 key = _key(obj)
@@ -283,8 +296,7 @@ class Informer:
                     fresh.append(obj)
                 store[key] = obj
             detach(fresh)  # the page's body must not stay alive with its pods
-            rv = page.metadata.resource_version or rv
-            token = page.metadata.continue_
+            rv = page_rv or rv
             if not token:
                 break
             params["continue"] = token
@@ -297,6 +309,13 @@ class Informer:
         self.synced.set()
         for handler in self.handlers:
             handler("SYNC", None)
+
+    def _decode_page(self, body: bytes) -> tuple[Sequence[Any], str, str]:
+        """(objects, resourceVersion, continue token) of a list page, JSON or protobuf."""
+        if body.startswith(proto_decode.MAGIC):
+            return proto_decode.decode_list(body, self.resource.kind)
+        page = self._page_decoder.decode(body)
+        return page.items or (), page.metadata.resource_version, page.metadata.continue_
 
     async def _watch(self, rv: str) -> None:
         """Apply watch events from `rv` until the stream ends (self.resource_version follows
