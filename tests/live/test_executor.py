@@ -21,9 +21,9 @@ from fake_apiserver import FakeApiServer, pod, status
 from builders import decode
 from desched.live.client import ApiClient
 from desched.live.eviction_api import EvictionApiExecutor
-from desched.live.informer import Backoff
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.util.backoff import Backoff
 
 pytestmark = pytest.mark.asyncio
 

@@ -11,8 +11,9 @@ from protobuf_fixtures import MINIMAL_POD, NODE, RICH_POD, comparable, envelope,
 
 from desched.errors import InputError
 from desched.live.client import ApiClient, ApiError
-from desched.live.informer import Backoff, Informer
+from desched.live.informer import Informer
 from desched.model.resources import BY_KIND
+from desched.util.backoff import Backoff
 
 pytestmark = pytest.mark.asyncio
 

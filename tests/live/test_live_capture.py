@@ -16,11 +16,12 @@ from fake_apiserver import Emulator, FakeApiServer, node, pod
 from desched.errors import InputError
 from desched.live.capture import capture, run_capture
 from desched.live.client import ApiClient
-from desched.live.informer import Backoff, build_snapshot, make_informers, stop_informers
+from desched.live.informer import build_snapshot, make_informers, stop_informers
 from desched.model.meta import json_encoder
 from desched.model.resources import RESOURCES
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.loader import load_snapshot
+from desched.util.backoff import Backoff
 
 pytestmark = pytest.mark.asyncio
 

@@ -24,11 +24,11 @@ import yaml
 
 from desched.live.client import ApiClient, ConnectionLost
 from desched.live.events import EventRecorder
-from desched.live.informer import Backoff
 from desched.migration.arbitration import Verdict
 from desched.migration.args import MigrationControllerArgs
 from desched.migration.controller import MigrationGate, MigrationJobController
 from desched.model.pod import Pod
+from desched.util.backoff import Backoff
 
 pytestmark = pytest.mark.asyncio
 

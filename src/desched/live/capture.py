@@ -29,9 +29,9 @@ import msgspec
 
 from desched.errors import InputError
 from desched.live.client import ApiClient, ApiError, ConnectionLost
-from desched.live.informer import Backoff
 from desched.model.objects import SNAPSHOT_INFO_API_VERSION
 from desched.model.resources import Resource, resources_for
+from desched.util.backoff import Backoff
 from desched.util.progress import Progress
 
 Note = Callable[[str], None]

@@ -28,9 +28,9 @@ import msgspec
 from desched.errors import InputError
 from desched.framework.evictor import ExecutionResult
 from desched.live.client import ApiClient, ConnectionLost, Unreachable
-from desched.live.informer import Backoff
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.util.backoff import Backoff
 
 REQUESTED_BY = "desched"
 ALREADY_GONE = "already gone"

@@ -41,7 +41,7 @@ from desched.framework.policy import Policy
 from desched.live import logging as desched_logging
 from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
 from desched.live.events import EventRecorder
-from desched.live.informer import Backoff, Informer, build_snapshot
+from desched.live.informer import Informer, build_snapshot
 from desched.migration.arbitration import (
     PASSED_ARBITRATION_ANNOTATION,
     Arbitrator,
@@ -69,6 +69,7 @@ from desched.model.objects import PodMigrationJob
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.workloads import WorkloadResolver
+from desched.util.backoff import Backoff
 from desched.util.duration import format_duration, parse_duration
 
 log = desched_logging.get_logger("desched.migration")

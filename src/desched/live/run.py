@@ -73,7 +73,6 @@ from desched.live.health import (
     start_servers,
 )
 from desched.live.informer import (
-    Backoff,
     Informer,
     build_snapshot,
     make_informers,
@@ -95,6 +94,7 @@ from desched.live.reload import PendingPolicy, PolicyReloader, policy_digest
 from desched.migration.args import MigrationControllerArgs
 from desched.policy.loader import load_policy
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.util.backoff import Backoff
 
 log = desched_logging.get_logger("desched.run")
 

@@ -41,7 +41,6 @@ import msgspec
 from desched.live.client import ApiClient, ApiError, ConnectionLost
 from desched.live.events import EventRecorder, ObjectRef, PodRef
 from desched.live.eviction_api import ALREADY_GONE
-from desched.live.informer import Backoff
 from desched.migration import jobdoc as doc
 from desched.migration import reservation as rsv
 from desched.migration.arbitration import (
@@ -87,6 +86,7 @@ from desched.migration.policies import (
 )
 from desched.model.kinds import JSON_DECODERS
 from desched.model.pod import Pod
+from desched.util.backoff import Backoff
 
 log = logging.getLogger(__name__)
 

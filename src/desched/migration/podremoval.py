@@ -19,7 +19,6 @@ import msgspec
 
 from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
 from desched.live.eviction_api import ALREADY_GONE, EvictionApiExecutor
-from desched.live.informer import Backoff
 from desched.migration import jobdoc as doc
 from desched.migration.args import MigrationControllerArgs
 from desched.migration.jobdoc import EVICT_TRIGGER
@@ -34,6 +33,7 @@ from desched.migration.policies import (
 )
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.util.backoff import Backoff
 
 MERGE_PATCH = "application/merge-patch+json"
 
