@@ -42,6 +42,7 @@ from desched.live import logging as desched_logging
 from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
 from desched.live.events import EventRecorder
 from desched.live.informer import Informer, build_snapshot
+from desched.live.migration_controller import MigrationJobController
 from desched.migration.arbitration import (
     PASSED_ARBITRATION_ANNOTATION,
     Arbitrator,
@@ -54,7 +55,6 @@ from desched.migration.args import (
     limiter_configs,
     settings,
 )
-from desched.migration.controller import MigrationJobController
 from desched.migration.jobdoc import (
     ACTIVE_PHASES,
     EVICT_REASON,

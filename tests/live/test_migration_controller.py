@@ -24,9 +24,9 @@ import yaml
 
 from desched.live.client import ApiClient, ConnectionLost
 from desched.live.events import EventRecorder
+from desched.live.migration_controller import MigrationGate, MigrationJobController
 from desched.migration.arbitration import Verdict
 from desched.migration.args import MigrationControllerArgs
-from desched.migration.controller import MigrationGate, MigrationJobController
 from desched.model.pod import Pod
 from desched.util.backoff import Backoff
 

@@ -41,6 +41,7 @@ import msgspec
 from desched.live.client import ApiClient, ApiError, ConnectionLost
 from desched.live.events import EventRecorder, ObjectRef, PodRef
 from desched.live.eviction_api import ALREADY_GONE
+from desched.live.pod_removal import PodRemoval
 from desched.migration import jobdoc as doc
 from desched.migration import reservation as rsv
 from desched.migration.arbitration import (
@@ -78,7 +79,6 @@ from desched.migration.jobdoc import (
     WARNING,
 )
 from desched.migration.limiter import TokenBucket
-from desched.migration.podremoval import PodRemoval
 from desched.migration.policies import (
     SOFT_EVICTION,
     SOFT_EVICTION_ANNOTATION,
@@ -88,7 +88,8 @@ from desched.model.kinds import JSON_DECODERS
 from desched.model.pod import Pod
 from desched.util.backoff import Backoff
 
-log = logging.getLogger(__name__)
+# The name its log lines carried before the module moved to live/.
+log = logging.getLogger("desched.migration.controller")
 
 Clock = Callable[[], datetime]
 
