@@ -222,6 +222,10 @@ def _container_requests(container: Container, fill: bool = False) -> dict[str, i
 # Effective requests by everything they are computed from (see _requests_key). Pods of one
 # template repeat the same few: computed once per distinct key and shared between pods.
 _pod_requests_cache: dict[tuple[object, ...], dict[str, int]] = {}
+# id(containers) -> (the resource parts, their requests), with and without NON_ZERO_DEFAULTS.
+# The entry holds the parts, so the id cannot be reused while it stands; `is` checks them all.
+_RequestParts = tuple[tuple[object, object, object, object], dict[str, int]]
+_requests_by_parts: tuple[dict[int, _RequestParts], dict[int, _RequestParts]] = ({}, {})
 
 
 def _requests_key(spec: PodSpec) -> tuple[object, ...]:
@@ -370,15 +374,7 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
         same resource spec: callers must not modify it."""
         requests = self.cached_requests
         if requests is None:
-            key = _requests_key(self.spec)
-            requests = _pod_requests_cache.get(key)
-            if requests is None:
-                try:
-                    requests = remember(_pod_requests_cache, key, self._compute_requests(),
-                                        limit=100_000)
-                except QuantityError as err:
-                    raise InputError("snapshot", f"pod {self.key}: {err}") from None
-            self.cached_requests = requests
+            requests = self.cached_requests = self._requests(False)
         return requests
 
     @property
@@ -387,17 +383,32 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
         cpu or memory request counts 100m / 200Mi of it. Shared between pods with the same
         resource spec: callers must not modify it."""
         requests = self.cached_non_zero
-        if requests is not None:
-            return requests
-        key = ("non-zero", *_requests_key(self.spec))
+        if requests is None:
+            requests = self.cached_non_zero = self._requests(True)
+        return requests
+
+    def _requests(self, fill: bool) -> dict[str, int]:
+        """The shared requests dict for this pod's resource spec. Replicas share their resource
+        parts (model.sharing), so the parts themselves find it first; else the key built from
+        every quantity."""
+        spec = self.spec
+        by_parts = _requests_by_parts[fill]
+        known = by_parts.get(id(spec.containers))
+        if known is not None:
+            containers, init_containers, resources, overhead = known[0]
+            if (containers is spec.containers and init_containers is spec.init_containers
+                    and resources is spec.resources and overhead is spec.overhead):
+                return known[1]
+        key = (fill, *_requests_key(spec))
         requests = _pod_requests_cache.get(key)
         if requests is None:
             try:
-                requests = remember(_pod_requests_cache, key, self._compute_requests(fill=True),
+                requests = remember(_pod_requests_cache, key, self._compute_requests(fill),
                                     limit=100_000)
             except QuantityError as err:
                 raise InputError("snapshot", f"pod {self.key}: {err}") from None
-        self.cached_non_zero = requests
+        parts = (spec.containers, spec.init_containers, spec.resources, spec.overhead)
+        remember(by_parts, id(spec.containers), (parts, requests), limit=100_000)
         return requests
 
     def _compute_requests(self, fill: bool = False) -> dict[str, int]:

@@ -12,9 +12,9 @@ import msgspec
 from desched.framework.registry import PluginSpec, register
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, excluded_owner, listing_scope
-from desched.model.meta import json_encoder
+from desched.model.meta import OwnerReference, json_encoder
 from desched.model.node import Node
-from desched.model.pod import Pod
+from desched.model.pod import Container, Pod
 from desched.policy.args import Namespaces, namespace_allowed, validate_namespaces
 from desched.predicates.nodeaffinity import required_affinity_matcher
 from desched.predicates.nodefit import affinity_space, placement_signature
@@ -31,6 +31,22 @@ def validate(args: RemoveDuplicatesArgs) -> list[str]:
 
 
 OwnerKey = tuple[str, str, str, str]  # namespace, owner kind, owner name, images hash
+
+
+def _keys(namespace: str, refs: tuple[OwnerReference, ...], containers: tuple[Container, ...]
+          ) -> tuple[list[OwnerKey], tuple[str, ...]]:
+    """A pod's owner keys (one per owner: namespace, kind, name and its sorted images joined),
+    and its sorted "namespace/kind/name/image" key list, the duplicate test within a node."""
+    images = sorted([c.image for c in containers]) if len(containers) > 1 \
+        else [containers[0].image]
+    images_hash = "#".join(images)
+    owner_keys: list[OwnerKey] = [(namespace, ref.kind, ref.name, images_hash) for ref in refs]
+    if len(refs) == 1:
+        # One owner: the keys share a prefix, so they sort as the images do.
+        prefix = f"{namespace}/{refs[0].kind}/{refs[0].name}/"
+        return owner_keys, tuple([prefix + image for image in images])
+    return owner_keys, tuple(sorted([f"{namespace}/{ref.kind}/{ref.name}/{image}"
+                                     for ref in refs for image in images]))
 
 
 class RemoveDuplicates:
@@ -81,6 +97,10 @@ class RemoveDuplicates:
         evictor, plugin = handle.evictor, handle.plugin
         evictor_filter, pre_eviction_filter = evictor.filter, evictor.pre_eviction_filter
         explaining = handle.log.explaining
+        # id(owner references) -> (them, the containers, the namespace, owner keys, key list);
+        # every pod stays alive through the loop, so an id is not reused within it.
+        keys_by_parts: dict[int, tuple[tuple[OwnerReference, ...], tuple[Container, ...], str,
+                                       list[OwnerKey], tuple[str, ...]]] = {}
         for node in nodes:
             node_name = node.name
             # The sorted "namespace/kind/name/image" keys of the pods seen so far on the node.
@@ -97,20 +117,17 @@ class RemoveDuplicates:
                 containers = pod.spec.containers
                 if not containers:
                     continue
-                images = sorted([c.image for c in containers]) if len(containers) > 1 \
-                    else [containers[0].image]
-                images_hash = "#".join(images)
-                owner_keys: list[OwnerKey] = [(namespace, ref.kind, ref.name, images_hash)
-                                              for ref in refs]
+                # Replicas share their owner references and containers (model.sharing): their
+                # keys are built once.
+                known = keys_by_parts.get(id(refs))
+                if known is not None and known[0] is refs and known[1] is containers \
+                        and known[2] == namespace:
+                    owner_keys, keys = known[3], known[4]
+                else:
+                    owner_keys, keys = _keys(namespace, refs, containers)
+                    keys_by_parts[id(refs)] = (refs, containers, namespace, owner_keys, keys)
                 for owner_key in owner_keys:
                     occurrences[owner_key] = occurrences.get(owner_key, 0) + 1
-                if len(refs) == 1:
-                    # One owner: the keys share a prefix, so they sort as the images do.
-                    prefix = f"{namespace}/{refs[0].kind}/{refs[0].name}/"
-                    keys = tuple([prefix + image for image in images])
-                else:
-                    keys = tuple(sorted([f"{namespace}/{ref.kind}/{ref.name}/{image}"
-                                         for ref in refs for image in images]))
                 if keys in seen:
                     for owner_key in owner_keys:
                         duplicates.setdefault(owner_key, {}).setdefault(node_name, []).append(pod)
