@@ -3,6 +3,8 @@ with: protobuf pages from a server that speaks it, JSON from one that does not (
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 import httpx2
@@ -10,7 +12,7 @@ import pytest
 from protobuf_fixtures import MINIMAL_POD, NODE, RICH_POD, comparable, envelope, list_body, message
 
 from desched.errors import InputError
-from desched.live.client import ApiClient, ApiError
+from desched.live.client import ApiClient, ApiError, ConnectionLost
 from desched.live.informer import Informer
 from desched.model.resources import BY_KIND
 from desched.util.backoff import Backoff
@@ -31,19 +33,32 @@ class Server:
     """Answers list requests from pages of JSON-shaped objects, in protobuf when asked for it
     (and `protobuf` is on), else JSON; records each request's Accept header."""
 
-    def __init__(self, protobuf: bool = True) -> None:
+    def __init__(self, protobuf: bool = True, version: str = "31",
+                 watch_list: bool = True, end: bool = True) -> None:
         self.protobuf = protobuf
+        self.version = version  # the minor version /version reports
+        self.watch_list = watch_list  # False: 422 to sendInitialEvents, as with the gate off
+        self.end = end  # whether a watch-list stream ends its initial events with the bookmark
         self.accepts: dict[str, list[str]] = {}
-        self.objects = {"/api/v1/pods": ("Pod", PODS), "/api/v1/nodes": ("Node", [NODE])}
+        self.objects = {"/api/v1/pods": ("Pod", PODS), "/api/v1/nodes": ("Node", [NODE]),
+                        "/api/v1/namespaces": ("Namespace", [{"metadata": {"name": "prod"}}])}
         self.status: httpx2.Response | None = None
+        self.watch_lists = 0
+        self.pages: dict[str, int] = {}
 
     def handle(self, request: httpx2.Request) -> httpx2.Response:
         path = request.url.path
         accept = request.headers.get("accept", "")
         self.accepts.setdefault(path, []).append(accept)
+        if path == "/version":
+            return httpx2.Response(200, json={"major": "1", "minor": self.version,
+                                              "gitVersion": f"v1.{self.version}.0"})
         if self.status is not None:
             return self.status
-        kind, objects = self.objects.get(path, ("Namespace", []))
+        kind, objects = self.objects[path]
+        if request.url.params.get("sendInitialEvents") == "true":
+            return self.stream(kind, objects, accept)
+        self.pages[path] = self.pages.get(path, 0) + 1
         limit = int(request.url.params.get("limit", "500"))
         start = int(request.url.params.get("continue") or 0)
         page, after = objects[start:start + limit], start + limit
@@ -56,6 +71,32 @@ class Server:
         return httpx2.Response(200, json=body)
 
 
+    def stream(self, kind: str, objects: list[dict[str, Any]], accept: str) -> httpx2.Response:
+        self.watch_lists += 1
+        if not self.watch_list:
+            return httpx2.Response(422, json={
+                "kind": "Status", "code": 422, "reason": "Invalid", "message":
+                "sendInitialEvents is forbidden for watch unless the WatchList feature gate "
+                "is enabled"})
+        bookmark = {"metadata": {"resourceVersion": "88", "annotations": {
+            "k8s.io/initial-events-end": "true"}}}
+        events = [("ADDED", obj) for obj in objects]
+        if self.end:
+            events.append(("BOOKMARK", bookmark))
+        if self.protobuf and accept.startswith(PROTOBUF) and kind != "Namespace":
+            frames = b""
+            for kind_of_event, obj in events:
+                event = message("WatchEvent", {"type": kind_of_event})
+                event.object.raw = envelope(kind, message(kind, obj).SerializeToString())
+                data = event.SerializeToString()
+                frames += len(data).to_bytes(4, "big") + data
+            return httpx2.Response(200, content=frames,
+                                   headers={"Content-Type": f"{PROTOBUF};stream=watch"})
+        lines = b"".join(json.dumps({"type": t, "object": {"kind": kind, **o}}).encode() + b"\n"
+                         for t, o in events)
+        return httpx2.Response(200, content=lines, headers={"Content-Type": "application/json"})
+
+
 def client_for(server: Server, **options: Any) -> ApiClient:
     return ApiClient.for_server("https://k8s.test", token="t",
                                 transport=httpx2.MockTransport(server.handle), **options)
@@ -66,6 +107,7 @@ async def listed(server: Server, kind: str, **options: Any) -> dict[str, Any]:
         informer = Informer(client, BY_KIND[kind], page_size=2,
                             backoff=Backoff(initial=0.01, maximum=0.02))
         await informer._list()
+        assert informer.synced.is_set()
         return informer.store
 
 
@@ -108,3 +150,54 @@ async def test_an_undecodable_protobuf_page_is_one_clear_error() -> None:
                                     headers={"Content-Type": PROTOBUF})
     with pytest.raises(InputError, match="cannot decode the list of pods"):
         await listed(server, "Pod")
+
+
+def lists(server: Server, path: str) -> int:
+    """How many list pages of `path` the server answered."""
+    return server.pages.get(path, 0)
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Node", "Namespace"])
+@pytest.mark.parametrize("protobuf", [True, False])
+async def test_a_watch_list_stream_fills_the_store_as_pages_do(kind: str, protobuf: bool) -> None:
+    """Kubernetes 1.34 and later: the initial state streamed, protobuf frames for pods and
+    nodes, JSON lines otherwise; nothing listed page by page."""
+    server = Server(version="36", protobuf=protobuf)
+    async with client_for(server) as client:
+        informer = Informer(client, BY_KIND[kind])
+        await informer._list()
+    assert server.watch_lists == 1 and lists(server, BY_KIND[kind].path) == 0
+    assert informer.resource_version == "88" and informer.synced.is_set()
+    paged = await listed(Server(protobuf=False), kind)
+    assert list(informer.store) == list(paged)
+    assert [comparable(o) for o in informer.store.values()] == \
+        [comparable(o) for o in paged.values()]
+
+
+async def test_older_servers_are_listed_page_by_page() -> None:
+    server = Server(version="33")
+    await listed(server, "Pod")
+    assert server.watch_lists == 0 and lists(server, "/api/v1/pods") == 2
+
+
+async def test_a_refused_watch_list_falls_back_to_pages_once_and_quietly(
+        caplog: pytest.LogCaptureFixture) -> None:
+    server = Server(version="36", watch_list=False)
+    caplog.set_level(logging.INFO, logger="desched")
+    async with client_for(server) as client:
+        for kind in ("Pod", "Node"):
+            informer = Informer(client, BY_KIND[kind], page_size=2)
+            await informer._list()
+            assert informer.synced.is_set() and informer.store
+    assert server.watch_lists == 1  # the second kind did not ask again
+    assert lists(server, "/api/v1/pods") == 2 and lists(server, "/api/v1/nodes") == 1
+    assert not caplog.records
+
+
+async def test_a_stream_that_ends_before_its_initial_events_is_a_lost_connection() -> None:
+    server = Server(version="36", end=False)
+    async with client_for(server) as client:
+        informer = Informer(client, BY_KIND["Pod"])
+        with pytest.raises(ConnectionLost, match="ended before its initial events"):
+            await informer._list()
+    assert not informer.synced.is_set() and not informer.store

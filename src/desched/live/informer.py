@@ -73,6 +73,15 @@ class _ObjectHead(msgspec.Struct):
     metadata: _ObjectMeta = msgspec.field(default_factory=_ObjectMeta)
 
 
+class _BookmarkMeta(msgspec.Struct, rename="camel"):
+    resource_version: str = ""
+    annotations: dict[str, str] = {}
+
+
+class _Bookmark(msgspec.Struct):
+    metadata: _BookmarkMeta = msgspec.field(default_factory=_BookmarkMeta)
+
+
 def _page_decoder(kind: str, item: type) -> msgspec.json.Decoder[Any]:
     # Like desched.model.kinds.PAGE_DECODERS, plus the list metadata paging needs.
     page = msgspec.defstruct(
@@ -89,6 +98,7 @@ PAGE_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
 }
 _event_decoder = msgspec.json.Decoder(_WatchEvent)
 _head_decoder = msgspec.json.Decoder(_ObjectHead)
+_bookmark_decoder = msgspec.json.Decoder(_Bookmark)
 
 
 class Gone(Exception):
@@ -97,6 +107,10 @@ class Gone(Exception):
 
 class _NotServed(Exception):
     """404 on an optional kind's list."""
+
+
+class _WatchListRefused(Exception):
+    """The server refused a watch-list request (400/422: sendInitialEvents not enabled)."""
 
 
 def _same_content(kept: Any, listed: Any) -> bool:
@@ -123,13 +137,14 @@ class Informer:
 
     def __init__(self, client: ApiClient, resource: Resource, *, page_size: int = 500,
                  backoff: Backoff | None = None, watch_timeout: float = 300.0,
-                 poll_interval: float = 60.0) -> None:
+                 poll_interval: float = 60.0, watch_list: bool = True) -> None:
         self.client = client
         self.resource = resource
         self.page_size = page_size
         self.backoff = backoff or Backoff()
         self.watch_timeout = watch_timeout
         self.poll_interval = poll_interval
+        self.watch_list = watch_list  # the initial state by a watch stream, where offered
         self.store: dict[str, Any] = {}
         self.resource_version = ""
         self.synced = asyncio.Event()
@@ -232,12 +247,61 @@ class Informer:
         return 0.0 if self.stale_since is None else now - self.stale_since
 
     async def _list(self) -> None:
-        """List every page into a fresh store, swapped in whole, so a snapshot never sees a
-        half-listed kind; the list's resourceVersion is where watching starts.
+        """Fill a fresh store with every object of the kind, swapped in whole, so a snapshot
+        never sees a half-listed kind; the list's resourceVersion is where watching starts.
+
+        Where the server offers it (watch_list, ApiClient.offers_watch_list) the initial state
+        comes as a watch stream (sendInitialEvents) that ends at a bookmark, which spares the
+        server building list pages; otherwise, or if the server refuses it, page by page.
 
         An object the old store holds unchanged is kept rather than its new copy: a relist
         (after a 410, every few minutes on a busy cluster) then never holds two copies of the
         kind at once, which left the process's resident memory at that high-water mark."""
+        offers = getattr(self.client, "offers_watch_list", None)  # stand-in clients lack it
+        if self.watch_list and self.resource.watchable and offers is not None and await offers():
+            try:
+                await self._stream_list()
+                return
+            except _WatchListRefused as err:
+                # Refused by a server that says it offers it: list pages, and stop asking.
+                log.debug("%s: no watch-list stream (%s); listing pages", self.resource.label, err)
+                self.client.watch_list = False
+        await self._paged_list()
+
+    def _list_error(self, err: ApiError) -> Exception:
+        """What a 404 on listing means: an optional kind not served, or a user error."""
+        resource = self.resource
+        if err.code == 404 and not self.synced.is_set():
+            if resource.optional:
+                return _NotServed()
+            return InputError(self.client.server, f"the API server does not serve "
+                                                  f"{resource.label} (404): {err.message}")
+        return err
+
+    def _kept(self, old: dict[str, Any], obj: Any, fresh: list[Any]) -> tuple[str, Any]:
+        """(key, object to store): the old store's copy when unchanged, else `obj`, added to
+        `fresh` (still to detach from the buffer it was decoded from)."""
+        if obj.metadata.annotations:
+            trim_annotations(obj.metadata)
+        key = _key(obj)
+        previous = old.get(key)
+        if previous is not None and _same_content(previous, obj):
+            return key, previous
+        fresh.append(obj)
+        return key, obj
+
+    def _listed(self, store: dict[str, Any], rv: str) -> None:
+        self.store = store
+        self.resource_version = rv
+        self.stale_since = None
+        self.generation += 1
+        self.lists += 1
+        self.backoff.reset()
+        self.synced.set()
+        for handler in self.handlers:
+            handler("SYNC", None)
+
+    async def _paged_list(self) -> None:
         resource = self.resource
         old = self.store
         store: dict[str, Any] = {}
@@ -253,43 +317,85 @@ class Informer:
             except ApiError as err:
                 if err.code == 410 and "continue" in params:
                     raise Gone from None  # the continue token expired: start over
-                if err.code == 404:
-                    if resource.optional and not self.synced.is_set():
-                        raise _NotServed from None
-                    if not self.synced.is_set():
-                        raise InputError(self.client.server, f"the API server does not serve "
-                                         f"{resource.label} (404): {err.message}") from None
-                raise
+                raise self._list_error(err) from None
             try:
                 items, page_rv, token = self._decode_page(body)
             except (msgspec.DecodeError, ProtobufError) as err:
                 raise InputError(self.client.server,
                                  f"cannot decode the list of {resource.label}: {err}") from None
-            fresh = []
+            fresh: list[Any] = []
             for obj in items:
-                if obj.metadata.annotations:
-                    trim_annotations(obj.metadata)
-                key = _key(obj)
-                previous = old.get(key)
-                if previous is not None and _same_content(previous, obj):
-                    obj = previous
-                else:
-                    fresh.append(obj)
-                store[key] = obj
+                key, kept = self._kept(old, obj, fresh)
+                store[key] = kept
             detach(fresh)  # the page's body must not stay alive with its pods
             rv = page_rv or rv
             if not token:
                 break
             params["continue"] = token
-        self.store = store
-        self.resource_version = rv
-        self.stale_since = None
-        self.generation += 1
-        self.lists += 1
-        self.backoff.reset()
-        self.synced.set()
-        for handler in self.handlers:
-            handler("SYNC", None)
+        self._listed(store, rv)
+
+    async def _stream_list(self) -> None:
+        """The initial state as a watch-list stream: ADDED events, then the bookmark annotated
+        k8s.io/initial-events-end, whose resourceVersion is where watching goes on."""
+        resource = self.resource
+        old = self.store
+        store: dict[str, Any] = {}
+        fresh: list[Any] = []
+        what = f"watch-list {resource.label}"
+        params = {"watch": "true", "sendInitialEvents": "true",
+                  "resourceVersionMatch": "NotOlderThan", "allowWatchBookmarks": "true",
+                  "timeoutSeconds": str(max(1, int(self.watch_timeout)))}
+        options = {"protobuf": True} if self._protobuf else {}
+        try:
+            async with self.client.stream(resource.path, params, what=what,
+                                          read_timeout=self.watch_timeout * 2 + 30,
+                                          **options) as events:
+                async for frame in events:
+                    try:
+                        kind, obj, rv, end = self._decode_event(frame)
+                    except (msgspec.DecodeError, ProtobufError) as err:
+                        raise InputError(self.client.server,
+                                         f"cannot decode the {what} stream: {err}") from None
+                    if kind == "ERROR":
+                        code, reason, message = obj
+                        raise ApiError(code, reason, message, what)
+                    if end:
+                        detach(fresh)
+                        self._listed(store, rv)
+                        return
+                    if obj is None:
+                        continue
+                    if kind == "DELETED":
+                        store.pop(_key(obj), None)
+                        continue
+                    key, kept = self._kept(old, obj, fresh)
+                    store[key] = kept
+                    if len(fresh) >= self.page_size:
+                        detach(fresh)
+                        fresh = []
+        except ApiError as err:
+            if err.code in (400, 422):  # the server does not take sendInitialEvents
+                raise _WatchListRefused(err.message) from None
+            raise self._list_error(err) from None
+        raise ConnectionLost(f"{what}: the stream ended before its initial events")
+
+    def _decode_event(self, frame: bytes) -> tuple[str, Any, str, bool]:
+        """(type, lean object or None, resourceVersion, ends the initial events) of a watch
+        event, a JSON line or a protobuf frame (a WatchEvent message starts with field 1,
+        never with "{"). An ERROR's object is its (code, reason, message)."""
+        if frame[:1] != b"{":
+            return proto_decode.decode_event(frame, self.resource.kind)
+        event = _event_decoder.decode(frame)
+        if event.type == "ERROR":
+            status = decode_status(event.object)
+            found = (status.code or 500, status.reason, status.message) if status else (
+                500, "", "undecodable ERROR event")
+            return "ERROR", found, "", False
+        if event.type == "BOOKMARK":
+            meta = _bookmark_decoder.decode(event.object).metadata
+            end = meta.annotations.get(proto_decode.INITIAL_EVENTS_END) == "true"
+            return "BOOKMARK", None, meta.resource_version, end
+        return event.type, self._decoder.decode(event.object), "", False
 
     def _decode_page(self, body: bytes) -> tuple[Sequence[Any], str, str]:
         """(objects, resourceVersion, continue token) of a list page, JSON or protobuf."""

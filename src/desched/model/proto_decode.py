@@ -515,3 +515,34 @@ def decode_object(body: bytes, kind: str) -> Any:
     msg = _parse(kind, raw)
     msg.DiscardUnknownFields()
     return _build(kind, msg)
+
+
+# -- watch events ----------------------------------------------------------------------------------
+
+# The annotation of the bookmark that ends a watch-list stream's initial events.
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+def decode_event(frame: bytes, kind: str) -> tuple[str, Any, str, bool]:
+    """One protobuf watch event (a metav1.WatchEvent, its object enveloped as a body is):
+    (type, the lean object or None for BOOKMARK and ERROR, the object's resourceVersion,
+    whether it is the bookmark that ends the initial events). An ERROR's object is its
+    (code, reason, message)."""
+    try:
+        event = CLASSES["WatchEvent"].FromString(frame)
+    except _ParseError as err:
+        raise ProtobufError(f"cannot parse a watch event: {err}") from None
+    body = event.object.raw
+    if event.type == "ERROR":
+        status = decode_status(body)
+        return "ERROR", status or (500, "", "undecodable ERROR event"), "", False
+    _, found, raw = unwrap(body)
+    if found != kind:
+        raise ProtobufError(f"expected a {kind} in a watch event, got {found or 'no kind'}")
+    msg = _parse(kind, raw)
+    meta = msg.metadata
+    rv = meta.resourceVersion
+    if event.type == "BOOKMARK":
+        return "BOOKMARK", None, rv, meta.annotations.get(INITIAL_EVENTS_END) == "true"
+    msg.DiscardUnknownFields()
+    return event.type, _build(kind, msg), rv, False
