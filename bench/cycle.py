@@ -27,13 +27,14 @@ from decode import ensure_snapshot  # noqa: E402
 _CHILD = r"""
 import json, sys, time
 from datetime import datetime, timezone
+from desched.plugins.catalog import PLUGINS
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.runner import Descheduler
 from desched.framework.types import Clock
 from desched.policy.loader import load_policy
 from desched.snapshot.loader import load_snapshot
 
-policy = load_policy(sys.argv[2])
+policy = load_policy(sys.argv[2], PLUGINS)
 snap = load_snapshot([sys.argv[1]], warn=lambda m: None)
 executor = SimulationExecutor(snap)
 d = Descheduler(policy, snap, executor, Clock(datetime(2026, 11, 22, 12, tzinfo=timezone.utc)))

@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 _CHILD = r"""
 import asyncio, gc, json, re, sys, time
 from datetime import UTC, datetime
+from desched.plugins.catalog import PLUGINS
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import DecisionLog
 from desched.framework.runner import Descheduler
@@ -78,7 +79,7 @@ async def main(path, policy_path, cycles):
     gc.enable()
     gc.freeze()
     fill, filled = time.perf_counter() - t, rss()["VmRSS"]
-    policy = load_policy(policy_path)
+    policy = load_policy(policy_path, PLUGINS)
     rows = []
     for n in range(1, cycles + 1):
         t0 = time.perf_counter()

@@ -43,6 +43,7 @@ import gc, json, random, sys, time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 import msgspec
+from desched.plugins.catalog import PLUGINS
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.runner import Descheduler
 from desched.framework.types import Clock
@@ -157,7 +158,7 @@ del rebuilt, jobs, verdicts, resolver, ledger
 
 # -- 3. cycle -------------------------------------------------------------------------------------
 n_pods = len(snap.pods)
-policy = load_policy(policy_path)
+policy = load_policy(policy_path, PLUGINS)
 executor = SimulationExecutor(snap)
 d = Descheduler(policy, snap, executor, Clock(datetime(2026, 11, 22, 12, tzinfo=timezone.utc)))
 t = time.perf_counter()

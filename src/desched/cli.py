@@ -134,10 +134,11 @@ def _scheduler_config(path: str | None, reschedule: bool) -> SchedulerConfig:
 def validate(policy_path: str, strict: bool) -> None:
     """Check a policy file: prints `ok`, or the errors and exits 2."""
     from desched.framework.runner import check_policy
+    from desched.plugins.catalog import PLUGINS
     from desched.policy.loader import load_policy
     from desched.policy.unknown import idle_warning
 
-    policy = load_policy(policy_path)
+    policy = load_policy(policy_path, PLUGINS)
     check_policy(policy)
     _warn(policy.warnings)
     if strict and policy.warnings:
@@ -160,9 +161,10 @@ def convert(policy_path: str, output: str) -> None:
     """Print a policy (upstream v1alpha1 or v1alpha2, Koordinator's DeschedulerConfiguration,
     or a ConfigMap holding one) as the descheduler/v1alpha2 DeschedulerPolicy desched runs.
     What v1alpha2 cannot hold is refused when it changes decisions, else noted."""
+    from desched.plugins.catalog import PLUGINS
     from desched.policy.convert import convert_policy, render
 
-    converted = convert_policy(policy_path)
+    converted = convert_policy(policy_path, PLUGINS)
     _warn(converted.policy.warnings)
     if output == "json":
         for note in converted.notes:

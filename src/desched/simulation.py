@@ -14,6 +14,7 @@ from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock
 from desched.model.pod import Pod
+from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import load_policy
 from desched.preflight import Unmatched, needs, unmatched
 from desched.scheduler.by_name import scheduler_model
@@ -158,7 +159,7 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
     result); a snapshot without nodes is an InputError."""
     model = scheduler_model(scheduler, scheduler_config,
                             random.Random(tie_seed) if tie_seed is not None else None)
-    policy = load_policy(policy_path)
+    policy = load_policy(policy_path, PLUGINS)
     check_policy(policy)  # before the snapshot, which can take seconds to load
     if now is not None:
         _check_clock(now, policy.descheduling_interval, cycles)  # before the slow load

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+from desched.plugins.catalog import PLUGINS
+
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 CHART = DEPLOY / "helm" / "desched"
@@ -531,7 +533,7 @@ def schedule_of(tmp_path: Path, args: list[str], policy_text: str) -> Any:
     path.write_text(policy_text)
     config = RunConfig(policy_path=str(path), once=params["once"], interval=params["interval"],
                        cron=params["cron"])
-    return resolve_schedule(config, load_policy(str(path)))
+    return resolve_schedule(config, load_policy(str(path), PLUGINS))
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
@@ -982,7 +984,7 @@ def test_helm_grants_the_migration_rbac_the_policy_needs(tmp_path: Path, policy:
     cm = named(docs, "ConfigMap")
     path = tmp_path / "policy.yaml"
     path.write_text(cm["data"]["policy.yaml"])
-    assert bool(migration_profiles(load_policy(str(path)))) is migration
+    assert bool(migration_profiles(load_policy(str(path), PLUGINS))) is migration
 
     roles = {r["metadata"]["name"]: r for r in by_kind(docs, "ClusterRole")}
     notes = helm_notes(values)
@@ -1227,7 +1229,7 @@ def test_upstream_chart_values_render_a_workload_desched_runs(tmp_path: Path,
     from desched.framework.runner import check_policy
     from desched.policy.loader import load_policy
 
-    check_policy(load_policy(str(path)))
+    check_policy(load_policy(str(path), PLUGINS))
 
 
 def test_upstream_values_notes_say_what_was_adapted() -> None:

@@ -13,10 +13,11 @@ from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import EvictionLimitError, Evictor, Limits
 from desched.framework.policy import Policy, ProfileConfig
-from desched.framework.registry import REGISTRY, PluginSpec, registry
+from desched.framework.registry import PluginSpec
 from desched.framework.runner import SKIP_FEW_NODES, Descheduler
 from desched.framework.types import Clock
 from desched.model.node import Node
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.podlifetime import PodLifeTimeArgs
 from desched.policy.loader import policy_from_document
 
@@ -154,10 +155,10 @@ def test_policy_keys_map_to_limits() -> None:
     policy = policy_from_document("policy.yaml", {
         "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
         "maxNoOfPodsToEvictTotal": 0, "maxNoOfPodsToEvictPerNode": 2,
-        "maxNoOfPodsToEvictPerNamespace": 3, "profiles": []})
+        "maxNoOfPodsToEvictPerNamespace": 3, "profiles": []}, PLUGINS)
     assert (policy.limits.total, policy.limits.per_node, policy.limits.per_namespace) == (0, 2, 3)
     unset = policy_from_document("policy.yaml", {
-        "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": []})
+        "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": []}, PLUGINS)
     assert (unset.limits.total, unset.limits.per_node, unset.limits.per_namespace) == (
         None, None, None)
 
@@ -178,13 +179,14 @@ class Recorder:
         Recorder.calls.append(("balance", self.name, [n.name for n in nodes]))
 
 
+# The real plugins and three that record their calls.
+RECORDING = {**PLUGINS, **{name: PluginSpec(
+    name=name, extension_points=frozenset({"deschedule", "balance"}), args_type=dict,
+    factory=Recorder) for name in ("FakeD", "FakeB", "FakeBoth")}}
+
+
 @pytest.fixture
-def recorder(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, list[str]]]:
-    registry()  # import the real plugins first, so they do not overwrite the fakes
-    for name in ("FakeD", "FakeB", "FakeBoth"):
-        monkeypatch.setitem(REGISTRY, name, PluginSpec(
-            name=name, extension_points=frozenset({"deschedule", "balance"}), args_type=dict,
-            factory=Recorder))
+def recorder() -> list[tuple[str, str, list[str]]]:
     Recorder.calls = []
     return Recorder.calls
 
@@ -197,7 +199,7 @@ def profile(name: str, deschedule: list[str], balance: list[str]) -> ProfileConf
 
 def descheduler(snap: Any, *profiles: ProfileConfig, limits: Limits | None = None
                 ) -> tuple[Descheduler, SimulationExecutor]:
-    policy = Policy(path="test", format="v1alpha2", profiles=list(profiles),
+    policy = Policy(path="test", format="v1alpha2", profiles=list(profiles), plugins=RECORDING,
                     limits=limits or Limits())
     executor = SimulationExecutor(snap)
     return Descheduler(policy, snap, executor, Clock(NOW)), executor

@@ -52,6 +52,7 @@ from desched.live.cycle_facts import (
 )
 from desched.live.cycles_page import PageState, render_html, render_json
 from desched.live.run import LEASE_LOST, Runner
+from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import load_policy
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.utilization import SERIES, Frame
@@ -402,7 +403,7 @@ PER_NODE = 120  # bytes per node and cycle: two frames of six series, the node n
 
 
 async def test_a_kept_cycle_is_capped_and_so_is_their_memory(tmp_path: Path) -> None:
-    policy = load_policy(write_policy(tmp_path))
+    policy = load_policy(write_policy(tmp_path), PLUGINS)
     nodes = 5_000
     tracemalloc.start()
     try:
@@ -436,7 +437,7 @@ async def test_a_kept_cycle_is_capped_and_so_is_their_memory(tmp_path: Path) -> 
 
 
 async def test_the_report_opened_is_the_newest_cycle_that_acted(tmp_path: Path) -> None:
-    policy = load_policy(write_policy(tmp_path))
+    policy = load_policy(write_policy(tmp_path), PLUGINS)
     reports = []
     for number, evicted in ((1, True), (2, True), (3, False)):
         log = DecisionLog()

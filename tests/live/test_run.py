@@ -35,6 +35,7 @@ from desched.live.run import (
     resolve_schedule,
 )
 from desched.model.resources import RESOURCES
+from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import load_policy
 
 pytestmark = pytest.mark.asyncio
@@ -309,14 +310,14 @@ async def test_policy_interval_applies_without_flags(tmp_path: Path) -> None:
         """)
     path = tmp_path / "koord.yaml"
     path.write_text(text)
-    policy = load_policy(str(path))
+    policy = load_policy(str(path), PLUGINS)
     assert str(resolve_schedule(RunConfig(str(path)), policy)) == "every 90s"
     assert resolve_schedule(RunConfig(str(path), once=True), policy).kind == "once"
     assert resolve_schedule(RunConfig(str(path), interval="5m"), policy).interval == 300
 
 
 async def test_schedules(tmp_path: Path) -> None:
-    policy = load_policy(policy_file(tmp_path))
+    policy = load_policy(policy_file(tmp_path), PLUGINS)
     assert resolve_schedule(RunConfig("p"), policy).kind == "once"  # upstream's default: 0
     assert resolve_schedule(RunConfig("p", interval="0"), policy).kind == "once"
     t0 = datetime(2026, 11, 22, 12, 0, 30, tzinfo=UTC)

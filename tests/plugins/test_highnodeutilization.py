@@ -13,6 +13,7 @@ import pytest
 
 from builders import NOW, args, decode, handle_for, snapshot
 from desched.framework.evictor import Limits
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.highnodeutilization import HighNodeUtilization, HighNodeUtilizationArgs
 from desched.policy.errors import DecodeError, PolicyError
@@ -242,13 +243,13 @@ VALIDATION_CASES: list[tuple[str, dict[str, Any], str]] = [
                          ids=[c[0] for c in VALIDATION_CASES])
 def test_validation_messages(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(PolicyError) as info:
-        policy_from_document(PATH, policy(raw))
+        policy_from_document(PATH, policy(raw), PLUGINS)
     assert str(info.value) == f"{PATH}: in profile p: {message}"
 
 
 def test_plugin_config_without_args_fails_validation() -> None:
     with pytest.raises(PolicyError) as info:
-        policy_from_document(PATH, policy(None, include_args=False))
+        policy_from_document(PATH, policy(None, include_args=False), PLUGINS)
     assert str(info.value) == f"{PATH}: in profile p: no resource threshold is configured"
 
 
@@ -256,20 +257,20 @@ def test_valid_args() -> None:
     raw = {"thresholds": {"cpu": 20, "memory": 20, GPU: 50}, "numberOfNodes": 2,
            "evictionModes": ["OnlyThresholdingResources"],
            "evictableNamespaces": {"exclude": ["kube-system"]}}
-    loaded = policy_from_document(PATH, policy(raw))
+    loaded = policy_from_document(PATH, policy(raw), PLUGINS)
     assert "HighNodeUtilization" in loaded.profiles[0].args
 
 
 def test_low_node_utilization_keys_are_strict_decoding_errors() -> None:
     with pytest.raises(DecodeError, match='unknown field "targetThresholds"'):
-        policy_from_document(PATH, policy({**CPU_PODS, "targetThresholds": {"cpu": 50}}))
+        policy_from_document(PATH, policy({**CPU_PODS, "targetThresholds": {"cpu": 50}}), PLUGINS)
 
 
 def test_metrics_utilization_is_not_an_argument() -> None:
     # Upstream's HNU always balances by requests (v0.32's metricsUtilization was removed).
     with pytest.raises(DecodeError, match='unknown field "metricsUtilization"'):
         policy_from_document(PATH, policy({**CPU_PODS, "metricsUtilization": {
-            "source": "KubernetesMetrics"}}))
+            "source": "KubernetesMetrics"}}), PLUGINS)
 
 
 def test_node_metrics_in_the_snapshot_do_not_change_decisions() -> None:

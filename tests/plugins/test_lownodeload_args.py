@@ -11,6 +11,7 @@ import pytest
 
 from builders import NOW, args, handle_for, node, snapshot
 from desched.errors import InputError
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.lownodeload import LowNodeLoad
 from desched.plugins.lownodeload_args import (
     DEFAULT_POOL,
@@ -235,7 +236,7 @@ def test_go_selector_with_labels() -> None:
 def test_policy_decodes_by_kind_and_defaults() -> None:
     policy = policy_from_document(PATH, koord_policy({
         "apiVersion": "descheduler/v1alpha2", "kind": "LowNodeLoadArgs",
-        "lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 50}}))
+        "lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 50}}), PLUGINS)
     ln = policy.profiles[0].args["LowNodeLoad"]
     assert isinstance(ln, LowNodeLoadArgs)
     assert ln.node_fit is True and ln.anomaly_condition == LoadAnomalyCondition("1m", 5, 3)
@@ -243,7 +244,7 @@ def test_policy_decodes_by_kind_and_defaults() -> None:
 
 
 def test_args_without_plugin_config_are_defaulted() -> None:
-    policy = policy_from_document(PATH, koord_policy(None))
+    policy = policy_from_document(PATH, koord_policy(None), PLUGINS)
     ln = policy.profiles[0].args["LowNodeLoad"]
     assert ln.node_metric_expiration_seconds == 180
 
@@ -259,7 +260,7 @@ def test_args_without_plugin_config_are_defaulted() -> None:
 ])
 def test_strict_decoding(ln_args: dict[str, Any], message: str) -> None:
     with pytest.raises(DecodeError) as info:
-        policy_from_document(PATH, koord_policy(ln_args))
+        policy_from_document(PATH, koord_policy(ln_args), PLUGINS)
     assert message in str(info.value)
 
 
@@ -276,13 +277,13 @@ def test_durations_are_checked_when_the_policy_loads(ln_args: dict[str, Any],
                                                      message: str) -> None:
     # metav1.Duration: Koordinator's decoder parses the text, so a bad one is a decode error.
     with pytest.raises(DecodeError) as info:
-        policy_from_document(PATH, koord_policy(ln_args))
+        policy_from_document(PATH, koord_policy(ln_args), PLUGINS)
     assert info.value.detail == message.replace("ARGS", "profiles[0].pluginConfig[0].args")
 
 
 def test_invalid_args_of_a_plugin_that_is_not_enabled_are_never_validated() -> None:
     # Koordinator validates LowNodeLoadArgs only when it builds the plugin.
-    policy_from_document(PATH, koord_policy({"numberOfNodes": -1}, enable=False))
+    policy_from_document(PATH, koord_policy({"numberOfNodes": -1}, enable=False), PLUGINS)
 
 
 def test_invalid_args_fail_the_simulation(tmp_path: Path) -> None:
@@ -293,7 +294,7 @@ def test_invalid_args_fail_the_simulation(tmp_path: Path) -> None:
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Node",
                                        "metadata": {"name": "n1"}}))
-    policy_from_document(str(policy), yaml.safe_load(policy.read_text()))  # loads fine
+    policy_from_document(str(policy), yaml.safe_load(policy.read_text()), PLUGINS)  # loads fine
     with pytest.raises(InputError) as info:
         run_simulation(str(policy), [str(cluster)], NOW, 1, False)
     assert str(info.value) == (

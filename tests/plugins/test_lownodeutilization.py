@@ -20,6 +20,7 @@ from builders import NOW, args, decode, handle_for, snapshot
 from desched.errors import InputError
 from desched.framework.evictor import Limits
 from desched.framework.policy import MetricsProvider, Policy
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.lownodeutilization import LowNodeUtilization, LowNodeUtilizationArgs
 from desched.policy.errors import DecodeError, PolicyError
@@ -543,7 +544,7 @@ def policy(lnu_args: Any, include_args: bool = True) -> dict[str, Any]:
 
 def validation_error(lnu_args: Any, include_args: bool = True) -> str:
     with pytest.raises(PolicyError) as info:
-        policy_from_document(PATH, policy(lnu_args, include_args))
+        policy_from_document(PATH, policy(lnu_args, include_args), PLUGINS)
     return str(info.value)
 
 
@@ -624,18 +625,18 @@ def test_plugin_config_without_args_fails_validation() -> None:
      "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "q"}}},
 ], ids=["cpu and pods", "extended resource", "deviation", "every field"])
 def test_valid_args(raw: dict[str, Any]) -> None:
-    loaded = policy_from_document(PATH, policy(raw))
+    loaded = policy_from_document(PATH, policy(raw), PLUGINS)
     assert "LowNodeUtilization" in loaded.profiles[0].args
 
 
 def test_unknown_arg_is_a_strict_decoding_error() -> None:
     with pytest.raises(DecodeError, match='unknown field "evictionLimit"'):
-        policy_from_document(PATH, policy({**CPU_PODS, "evictionLimit": {"node": 1}}))
+        policy_from_document(PATH, policy({**CPU_PODS, "evictionLimit": {"node": 1}}), PLUGINS)
 
 
 def test_negative_node_limit_is_a_decoding_error() -> None:
     with pytest.raises(DecodeError):
-        policy_from_document(PATH, policy({**CPU_PODS, "evictionLimits": {"node": -1}}))
+        policy_from_document(PATH, policy({**CPU_PODS, "evictionLimits": {"node": -1}}), PLUGINS)
 
 
 # -- the shipped example ----------------------------------------------------------------------

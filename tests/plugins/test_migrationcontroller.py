@@ -16,6 +16,7 @@ from builders import NOW, args, decode, handle_for, node, pod, snapshot
 from desched.framework.types import Handle
 from desched.migration.limiter import WORKLOAD
 from desched.model.pod import Pod
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.migrationcontroller import (
     ArbitrationArgs,
     MigrationController,
@@ -202,7 +203,7 @@ def koord(*profiles: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_default_profile_uses_migration_controller() -> None:
-    [p] = policy_from_document(PATH, koord()).profiles
+    [p] = policy_from_document(PATH, koord(), PLUGINS).profiles
     assert p.name == "koord-descheduler"
     assert p.enabled["evict"] == ["MigrationController"]
     assert p.enabled["filter"] == ["MigrationController"]
@@ -229,7 +230,7 @@ profiles:
     cm = {"apiVersion": "v1", "kind": "ConfigMap",
           "metadata": {"name": "koord-descheduler-config", "namespace": "koordinator-system"},
           "data": {"koord-descheduler-config": shipped}}
-    [p] = policy_from_document(PATH, cm).profiles
+    [p] = policy_from_document(PATH, cm, PLUGINS).profiles
     mc = p.args["MigrationController"]
     assert mc.namespaces is not None and mc.namespaces.exclude == ["kube-system",
                                                                    "koordinator-system"]
@@ -240,7 +241,7 @@ def test_invalid_args_fail_the_policy() -> None:
     doc = koord({"name": "p", "pluginConfig": [
         {"name": "MigrationController", "args": {"evictBurst": 0, "defaultJobMode": "x"}}]})
     with pytest.raises(PolicyError) as info:
-        policy_from_document(PATH, doc)
+        policy_from_document(PATH, doc, PLUGINS)
     assert str(info.value) == (
         f'{PATH}: profile "p": MigrationController: [evictBurst: Invalid value: 0: evictBurst '
         f'must be greater than 0, defaultJobMode: Invalid value: "x": defaultJobMode must be '
@@ -252,7 +253,7 @@ def test_unknown_args_fail_decoding() -> None:
         {"name": "MigrationController", "args": {"kind": "MigrationControllerArgs",
                                                  "maxMigrating": 1}}]})
     with pytest.raises(DecodeError) as info:
-        policy_from_document(PATH, doc)
+        policy_from_document(PATH, doc, PLUGINS)
     assert info.value.detail == ('strict decoding error: unknown field "maxMigrating" '
                                  '(did you mean "maxMigratingPerNode"?)')
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.pingpongguard import PingPongGuardArgs, scheduler_config, validate
 from desched.policy.loader import load_policy
 from desched.scheduler.profile import DEFAULT_CONFIG
@@ -103,13 +104,13 @@ def test_the_scheduler_config_warnings_join_the_policys(tmp_path: Path) -> None:
     sched.write_text(HEAD + "profiles:\n- plugins:\n    score:\n"
                             "      enabled: [{name: ImageLocalty}]\n")
     policy = guard_policy(tmp_path, str(sched))
-    assert load_policy(str(policy)).warnings == [
+    assert load_policy(str(policy), PLUGINS).warnings == [
         f'{policy}: profile koord-descheduler: PingPongGuard: schedulerConfig: {sched}: '
         f'profiles[0].plugins.score.enabled[0]: unknown plugin "ImageLocalty" (did you mean '
         f'ImageLocality?)']
     proc = desched("validate", "--policy", str(policy))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.splitlines() == [f"warning: {load_policy(str(policy)).warnings[0]}"]
+    assert proc.stderr.splitlines() == [f"warning: {load_policy(str(policy), PLUGINS).warnings[0]}"]
 
 
 def test_validate_refuses_a_missing_scheduler_config_in_one_line(tmp_path: Path) -> None:

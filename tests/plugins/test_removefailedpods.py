@@ -13,6 +13,7 @@ import pytest
 from builders import NOW, args, handle_for, node, pod, snapshot
 from desched.errors import InputError
 from desched.framework.evictor import Limits
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.removefailedpods import (
     RemoveFailedPods,
@@ -196,18 +197,18 @@ def _policy(plugin_args: dict[str, Any] | None) -> dict[str, Any]:
 ])
 def test_policy_validation_messages(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError) as info:
-        policy_from_document("policy.yaml", _policy(raw))
+        policy_from_document("policy.yaml", _policy(raw), PLUGINS)
     assert str(info.value) == f"policy.yaml: in profile p: {message}"
 
 
 def test_policy_without_args_is_valid_and_defaulted() -> None:
-    policy = policy_from_document("policy.yaml", _policy(None))
+    policy = policy_from_document("policy.yaml", _policy(None), PLUGINS)
     assert policy.profiles[0].args[PLUGIN].min_pod_lifetime_seconds == 3600
 
 
 def test_negative_min_pod_lifetime_is_a_decode_error() -> None:
     with pytest.raises(InputError, match="minPodLifetimeSeconds"):
-        policy_from_document("policy.yaml", _policy({"minPodLifetimeSeconds": -1}))
+        policy_from_document("policy.yaml", _policy({"minPodLifetimeSeconds": -1}), PLUGINS)
 
 
 # -- the example ---------------------------------------------------------------------------------

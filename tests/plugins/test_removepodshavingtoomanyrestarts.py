@@ -12,6 +12,7 @@ import pytest
 from builders import NOW, args, handle_for, node, pod, snapshot
 from desched.errors import InputError
 from desched.framework.evictor import Limits
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.removepodshavingtoomanyrestarts import (
     RemovePodsHavingTooManyRestarts,
@@ -181,12 +182,12 @@ def _policy(plugin_args: dict[str, Any] | None) -> dict[str, Any]:
 ])
 def test_policy_validation_messages(raw: dict[str, Any] | None, message: str) -> None:
     with pytest.raises(InputError) as info:
-        policy_from_document("policy.yaml", _policy(raw))
+        policy_from_document("policy.yaml", _policy(raw), PLUGINS)
     assert str(info.value) == f"policy.yaml: in profile p: {message}"
 
 
 def test_policy_loads() -> None:
-    policy = policy_from_document("policy.yaml", _policy({**T3, "states": ["Running"]}))
+    policy = policy_from_document("policy.yaml", _policy({**T3, "states": ["Running"]}), PLUGINS)
     assert policy.profiles[0].args[PLUGIN] == RemovePodsHavingTooManyRestartsArgs(
         pod_restart_threshold=3, states=["Running"])
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from builders import NOW, args, decode, handle_for, node, pod, snapshot
 from desched.framework.evictor import Limits
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.removepodsviolatinginterpodantiaffinity import (
     PLUGIN,
@@ -107,7 +108,8 @@ def test_policy_without_args_is_valid() -> None:
     doc = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
            "profiles": [{"name": "p", "pluginConfig": [{"name": PLUGIN}],
                          "plugins": {"deschedule": {"enabled": [PLUGIN]}}}]}
-    assert policy_from_document("policy.yaml", doc).profiles[0].enabled["deschedule"] == [PLUGIN]
+    policy = policy_from_document("policy.yaml", doc, PLUGINS)
+    assert policy.profiles[0].enabled["deschedule"] == [PLUGIN]
 
 
 # -- which pods are evicted ---------------------------------------------------------------------

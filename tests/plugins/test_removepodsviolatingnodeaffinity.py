@@ -11,6 +11,7 @@ import pytest
 
 from builders import NOW, args, decode, handle_for, node, pod, snapshot
 from desched.framework.evictor import Limits
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.removepodsviolatingnodeaffinity import (
     PLUGIN,
@@ -97,7 +98,7 @@ def test_policy_without_args_fails_validation() -> None:
            "profiles": [{"name": "p", "pluginConfig": [{"name": PLUGIN}],
                          "plugins": {"deschedule": {"enabled": [PLUGIN]}}}]}
     with pytest.raises(PolicyError, match="in profile p: nodeAffinityType needs to be set"):
-        policy_from_document("policy.yaml", doc)
+        policy_from_document("policy.yaml", doc, PLUGINS)
 
 
 # -- requiredDuringSchedulingIgnoredDuringExecution ---------------------------------------------

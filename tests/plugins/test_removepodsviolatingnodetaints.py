@@ -10,6 +10,7 @@ import pytest
 
 from builders import NOW, args, handle_for, node, pod, snapshot
 from desched.framework.evictor import Limits
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.removepodsviolatingnodetaints import (
     PLUGIN,
@@ -101,7 +102,7 @@ def test_policy_without_args_is_valid() -> None:
     doc = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
            "profiles": [{"name": "p", "pluginConfig": [{"name": PLUGIN}],
                          "plugins": {"deschedule": {"enabled": [PLUGIN]}}}]}
-    policy = policy_from_document("policy.yaml", doc)
+    policy = policy_from_document("policy.yaml", doc, PLUGINS)
     assert policy.profiles[0].enabled["deschedule"] == [PLUGIN]
 
 

@@ -12,6 +12,7 @@ import pytest
 from builders import NOW, args, handle_for, node, pod, snapshot
 from desched.errors import InputError
 from desched.framework.evictor import Limits
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.removepodsviolatingtopologyspreadconstraint import (
     RemovePodsViolatingTopologySpreadConstraint,
@@ -379,12 +380,12 @@ def _policy(plugin_args: dict[str, Any] | None) -> dict[str, Any]:
 ])
 def test_policy_validation_messages(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError) as info:
-        policy_from_document("policy.yaml", _policy(raw))
+        policy_from_document("policy.yaml", _policy(raw), PLUGINS)
     assert str(info.value) == f"policy.yaml: in profile p: {message}"
 
 
 def test_policy_without_args_is_valid_and_defaulted() -> None:
-    policy = policy_from_document("policy.yaml", _policy(None))
+    policy = policy_from_document("policy.yaml", _policy(None), PLUGINS)
     a = policy.profiles[0].args[PLUGIN]
     assert a.constraints == ["DoNotSchedule"]
     assert a.topology_balance_node_fit is True
@@ -392,7 +393,7 @@ def test_policy_without_args_is_valid_and_defaulted() -> None:
 
 def test_unknown_arg_is_rejected() -> None:
     with pytest.raises(InputError, match="includeSoftConstraints"):
-        policy_from_document("policy.yaml", _policy({"includeSoftConstraints": True}))
+        policy_from_document("policy.yaml", _policy({"includeSoftConstraints": True}), PLUGINS)
 
 
 # -- the example ---------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from desched.framework.policy import Policy
+from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import load_policy, policy_from_document
 
 
@@ -32,7 +33,7 @@ def load_yaml(write_policy: Callable[[str], str]) -> Callable[[str], Policy]:
     """Load a policy given as a YAML string, through the real file loader."""
 
     def load(text: str) -> Policy:
-        return load_policy(write_policy(text))
+        return load_policy(write_policy(text), PLUGINS)
 
     return load
 
@@ -47,6 +48,6 @@ def from_yaml() -> Callable[[str], Policy]:
 
     def load(text: str) -> Policy:
         doc: Any = yaml.safe_load(textwrap.dedent(text))
-        return policy_from_document(POLICY_PATH, doc)
+        return policy_from_document(POLICY_PATH, doc, PLUGINS)
 
     return load

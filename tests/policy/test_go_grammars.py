@@ -23,7 +23,7 @@ import pytest
 import yaml
 from policy_cli import KOORD, LNL_ARGS, PLT, UPSTREAM, accepted, koord, refused, upstream
 
-from desched.framework.registry import registry
+from desched.plugins.catalog import PLUGINS
 from desched.policy.koordinator import _Config
 from desched.util.duration import DURATION
 
@@ -125,12 +125,12 @@ def test_every_duration_field_is_covered_and_typed() -> None:
     it is a duration holds plain text the decoder would not parse."""
     found = {f"DeschedulerConfiguration{p}" for p in _duration_fields(mi.type_info(_Config), "",
                                                                        set())}
-    for spec in registry().values():
+    for spec in PLUGINS.values():
         found |= {f"{spec.args_type.__name__}{p}"
                   for p in _duration_fields(mi.type_info(spec.args_type), "", set())}
     assert found == {name.split(" ")[0] for name in DURATIONS}
     untyped: list[str] = []
-    for schema in [_Config, *(spec.args_type for spec in registry().values())]:
+    for schema in [_Config, *(spec.args_type for spec in PLUGINS.values())]:
         untyped.extend(_plain_text_durations(mi.type_info(schema), schema.__name__))
     assert untyped == []
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from desched.framework.policy import Policy
-from desched.framework.registry import PluginSpec, registry
+from desched.framework.registry import Plugins, PluginSpec
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictorArgs
 from desched.plugins.removeduplicates import RemoveDuplicatesArgs
 from desched.policy.errors import DecodeError, PolicyError
@@ -51,13 +52,13 @@ def profile(name: str = "p", plugin_config: list[dict[str, Any]] | None = None,
     return out
 
 
-def load(d: dict[str, Any]) -> Policy:
-    return policy_from_document(PATH, d)
+def load(d: dict[str, Any], plugins: Plugins = PLUGINS) -> Policy:
+    return policy_from_document(PATH, d, plugins)
 
 
-def policy_error(d: dict[str, Any]) -> PolicyError:
+def policy_error(d: dict[str, Any], plugins: Plugins = PLUGINS) -> PolicyError:
     with pytest.raises(PolicyError) as info:
-        load(d)
+        load(d, plugins)
     return info.value
 
 
@@ -100,7 +101,7 @@ def test_from_a_file(write_policy: Callable[..., str]) -> None:
             filter: {disabled: [{name: "*"}], enabled: [{name: DefaultEvictor}]}
             balance: {enabled: [{name: RemoveDuplicates}]}
         """)
-    policy = load_policy(path)
+    policy = load_policy(path, PLUGINS)
     assert policy.format == "koordinator"
     assert policy.dry_run is True
     assert policy.descheduling_interval == 10.0
@@ -403,27 +404,24 @@ def test_no_evict_plugin() -> None:
     assert str(policy_error(cfg(p))) == f'{PATH}: profile "p": no evict plugin is enabled'
 
 
-@pytest.fixture
-def second_evictor(monkeypatch: pytest.MonkeyPatch) -> str:
-    spec = PluginSpec(name="OtherEvictor", extension_points=frozenset({"evict", "filter"}),
-                      args_type=DefaultEvictorArgs, factory=lambda args, handle: object())
-    monkeypatch.setitem(registry(), spec.name, spec)
-    return spec.name
+OTHER_EVICTOR = PluginSpec(name="OtherEvictor", extension_points=frozenset({"evict", "filter"}),
+                           args_type=DefaultEvictorArgs, factory=lambda args, handle: object())
+WITH_OTHER_EVICTOR = {**PLUGINS, OTHER_EVICTOR.name: OTHER_EVICTOR}
 
 
-def test_only_one_evict_plugin(second_evictor: str) -> None:
+def test_only_one_evict_plugin() -> None:
     p = {"name": "p", "plugins": {
         "evict": {"disabled": [{"name": "*"}],
-                  "enabled": [{"name": "DefaultEvictor"}, {"name": second_evictor}]},
+                  "enabled": [{"name": "DefaultEvictor"}, {"name": OTHER_EVICTOR.name}]},
         "filter": FILTER_DE}}
-    assert str(policy_error(cfg(p))) == (
+    assert str(policy_error(cfg(p), WITH_OTHER_EVICTOR)) == (
         f'{PATH}: profile "p": only one evict plugin can be enabled')
 
 
-def test_only_one_evict_plugin_with_the_default_kept(second_evictor: str) -> None:
+def test_only_one_evict_plugin_with_the_default_kept() -> None:
     """Enabling an evictor without disabling the default keeps MigrationController too."""
-    p = {"name": "p", "plugins": {"evict": enabled(second_evictor), "filter": FILTER_DE}}
-    assert str(policy_error(cfg(p))) == (
+    p = {"name": "p", "plugins": {"evict": enabled(OTHER_EVICTOR.name), "filter": FILTER_DE}}
+    assert str(policy_error(cfg(p), WITH_OTHER_EVICTOR)) == (
         f'{PATH}: profile "p": only one evict plugin can be enabled')
 
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from desched.framework.policy import Policy
+from desched.plugins.catalog import PLUGINS
 from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.loader import load_policy, policy_from_document
 from desched.policy.unknown import nearest
@@ -352,7 +353,7 @@ def test_koordinator_default_profile_evicts_nothing_by_itself(
 def test_configmap_names_the_data_key() -> None:
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
           "data": {"policy.yaml": V2 + "profile: []\n"}}
-    policy = policy_from_document("cm.yaml", cm)
+    policy = policy_from_document("cm.yaml", cm, PLUGINS)
     assert policy.warnings == [
         unknown("profile", "profiles", path="cm.yaml[policy.yaml]"),
         "cm.yaml[policy.yaml]: no deschedule or balance plugin is enabled; the policy evicts "
@@ -418,8 +419,8 @@ def test_the_shipped_policies_are_found() -> None:
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_shipped_policies_have_no_warnings(name: str) -> None:
-    assert policy_from_document(name, SHIPPED[name]).warnings == []
+    assert policy_from_document(name, SHIPPED[name], PLUGINS).warnings == []
 
 
 def test_shipped_example_through_the_file_loader() -> None:
-    assert load_policy(str(REPO / "examples" / "policy.yaml")).warnings == []
+    assert load_policy(str(REPO / "examples" / "policy.yaml"), PLUGINS).warnings == []

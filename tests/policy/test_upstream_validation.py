@@ -11,6 +11,7 @@ import pytest
 
 from desched.errors import InputError
 from desched.framework.policy import Policy
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictorArgs, effective_protections
 from desched.plugins.podlifetime import ALLOWED_STATES, PodLifeTimeArgs
 from desched.plugins.removeduplicates import RemoveDuplicatesArgs
@@ -46,7 +47,7 @@ def pc(name: str, args: Any = None, **kw: Any) -> dict[str, Any]:
 
 
 def load(d: dict[str, Any]) -> Policy:
-    return policy_from_document(PATH, d)
+    return policy_from_document(PATH, d, PLUGINS)
 
 
 def policy_error(d: dict[str, Any]) -> str:
@@ -317,7 +318,7 @@ def test_negative_limit_is_a_decode_error() -> None:
 def test_missing_file(tmp_path: Any) -> None:
     path = str(tmp_path / "nope.yaml")
     with pytest.raises(InputError) as info:
-        load_policy(path)
+        load_policy(path, PLUGINS)
     assert str(info.value).startswith(f'failed to read policy config file "{path}": ')
 
 
@@ -334,7 +335,7 @@ def test_yaml_and_json_files_both_load(write_policy: Callable[..., str]) -> None
         '{"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": '
         '[{"name": "p", "pluginConfig": [{"name": "RemoveDuplicates"}], '
         '"plugins": {"balance": {"enabled": ["RemoveDuplicates"]}}}]}', name="policy.json")
-    a, b = load_policy(yaml_path), load_policy(json_path)
+    a, b = load_policy(yaml_path, PLUGINS), load_policy(json_path, PLUGINS)
     assert a.profiles[0].enabled == b.profiles[0].enabled
     assert a.profiles[0].enabled["balance"] == ["RemoveDuplicates"]
 
@@ -342,7 +343,7 @@ def test_yaml_and_json_files_both_load(write_policy: Callable[..., str]) -> None
 def test_malformed_yaml_names_the_file(write_policy: Callable[..., str]) -> None:
     path = write_policy("apiVersion: descheduler/v1alpha2\nprofiles: [\n")
     with pytest.raises(InputError) as info:
-        load_policy(path)
+        load_policy(path, PLUGINS)
     assert str(info.value).startswith(f"{path}: invalid YAML")
 
 
@@ -704,7 +705,7 @@ def test_configmap_from_a_file(write_policy: Callable[..., str]) -> None:
     path = write_policy(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: descheduler}\n"
         "data:\n  policy.yaml: |\n" + indented, name="cm.yaml")
-    assert load_policy(path).profiles[0].enabled["balance"] == ["RemoveDuplicates"]
+    assert load_policy(path, PLUGINS).profiles[0].enabled["balance"] == ["RemoveDuplicates"]
 
 
 def test_configmap_several_keys_one_named_policy_yaml() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from desched.framework.policy import Policy
+from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictorArgs
 from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.loader import policy_from_document
@@ -23,7 +24,7 @@ def v1(strategies: Any, **top: Any) -> dict[str, Any]:
 
 
 def load(d: dict[str, Any]) -> Policy:
-    return policy_from_document(PATH, d)
+    return policy_from_document(PATH, d, PLUGINS)
 
 
 PLT = {"enabled": True, "params": {"podLifeTime": {"maxPodLifeTimeSeconds": 86400}}}
@@ -233,7 +234,7 @@ def test_top_level_fields_copied() -> None:
 
 
 def test_convert_produces_the_v1alpha2_document() -> None:
-    out = convert_v1alpha1(PATH, v1({"PodLifeTime": PLT}, evictDaemonSetPods=True))
+    out = convert_v1alpha1(PATH, v1({"PodLifeTime": PLT}, evictDaemonSetPods=True), PLUGINS)
     assert out == {"profiles": [{
         "name": "strategy-PodLifeTime-profile",
         "pluginConfig": [
@@ -265,7 +266,7 @@ def test_v1alpha1_from_a_file(write_policy: Callable[..., str]) -> None:
               podLifeTime:
                 maxPodLifeTimeSeconds: 3600
         """)
-    policy = load_policy(path)
+    policy = load_policy(path, PLUGINS)
     assert policy.format == "v1alpha1"
     assert {p.name for p in policy.profiles} == {"strategy-RemoveDuplicates-profile",
                                                  "strategy-PodLifeTime-profile"}

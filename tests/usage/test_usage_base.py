@@ -10,6 +10,7 @@ import pytest
 
 from builders import NOW, handle_for, node, snapshot
 from desched.framework.policy import MetricsProvider, Policy
+from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import policy_from_document
 from desched.usage import MetricsSettings, PrometheusSettings, RequestedUsage
 from desched.usage.base import abort, format_age, note, staleness
@@ -18,7 +19,7 @@ from desched.usage.base import abort, format_age, note, staleness
 def policy(**top: object) -> Policy:
     doc = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": [],
            **top}
-    return policy_from_document("policy.yaml", doc)
+    return policy_from_document("policy.yaml", doc, PLUGINS)
 
 
 def test_settings_from_a_loaded_policy() -> None:

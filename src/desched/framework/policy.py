@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from desched.framework.evictor import Limits
+from desched.framework.registry import Plugins
 from desched.model.labels import Matcher
 
 PolicyFormat = Literal["v1alpha2", "v1alpha1", "koordinator"]
@@ -33,6 +34,8 @@ class Policy:
     path: str
     format: PolicyFormat
     profiles: list[ProfileConfig]
+    # The plugins its args were decoded against, which its profiles are built from.
+    plugins: Plugins = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     node_selector: Matcher | None = None
     node_selector_text: str = ""

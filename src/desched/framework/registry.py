@@ -1,8 +1,9 @@
-"""The plugin registry: name -> args type, defaulting, validation, extension points, factory."""
+"""What a plugin declares: its name, args type, defaulting, validation, extension points and
+factory. The plugins themselves sit above the framework; the catalog lists them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,16 +25,6 @@ class PluginSpec:
     args_kind: str = ""
 
 
-REGISTRY: dict[str, PluginSpec] = {}
-
-
-def register(spec: PluginSpec) -> PluginSpec:
-    REGISTRY[spec.name] = spec
-    return spec
-
-
-def registry() -> dict[str, PluginSpec]:
-    """Every plugin, with the plugin modules imported (they register themselves)."""
-    import desched.plugins  # noqa: F401  (import registers)
-
-    return REGISTRY
+# Plugin name -> spec: what a policy is decoded against and its profiles are built from
+# (desched.plugins.catalog.PLUGINS is every plugin desched has).
+Plugins = Mapping[str, PluginSpec]

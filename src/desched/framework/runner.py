@@ -11,11 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from desched.errors import InputError
-from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import DecisionLog
-from desched.framework.evictor import Evictor, Executor, ProfileEvictor
+from desched.framework.evictor import Evictor, ExecutionResult, Executor, ProfileEvictor
 from desched.framework.policy import Policy, ProfileConfig
-from desched.framework.registry import registry
 from desched.framework.types import Clock, Handle
 from desched.framework.verdicts import ask_node_roles, ask_verdicts
 from desched.model.labels import Matcher
@@ -40,10 +38,10 @@ class Profile:
 
 
 def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evictor, clock: Clock,
-                  log: DecisionLog, policy: Policy | None = None) -> Profile:
+                  log: DecisionLog, policy: Policy) -> Profile:
     """Each distinct plugin is built once per profile, shared by the extension points it is
     enabled in."""
-    specs = registry()
+    specs = policy.plugins
     pe = ProfileEvictor(evictor, cfg.name)
     instances: dict[str, Any] = {}
 
@@ -164,13 +162,20 @@ class Descheduler:
                                       f"were kept: {shown}{more}")
 
 
+class _BuildOnly:
+    """check_policy's executor: its profiles are built and never run."""
+
+    def evict(self, pod: object, profile: str, plugin: str, reason: str) -> ExecutionResult:
+        return ExecutionResult(False, "failed", "the policy is only being checked")
+
+
 def check_policy(policy: Policy) -> None:
     """Build every profile's plugins without a cluster, so the errors a plugin raises when it
     is built (argument combinations its validator does not see) surface before any cycle.
     Raises InputError."""
     snapshot = ClusterSnapshot(placeholder=True)
     try:
-        Descheduler(policy, snapshot, SimulationExecutor(snapshot), Clock(datetime.now(UTC)))
+        Descheduler(policy, snapshot, _BuildOnly(), Clock(datetime.now(UTC)))
     except InputError as err:
         if err.source or not policy.path:
             raise

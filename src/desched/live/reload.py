@@ -19,6 +19,7 @@ from desched.errors import InputError
 from desched.framework.policy import Policy
 from desched.live.logging import get_logger
 from desched.live.metrics import Metrics
+from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import parse_policy
 
 log = get_logger("desched.reload")
@@ -64,7 +65,7 @@ class PolicyReloader:
         if digest == self._refused or (self.pending and digest == self.pending.digest):
             return
         try:
-            policy = parse_policy(self.path, data)
+            policy = parse_policy(self.path, data, PLUGINS)
             check(policy)
         except InputError as err:
             self._refuse(digest, str(err))

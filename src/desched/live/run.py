@@ -92,6 +92,7 @@ from desched.live.migration import (
 )
 from desched.live.reload import PendingPolicy, PolicyReloader, policy_digest
 from desched.migration.args import MigrationControllerArgs
+from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import load_policy
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.util.backoff import Backoff
@@ -792,7 +793,7 @@ class Runner:
 def prepare(config: RunConfig) -> tuple[Policy, Schedule]:
     """Everything that can be checked before connecting: the policy (plugins built once on an
     empty snapshot, so their argument errors surface now), the schedule and the flags."""
-    policy = load_policy(config.policy_path)
+    policy = load_policy(config.policy_path, PLUGINS)
     schedule = resolve_schedule(config, policy)
     check_policy(policy)
     for warning in policy.warnings:  # ignored keys, nothing enabled

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 import msgspec
 
 from desched.errors import InputError, quote, shown
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.model.labels import (
     compile_selector,
@@ -348,11 +348,11 @@ class DefaultEvictor:
         return None
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="DefaultEvictor",
     extension_points=frozenset({"filter", "preevictionfilter", "evict"}),
     args_type=DefaultEvictorArgs,
     factory=DefaultEvictor,
     validate=validate,
     warnings=lambda args: empty_set_warnings("nodeSelector", args.node_selector),
-))
+)

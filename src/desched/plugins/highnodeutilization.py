@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -127,10 +127,10 @@ class HighNodeUtilization:
         ).run(sort_by_total_usage(low, ascending=True), schedulable)
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="HighNodeUtilization",
     extension_points=frozenset({"balance"}),
     args_type=HighNodeUtilizationArgs,
     factory=HighNodeUtilization,
     validate=validate,
-))
+)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from desched.errors import InputError
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.model.koord import is_prod, raw_allocatable
 from desched.model.labels import Matcher, compile_selector
@@ -802,11 +802,11 @@ class _Targets:
         return None, f"no target node can take it: {'; '.join(failures)}{more}"
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="LowNodeLoad",
     extension_points=frozenset({"balance"}),
     args_type=LowNodeLoadArgs,
     factory=LowNodeLoad,
     default=default,
     args_kind="LowNodeLoadArgs",
-))
+)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import msgspec
 
 from desched.errors import InputError, quote
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -330,10 +330,10 @@ class LowNodeUtilization:
         ).run(sort_by_total_usage(high, ascending=False), low)
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="LowNodeUtilization",
     extension_points=frozenset({"balance"}),
     args_type=LowNodeUtilizationArgs,
     factory=LowNodeUtilization,
     validate=validate,
-))
+)

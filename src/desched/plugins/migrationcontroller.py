@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from desched.framework.decisions import Outcome
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.migration.arbitration import (
     RESERVATION_FIRST,
@@ -226,7 +226,7 @@ class MigrationController:
             decisions[-1] = dataclasses.replace(last, reason="; ".join([last.reason, *extra]))
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="MigrationController",
     extension_points=frozenset({"filter", "preevictionfilter", "evict"}),
     args_type=MigrationControllerArgs,
@@ -235,4 +235,4 @@ register(PluginSpec(
     warnings=lambda args: empty_set_warnings("nodeSelector", args.node_selector),
     default=default,
     args_kind="MigrationControllerArgs",
-))
+)

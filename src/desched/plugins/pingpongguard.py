@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from desched.errors import InputError
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.model.pod import Pod
 from desched.scheduler.by_name import scheduler_model
@@ -141,11 +141,11 @@ class PingPongGuard:
         return None
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="PingPongGuard",
     extension_points=frozenset({"filter", "preevictionfilter"}),
     args_type=PingPongGuardArgs,
     factory=PingPongGuard,
     validate=validate,
     warnings=warnings,
-))
+)

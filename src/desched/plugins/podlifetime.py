@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 import msgspec
 
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.framework.verdicts import criteria_verdict, listing_scope, no_exit_code
 from desched.model.labels import compile_selector, selector_is_empty
@@ -247,10 +247,10 @@ class PodLifeTime:
                 # A node or namespace limit only skips this pod.
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="PodLifeTime",
     extension_points=frozenset({"deschedule"}),
     args_type=PodLifeTimeArgs,
     factory=PodLifeTime,
     validate=validate,
-))
+)

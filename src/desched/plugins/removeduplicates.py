@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, excluded_owner, listing_scope
 from desched.model.meta import OwnerReference, json_encoder
@@ -189,10 +189,10 @@ class RemoveDuplicates:
                                         f"one is within it")
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="RemoveDuplicates",
     extension_points=frozenset({"balance"}),
     args_type=RemoveDuplicatesArgs,
     factory=RemoveDuplicates,
     validate=validate,
-))
+)

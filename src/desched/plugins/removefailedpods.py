@@ -9,7 +9,7 @@ from typing import Annotated
 
 import msgspec
 
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.framework.verdicts import (
     criteria_verdict,
@@ -159,11 +159,11 @@ class RemoveFailedPods:
                 return
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="RemoveFailedPods",
     extension_points=frozenset({"deschedule"}),
     args_type=RemoveFailedPodsArgs,
     factory=RemoveFailedPods,
     validate=validate,
     default=default,
-))
+)

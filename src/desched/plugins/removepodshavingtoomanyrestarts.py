@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import msgspec
 
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.labels import compile_selector, selector_is_empty
@@ -134,10 +134,10 @@ class RemovePodsHavingTooManyRestarts:
                 return
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="RemovePodsHavingTooManyRestarts",
     extension_points=frozenset({"deschedule"}),
     args_type=RemovePodsHavingTooManyRestartsArgs,
     factory=RemovePodsHavingTooManyRestarts,
     validate=validate,
-))
+)

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import msgspec
 
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.labels import compile_selector, selector_is_empty
@@ -314,10 +314,10 @@ class RemovePodsViolatingInterPodAntiAffinity:
                         break
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name=PLUGIN,
     extension_points=frozenset({"deschedule"}),
     args_type=RemovePodsViolatingInterPodAntiAffinityArgs,
     factory=RemovePodsViolatingInterPodAntiAffinity,
     validate=validate,
-))
+)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import msgspec
 
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.labels import compile_selector, selector_is_empty
@@ -268,10 +268,10 @@ class RemovePodsViolatingNodeAffinity:
         return True
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name=PLUGIN,
     extension_points=frozenset({"deschedule"}),
     args_type=RemovePodsViolatingNodeAffinityArgs,
     factory=RemovePodsViolatingNodeAffinity,
     validate=validate,
-))
+)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.labels import compile_selector, selector_is_empty
@@ -128,10 +128,10 @@ class RemovePodsViolatingNodeTaints:
                 return
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name=PLUGIN,
     extension_points=frozenset({"deschedule"}),
     args_type=RemovePodsViolatingNodeTaintsArgs,
     factory=RemovePodsViolatingNodeTaints,
     validate=validate,
-))
+)

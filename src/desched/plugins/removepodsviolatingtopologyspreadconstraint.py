@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import msgspec
 
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec, register
+from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.labels import Matcher, SelectorError, compile_selector, selector_is_empty
@@ -512,11 +512,11 @@ class RemovePodsViolatingTopologySpreadConstraint:
             sizes[i] += move
 
 
-register(PluginSpec(
+SPEC = PluginSpec(
     name="RemovePodsViolatingTopologySpreadConstraint",
     extension_points=frozenset({"balance"}),
     args_type=RemovePodsViolatingTopologySpreadConstraintArgs,
     factory=RemovePodsViolatingTopologySpreadConstraint,
     validate=validate,
     default=default,
-))
+)

@@ -23,6 +23,7 @@ import yaml
 
 from desched.errors import InputError, quote
 from desched.framework.policy import Policy, ProfileConfig
+from desched.framework.registry import Plugins
 from desched.model.meta import LabelSelector
 from desched.policy.loader import STDIN, load_policy, one_document, parse_policy
 from desched.policy.upstream import PolicySchema as _V1alpha2Schema
@@ -66,22 +67,23 @@ class Converted:
     notes: list[str] = field(default_factory=list)
 
 
-def convert_policy(path: str) -> Converted:
-    """The v1alpha2 DeschedulerPolicy for the policy in file `path` (`-`: standard input).
+def convert_policy(path: str, plugins: Plugins) -> Converted:
+    """The v1alpha2 DeschedulerPolicy for the policy in file `path` (`-`: standard input), its
+    plugins' args decoded against `plugins`.
     Raises InputError for an invalid policy, or one a v1alpha2 policy cannot express."""
     from desched.framework.runner import check_policy
 
     if path == STDIN:
         data = sys.stdin.buffer.read()
-        policy = parse_policy("<stdin>", data)
+        policy = parse_policy("<stdin>", data, plugins)
     else:
-        policy = load_policy(path)
+        policy = load_policy(path, plugins)
         data = Path(path).read_bytes()
     check_policy(policy)  # the errors `validate` gives, before anything is printed
     doc = _policy_document("<stdin>" if path == STDIN else path, data.decode("utf-8"))
     if policy.format == "koordinator":
         return _from_koordinator(policy, doc)
-    source = convert_v1alpha1(policy.path, doc) if policy.format == "v1alpha1" else doc
+    source = convert_v1alpha1(policy.path, doc, plugins) if policy.format == "v1alpha1" else doc
     converted = Converted(policy, _document(policy, source, {k: source.get(k) for k in _TOP_KEYS
                                                              if k != "profiles"}))
     converted.notes.extend(_own_plugins(policy))

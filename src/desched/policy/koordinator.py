@@ -10,7 +10,7 @@ import msgspec
 from desched.errors import quote, shown
 from desched.framework.evictor import Limits
 from desched.framework.policy import Policy, ProfileConfig
-from desched.framework.registry import PluginSpec, registry
+from desched.framework.registry import Plugins
 from desched.model.labels import SelectorError, compile_selector, selector_is_empty
 from desched.model.meta import LabelSelector
 from desched.policy.args import ArgsError, decode_args
@@ -122,12 +122,11 @@ def _bind_address(value: str | None, field: str, errs: list[str]) -> None:
                     .replace("'", '"'))
 
 
-def load_koordinator(path: str, doc: dict[str, Any]) -> Policy:
+def load_koordinator(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy:
     try:
         cfg = convert(doc, _Config)
     except DecodingError as err:
         raise DecodeError(path, str(err)) from None
-    plugins = registry()
     errs: list[str] = []
 
     profiles_in = cfg.profiles or [_Profile(name=DEFAULT_PROFILE)]
@@ -166,19 +165,19 @@ def load_koordinator(path: str, doc: dict[str, Any]) -> Policy:
             raise DecodeError(path, f"json: cannot unmarshal number {value} into Go struct field "
                                     f"DeschedulerConfiguration.{name} of type uint")
     return Policy(
-        path=path, format="koordinator", profiles=profiles,
+        path=path, format="koordinator", profiles=profiles, plugins=plugins,
         limits=Limits(per_node=cfg.max_no_of_pods_to_evict_per_node,
                       per_namespace=cfg.max_no_of_pods_to_evict_per_namespace,
                       total=cfg.max_no_of_pods_to_evict_total),
         node_selector=node_selector, dry_run=cfg.dry_run, descheduling_interval=interval,
         leader_elect=bool(cfg.leader_election and cfg.leader_election.leader_elect),
         # Decoding is strict: only the label selectors (lenient) can hold unknown keys.
-        warnings=describe(path, unknown_fields(doc, _Config) + plugin_args_fields(doc)),
+        warnings=describe(path, unknown_fields(doc, _Config) + plugin_args_fields(doc, plugins)),
     )
 
 
 def _build_profile(path: str, index: int, profile: _Profile,
-                   plugins: dict[str, PluginSpec]) -> ProfileConfig:
+                   plugins: Plugins) -> ProfileConfig:
     ps = profile.plugins or _Plugins()
     enabled = {
         "deschedule": _merge(_DEFAULTS["deschedule"], ps.deschedule),

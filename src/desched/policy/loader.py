@@ -11,6 +11,7 @@ import yaml
 
 from desched.errors import InputError, quote
 from desched.framework.policy import Policy
+from desched.framework.registry import Plugins
 from desched.policy.decoding import type_meta_error
 from desched.policy.errors import DecodeError
 from desched.policy.koordinator import load_koordinator
@@ -68,7 +69,9 @@ _LOADERS = {
 }
 
 
-def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Policy:
+def policy_from_document(path: str, doc: dict[str, Any], plugins: Plugins,
+                         depth: int = 0) -> Policy:
+    """The policy in `doc`, its plugins' args decoded against `plugins`."""
     problem = type_meta_error(doc)
     if problem:
         raise DecodeError(path, problem)
@@ -88,11 +91,11 @@ def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Poli
             raise InputError(path, f"data[{quote(key)}] must be a string, got "
                                    f"{type(text).__name__}")
         return policy_from_document(f"{path}[{key}]", _parse(f"{path}[{key}]", str(text)),
-                                    depth + 1)
+                                    plugins, depth + 1)
     loader = (_LOADERS.get((api_version, kind))
               if isinstance(api_version, str) and isinstance(kind, str) else None)
     if loader is not None:
-        policy = loader(path, doc)
+        policy = loader(path, doc, plugins)
         policy.warnings.extend(selector_warnings(policy))
         policy.warnings.extend(args_warnings(policy))
         policy.warnings.extend(idle_warning(policy))
@@ -107,27 +110,27 @@ def policy_from_document(path: str, doc: dict[str, Any], depth: int = 0) -> Poli
 STDIN = "-"
 
 
-def parse_policy(path: str, data: bytes) -> Policy:
+def parse_policy(path: str, data: bytes, plugins: Plugins) -> Policy:
     """The policy in `data`, read from file `path` (errors name it)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(path, f"failed to read policy config file: {err}") from None
-    return policy_from_document(path, _parse(path, text))
+    return policy_from_document(path, _parse(path, text), plugins)
 
 
-def load_policy(path: str) -> Policy:
+def load_policy(path: str, plugins: Plugins) -> Policy:
     """The policy in file `path` (`-`: standard input)."""
     if path == STDIN:
         try:
             text = sys.stdin.buffer.read().decode("utf-8")
         except (OSError, UnicodeDecodeError) as err:
             raise InputError("<stdin>", f"failed to read policy config: {err}") from None
-        return policy_from_document("<stdin>", _parse("<stdin>", text))
+        return policy_from_document("<stdin>", _parse("<stdin>", text), plugins)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise InputError("", f"failed to read policy config file {path!r}: {detail}"
                          .replace(f"'{path}'", f'"{path}"')) from None
-    return policy_from_document(path, _parse(path, text))
+    return policy_from_document(path, _parse(path, text), plugins)

@@ -17,7 +17,7 @@ import msgspec.inspect as mi
 
 from desched.errors import shown
 from desched.framework.policy import Policy
-from desched.framework.registry import registry
+from desched.framework.registry import Plugins
 from desched.model.labels import empty_set_warnings
 from desched.util.names import nearest
 
@@ -105,10 +105,9 @@ def describe(path: str, found: list[tuple[str, str | None]]) -> list[str]:
             for field, near in found]
 
 
-def plugin_args_fields(doc: dict[str, Any]) -> list[tuple[str, str | None]]:
+def plugin_args_fields(doc: dict[str, Any], plugins: Plugins) -> list[tuple[str, str | None]]:
     """Unknown keys in each registered plugin's pluginConfig args (both v1alpha2 formats lay
     profiles out the same way): only the args' lenient sub-structs can hold any."""
-    plugins = registry()
     out: list[tuple[str, str | None]] = []
     profiles = doc.get("profiles")
     for i, profile in enumerate(profiles if isinstance(profiles, list) else []):
@@ -146,7 +145,7 @@ def selector_warnings(policy: Policy) -> list[str]:
 def args_warnings(policy: Policy) -> list[str]:
     """Each enabled plugin's own warnings about its args (PingPongGuard's scheduler
     configuration), naming the file and the profile."""
-    plugins = registry()
+    plugins = policy.plugins
     out: list[str] = []
     for profile in policy.profiles:
         enabled = {name for names in profile.enabled.values() for name in names}

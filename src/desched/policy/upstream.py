@@ -17,7 +17,7 @@ import msgspec
 from desched.errors import quote, shown
 from desched.framework.evictor import Limits
 from desched.framework.policy import MetricsProvider, Policy, ProfileConfig
-from desched.framework.registry import PluginSpec, registry
+from desched.framework.registry import Plugins, PluginSpec
 from desched.model.labels import SelectorError, parse_selector_string
 from desched.model.pod import SYSTEM_CRITICAL_PRIORITY
 from desched.policy.args import ArgsError, decode_args
@@ -188,7 +188,7 @@ def check_default_evictor(args: Any) -> str | None:
     return None
 
 
-def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
+def load_v1alpha2(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy:
     try:
         pol = convert(doc, PolicySchema)
     except DecodingError as err:
@@ -200,7 +200,6 @@ def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
                                     pol.max_no_of_pods_to_evict_per_namespace),
         total=_non_negative(path, "maxNoOfPodsToEvictTotal", pol.max_no_of_pods_to_evict_total),
     )
-    plugins = registry()
 
     # Decode every pluginConfig's args strictly (decode errors come before validation).
     decoded: list[list[tuple[str, Any, PluginSpec | None]]] = []
@@ -251,20 +250,20 @@ def load_v1alpha2(path: str, doc: dict[str, Any]) -> Policy:
             source=p.source, prometheus_url=prom.url if prom else "",
             auth_token_secret=(ref.namespace, ref.name) if ref else None))
     return Policy(
-        path=path, format="v1alpha2", profiles=profiles, limits=limits,
+        path=path, format="v1alpha2", profiles=profiles, plugins=plugins, limits=limits,
         node_selector=node_selector, node_selector_text=pol.node_selector or "",
         eviction_failure_event_notification=bool(pol.eviction_failure_event_notification),
         grace_period_seconds=pol.grace_period_seconds,
         metrics_collector_enabled=bool(pol.metrics_collector and pol.metrics_collector.enabled),
         metrics_providers=providers,
         warnings=describe(path, unknown_fields(doc, PolicySchema, extra=("apiVersion", "kind"))
-                          + plugin_args_fields(doc)),
+                          + plugin_args_fields(doc, plugins)),
     )
 
 
 def _build_profile(path: str, profile: _Profile,
                    entries: list[tuple[str, Any, PluginSpec | None]],
-                   plugins: dict[str, PluginSpec]) -> ProfileConfig:
+                   plugins: Plugins) -> ProfileConfig:
     cfg = ProfileConfig(name=profile.name)
     for name, args, spec in entries:
         if spec is not None and name not in cfg.args:  # the first entry of a name wins

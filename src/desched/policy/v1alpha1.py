@@ -10,7 +10,7 @@ import msgspec
 
 from desched.errors import shown
 from desched.framework.policy import Policy
-from desched.framework.registry import registry
+from desched.framework.registry import Plugins
 from desched.model.meta import LabelSelector
 from desched.policy.args import ArgsError, Int32, decode_args
 from desched.policy.decoding import DecodingError, convert
@@ -147,14 +147,13 @@ def _strategy_args(name: str, params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def convert_v1alpha1(path: str, doc: dict[str, Any]) -> dict[str, Any]:
+def convert_v1alpha1(path: str, doc: dict[str, Any], plugins: Plugins) -> dict[str, Any]:
     """The equivalent v1alpha2 document; conversion errors as upstream worded them."""
     try:
         convert(doc, _V1alpha1)
     except DecodingError as err:
         raise DecodeError(path, str(err)) from None
     strategies = doc.get("strategies") or {}
-    plugins = registry()
     profiles: list[dict[str, Any]] = []
     for name, strategy in strategies.items():
         known = BALANCE_STRATEGIES | DESCHEDULE_STRATEGIES
@@ -203,8 +202,8 @@ def convert_v1alpha1(path: str, doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_v1alpha1(path: str, doc: dict[str, Any]) -> Policy:
-    policy = load_v1alpha2(path, convert_v1alpha1(path, doc))
+def load_v1alpha1(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy:
+    policy = load_v1alpha2(path, convert_v1alpha1(path, doc, plugins), plugins)
     policy.format = "v1alpha1"
     # About the file as written, not the v1alpha2 document converted from it.
     policy.warnings = describe(path, unknown_fields(doc, _V1alpha1,
