@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -37,8 +38,10 @@ class FakeLeases:
     lease is 409 AlreadyExists. Requests are told apart by their bearer token ("Bearer <id>"),
     so one replica can be cut off (`partitioned`) while the others reach the server."""
 
-    def __init__(self, server: kmock.KubernetesScaffold, clock: FakeClock) -> None:
-        self.clock = clock
+    def __init__(self, server: kmock.KubernetesScaffold, clock: FakeClock | None = None) -> None:
+        # Real time for electors on the real clock (the soak's runners).
+        self.monotonic = clock.monotonic if clock is not None else time.monotonic
+        self.wall = clock.wall if clock is not None else (lambda: datetime.now(UTC))
         self.objects: dict[str, dict[str, Any]] = {}
         self.rvs = itertools.count(100)
         self.log: list[tuple[str, str, int]] = []  # (method, token, status)
@@ -48,7 +51,9 @@ class FakeLeases:
         self.before_write: Callable[[str], None] | None = None  # runs once, before a write
         self.electors: dict[str, LeaseElector] = {}
         self.violations: list[str] = []
-        self.written_at: dict[str, float] = {}  # holder -> fake time of its last write
+        self.written_at: dict[str, float] = {}  # holder -> time of its last write
+        # (time, holder, renewTime) of every write.
+        self.history: list[tuple[float, str, datetime | None]] = []
         self.gather_gets: asyncio.Barrier | None = None  # hold GETs until this many arrived
         server[kmock.action.FETCH, LEASES] << self._wrap(self._get)
         server[kmock.action.CREATE, LEASES] << self._wrap(self._create)
@@ -123,7 +128,9 @@ class FakeLeases:
             if previous is not None and previous.is_leader():
                 self.violations.append(f"{after or 'release'} took the lease while {before} led")
         if after:
-            self.written_at[after] = self.clock.monotonic()
+            self.written_at[after] = self.monotonic()
+        self.history.append((self.monotonic(), after,
+                             parse_micro_time(obj.get("spec", {}).get("renewTime"))))
         obj["metadata"] = {**obj["metadata"], "resourceVersion": str(next(self.rvs))}
         self.objects[key] = obj
         return obj
@@ -132,7 +139,7 @@ class FakeLeases:
     def put_lease(self, holder: str, renewed: datetime | None = None, duration: int = 15,
                   transitions: int = 0, **spec: Any) -> None:
         """Write the lease as another replica (or an administrator) would."""
-        renewed = renewed or self.clock.wall()
+        renewed = renewed or self.wall()
         obj = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                "metadata": {"name": NAME, "namespace": NS},
                "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
