@@ -416,6 +416,7 @@ def _status(msg: Any) -> PodStatus:
 _TEMPLATE_LIMIT = 20_000
 _metas: dict[bytes, ObjectMeta] = {}
 _specs: dict[bytes, PodSpec] = {}
+_affinities: dict[bytes, Affinity] = {}
 _statuses: dict[bytes, PodStatus] = {}
 
 
@@ -439,9 +440,16 @@ def _pod_meta(msg: Any) -> ObjectMeta:
 
 
 def _pod_spec(msg: Any) -> PodSpec:
+    """The node name is each pod's own; so is the affinity of a DaemonSet's pods (a matchFields
+    term naming their node), so it has a template of its own and the rest of the spec is shared
+    by every pod of the DaemonSet."""
     node_name = msg.nodeName
+    affinity = _template(_affinities, msg.affinity, _affinity) if msg.HasField("affinity") \
+        else None
     msg.ClearField("nodeName")
-    return msgspec.structs.replace(_template(_specs, msg, _spec), node_name=_shared(node_name))
+    msg.ClearField("affinity")
+    return msgspec.structs.replace(_template(_specs, msg, _spec), node_name=_shared(node_name),
+                                   affinity=affinity)
 
 
 def pod(msg: Any) -> Pod:
