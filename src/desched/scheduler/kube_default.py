@@ -25,8 +25,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-import msgspec
-
 from desched.model.meta import Shared
 from desched.model.node import Node, Taint
 from desched.model.pod import Pod
@@ -36,6 +34,7 @@ from desched.predicates.nodeaffinity import (
 )
 from desched.predicates.nodefit import affinity_space, insufficient_resource
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated, tolerates_taint
+from desched.scheduler import kube_ranked
 from desched.scheduler import scores as sc
 from desched.scheduler.interpod import (
     affinity_misses,
@@ -60,11 +59,10 @@ from desched.scheduler.profile import (
     Profile,
     SchedulerConfig,
 )
-from desched.scheduler.ranking import Rankings, stranger
+from desched.scheduler.ranking import Rankings, simple, stranger
 from desched.scheduler.spread import spread_misses, spread_raw
 from desched.snapshot.cluster import ClusterSnapshot
 
-_encoder = msgspec.json.Encoder(enc_hook=str)
 # What NodeUnschedulable asks a pod to tolerate to go to a cordoned node.
 _UNSCHEDULABLE = Taint(key=Shared("node.kubernetes.io/unschedulable"), effect="NoSchedule")
 
@@ -75,23 +73,6 @@ def gone_at_once(pod: Pod) -> bool:
     whose controller creates the replacement only once the pod is gone."""
     return (pod.spec.termination_grace_period_seconds == 0
             or any(ref.kind == "StatefulSet" for ref in pod.metadata.owner_references))
-
-
-def simple_key(pod: Pod) -> bytes:
-    """What a simple pod's filters and node-local scores depend on besides the node:
-    nodeSelector, node affinity, tolerations, requests (not its namespace, name, owner or
-    images: pods of different workloads with these equal share one Ranking)."""
-    spec = pod.spec
-    return _encoder.encode((spec.node_selector, spec.affinity, spec.tolerations, pod.requests,
-                            pod.non_zero_requests))
-
-
-def simple(pod: Pod) -> bool:
-    """No filter of the pod depends on pods of other nodes (no topology spread, no pod
-    (anti-)affinity of its own)."""
-    affinity = pod.spec.affinity
-    return not pod.spec.topology_spread_constraints and (
-        affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None))
 
 
 class KubeDefault:
@@ -119,8 +100,6 @@ class KubeDefault:
         profile = self.profile(pod)
         subject, gone = self.subject(pod)
         if self.rng is None and self.rankable(subject, snapshot, profile, gone):
-            from desched.scheduler import kube_ranked
-
             placed = kube_ranked.place(self, subject, nodes, snapshot, profile, gone)
             if placed is not None:
                 return placed

@@ -14,19 +14,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.predicates.nodeaffinity import required_affinity_matcher
-from desched.scheduler import kube_default as kd
 from desched.scheduler import node_scores as ns
 from desched.scheduler import scores as sc
 from desched.scheduler import spread
 from desched.scheduler.interpod import blocked_by_running_anti_affinity
 from desched.scheduler.model import Placement
 from desched.scheduler.profile import Profile
-from desched.scheduler.ranking import Class, Entry
+from desched.scheduler.ranking import Class, Entry, simple_key
 from desched.snapshot.cluster import ClusterSnapshot
+
+if TYPE_CHECKING:  # kube_default calls this module
+    from desched.scheduler.kube_default import KubeDefault
 
 SpreadOf = Callable[[Class, "str | None"], int]
 
@@ -40,7 +43,7 @@ def domain_keys(profile: Profile) -> tuple[str, ...]:
                                if c.topology_key != _HOSTNAME))
 
 
-def entry(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+def entry(model: KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
           profile: Profile) -> Entry:
     """A node's class (untolerated soft taints, preferred affinity weight, hostname label
     present, its domain values) and resource score, or None when a filter refuses it."""
@@ -61,13 +64,13 @@ def entry(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Clus
     return of
 
 
-def place(model: kd.KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+def place(model: KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
           profile: Profile, gone: Pod | None) -> Placement | None:
     """The placement among the candidate `nodes`, or None when the exact search must answer
     (nothing fits: it says why). `gone`: the pod itself, bound and already deleted (its node is
     judged apart, without it)."""
     everywhere = snapshot.all_nodes()
-    key = (kd.simple_key(pod), id(profile))
+    key = (simple_key(pod), id(profile))
     ranking = model.rankings.get(key, pod, nodes, snapshot,
                                  lambda p: entry(model, p, everywhere, snapshot, profile),
                                  candidates=model.space(pod, nodes, snapshot, profile))

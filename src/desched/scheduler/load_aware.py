@@ -29,10 +29,10 @@ from desched.predicates.nodefit import (
     fit_prepared,
     prepare_fit,
 )
-from desched.scheduler.kube_default import KubeDefault, simple, simple_key
+from desched.scheduler.kube_default import KubeDefault
 from desched.scheduler.model import LOAD_AWARE, Placement, best
 from desched.scheduler.profile import DEFAULT_CONFIG, LoadAwareArgs, SchedulerConfig
-from desched.scheduler.ranking import Class, Entry, Rankings
+from desched.scheduler.ranking import Class, Entry, Rankings, simple, simple_key
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.usage.nodemetric import NodeLoad, expiry_problem, read_node_load
 

@@ -21,6 +21,27 @@ from desched.predicates.domains import blocked_by_existing_anti_affinity
 from desched.predicates.nodefit import affinity_space
 from desched.snapshot.cluster import ClusterSnapshot
 
+# A simple pod's Ranking is shared by the pods with its simple_key.
+_encoder = msgspec.json.Encoder(enc_hook=str)
+
+
+def simple_key(pod: Pod) -> bytes:
+    """What a simple pod's filters and node-local scores depend on besides the node:
+    nodeSelector, node affinity, tolerations, requests (not its namespace, name, owner or
+    images: pods of different workloads with these equal share one Ranking)."""
+    spec = pod.spec
+    return _encoder.encode((spec.node_selector, spec.affinity, spec.tolerations, pod.requests,
+                            pod.non_zero_requests))
+
+
+def simple(pod: Pod) -> bool:
+    """No filter of the pod depends on pods of other nodes (no topology spread, no pod
+    (anti-)affinity of its own)."""
+    affinity = pod.spec.affinity
+    return not pod.spec.topology_spread_constraints and (
+        affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None))
+
+
 # The node-static score parts a model groups nodes by (e.g. untolerated soft taints, preferred
 # affinity weight, topology domains).
 Class = tuple[Any, ...]
