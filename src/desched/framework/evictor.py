@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from desched.framework.decisions import DecisionLog
 from desched.model.pod import Pod
@@ -125,6 +125,7 @@ class Evictor:
         return self.execute(pod, profile, plugin, reason)
 
 
+@runtime_checkable
 class EvictPlugin(Protocol):
     """Koordinator's evict extension point: the plugin decides, `proceed` evicts."""
 
@@ -149,7 +150,7 @@ class ProfileEvictor:
     evict_plugin: EvictPlugin | None = None  # Koordinator profiles (MigrationController)
     # The profile's plugin instances by name, and which one is asking the filters now: a
     # filter may judge an eviction by the plugin that wants it (PingPongGuard).
-    plugins: dict[str, Any] = field(default_factory=dict)
+    plugins: dict[str, object] = field(default_factory=dict)
     asking: str = ""
 
     def filter_reason(self, pod: Pod) -> str | None:

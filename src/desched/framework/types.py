@@ -106,3 +106,47 @@ class FilterPlugin(Protocol):
         """None when the pod may be evicted, else why not."""
 
     def pre_eviction_filter(self, pod: Pod) -> str | None: ...
+
+
+# What a plugin may declare beyond its extension points. The framework, `explain`, the guard and
+# the run loop ask for these by protocol, never by plugin name.
+
+@runtime_checkable
+class ExplainsPods(Protocol):
+    def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
+        """Why the last run left `pod` alone (`explain`), when the run did not say."""
+
+
+@runtime_checkable
+class ClassifiesNodes(Protocol):
+    def node_role(self, node: str) -> str | None:
+        """What the last run found node `node` to be (source, destination...), for `explain
+        --node`."""
+
+
+@runtime_checkable
+class ChecksThresholds(Protocol):
+    def over_thresholds_after(self, node: str, pod: Pod) -> str | None:
+        """Which of the plugin's thresholds node `node` would cross with `pod` on it, if any
+        (PingPongGuard asks the plugin that evicts)."""
+
+
+@runtime_checkable
+class CarriesState(Protocol):
+    """State that outlives the cycle's snapshot (anomaly detectors, rate limiters): `desched
+    run` hands it from a plugin to the next instance of the same profile and plugin, across
+    cycles and policy reloads. Holding the plugin instead would hold its whole snapshot."""
+
+    def carried_state(self) -> object: ...
+
+    def adopt_state(self, state: object) -> None: ...
+
+
+@runtime_checkable
+class PersistsState(Protocol):
+    """State worth keeping between separate runs (a CronJob's), as JSON by name: `desched run`
+    keeps it in a ConfigMap."""
+
+    def dump_state(self, now: datetime) -> dict[str, object]: ...
+
+    def load_state(self, entries: dict[str, object], now: datetime) -> None: ...

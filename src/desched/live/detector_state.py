@@ -16,21 +16,20 @@ import json
 from datetime import datetime
 from typing import Any
 
-from desched.framework.policy import Policy
+from desched.framework.types import PersistsState
 from desched.live.client import AccessDenied, ApiClient, ApiError, Unreachable
 from desched.live.logging import get_logger
 
 log = get_logger("desched.state")
 
-PLUGIN = "LowNodeLoad"
-CACHES = ("node_detectors", "prod_detectors")
 KEY = "lownodeload-detectors.json"
 DRY_RUN_KEY = "lownodeload-detectors-dry-run.json"
 
 
-def uses_detectors(policy: Policy) -> bool:
-    return any(PLUGIN in names for profile in policy.profiles
-               for names in profile.enabled.values())
+def persistent(plugins: list[tuple[str, str, object]]) -> list[tuple[str, PersistsState]]:
+    """The (profile, plugin) pairs whose plugin keeps state between runs (PersistsState)."""
+    return [(profile, plugin) for profile, _, plugin in plugins
+            if isinstance(plugin, PersistsState)]
 
 
 class DetectorState:
@@ -68,18 +67,17 @@ class DetectorState:
             return
         self._object, self._entries = obj, entries
 
-    def restore(self, plugins: list[tuple[str, str, Any]], now: datetime) -> None:
-        for profile, name, plugin in plugins:
-            if name != PLUGIN:
-                continue
-            for attr in CACHES:
-                entries = self._entries.get(f"{profile}/{attr}")
-                if isinstance(entries, dict):
-                    getattr(plugin, attr).load(entries, now)
+    # Entries are keyed "<profile>/<name the plugin gives them>".
+    def restore(self, plugins: list[tuple[str, PersistsState]], now: datetime) -> None:
+        for profile, plugin in plugins:
+            prefix = f"{profile}/"
+            plugin.load_state({key.removeprefix(prefix): value
+                               for key, value in self._entries.items()
+                               if key.startswith(prefix)}, now)
 
-    async def write(self, plugins: list[tuple[str, str, Any]], now: datetime) -> None:
-        entries = {f"{profile}/{attr}": getattr(plugin, attr).dump(now)
-                   for profile, name, plugin in plugins if name == PLUGIN for attr in CACHES}
+    async def write(self, plugins: list[tuple[str, PersistsState]], now: datetime) -> None:
+        entries = {f"{profile}/{key}": value for profile, plugin in plugins
+                   for key, value in plugin.dump_state(now).items()}
         data = dict((self._object or {}).get("data") or {})
         data[self.key] = json.dumps(entries, sort_keys=True, separators=(",", ":"))
         metadata: dict[str, Any] = {"name": self.name, "labels": {

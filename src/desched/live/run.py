@@ -13,7 +13,7 @@ the lease while a cycle computes.
 
 Plugins capture the snapshot when they are built, so a fresh Descheduler is built for every
 cycle. Plugin state that must outlive a cycle (LowNodeLoad's anomaly detectors) is carried from
-one cycle's plugin objects to the next (CARRIED_STATE).
+one cycle's plugin objects to the next (plugins that declare it: framework.types.CarriesState).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import Executor
 from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler, check_policy
-from desched.framework.types import Clock
+from desched.framework.types import CarriesState, Clock
 from desched.live import logging as desched_logging
 from desched.live.allocator import release_free_memory, tune_allocator
 from desched.live.client import ApiClient, ApiError
@@ -61,7 +61,7 @@ from desched.live.cycle import (
 )
 from desched.live.cycle_facts import KEPT_CYCLES, CycleFacts, CycleReport, RecordedEvictions
 from desched.live.cycles_page import CyclesPage, PageState
-from desched.live.detector_state import DetectorState, uses_detectors
+from desched.live.detector_state import DetectorState, persistent
 from desched.live.events import EventRecorder
 from desched.live.health import (
     Address,
@@ -100,17 +100,10 @@ from desched.util.backoff import Backoff
 log = desched_logging.get_logger("desched.run")
 
 # The settings live in desched.live.config; the command and its tests import them from here.
-__all__ = ["CARRIED_STATE", "LEASE_LOST", "RunConfig", "Runner", "Schedule", "prepare",
+__all__ = ["LEASE_LOST", "RunConfig", "Runner", "Schedule", "prepare",
            "resolve_schedule", "run_command"]
 
 T = TypeVar("T")
-
-# Plugin attributes that hold state across cycles, by plugin name. Everything else a plugin holds
-# is derived from the cycle's snapshot and is rebuilt with it.
-CARRIED_STATE: dict[str, tuple[str, ...]] = {
-    "LowNodeLoad": ("node_detectors", "prod_detectors"),
-    "MigrationController": ("limiters",),
-}
 
 LEASE_LOST = "leader election lost: this instance no longer holds the lease"
 
@@ -178,7 +171,9 @@ class Runner:
         self.page = (CyclesPage(self._page_state)
                      if config.cycles_page and config.metrics_address else None)
         self._events_failed = 0
-        self._carried: dict[tuple[str, str], dict[str, Any]] = {}
+        # What each (profile, plugin) carries to its next instance (CarriesState); everything
+        # else a plugin holds is derived from the cycle's snapshot and is rebuilt with it.
+        self._carried: dict[tuple[str, str], object] = {}
         self.migration_args = {} if self.dry_run else migration_profiles(policy)
         self.migrations: dict[str, MigrationService] = {}
         self._wake: asyncio.Event | None = None
@@ -360,7 +355,7 @@ class Runner:
             guard=guard, verdicts=self._verdicts)
         self.migrations[profile] = service
         # Each cycle's plugin checks and feeds the limiters the service checks and feeds.
-        self._carried[(profile, MIGRATION_PLUGIN)] = {"limiters": service.limiters}
+        self._carried[(profile, MIGRATION_PLUGIN)] = service.limiters
         if self.schedule.looping:
             self._migration_tasks[profile] = asyncio.create_task(
                 service.run(), name=f"migrations {profile}")
@@ -703,9 +698,10 @@ class Runner:
             facts.why = f"cannot build the policy's profiles on this cycle's snapshot: {err}"
             return self._keep(CycleReport(number, "failed", 0, 0, decisions, facts))
         self._restore_state(descheduler)
-        state = await self._detector_state()
+        persisted = persistent(self._plugins(descheduler))
+        state = await self._detector_state() if persisted else None
         if state is not None:
-            state.restore(self._plugins(descheduler), clock.now)
+            state.restore(persisted, clock.now)
         self._time_plugins(descheduler)
         log.info("descheduling cycle started", cycle=number, nodes=len(snapshot.nodes),
                  pods=len(snapshot.pods), dry_run=self.dry_run)
@@ -728,7 +724,7 @@ class Runner:
         finally:
             self._save_state(descheduler)
             if state is not None:
-                await state.write(self._plugins(descheduler), clock.now)
+                await state.write(persisted, clock.now)
             elapsed = time.monotonic() - started
             self.metrics.loop_duration.observe(elapsed)
             self.metrics.cycles.labels(result).inc()
@@ -750,7 +746,7 @@ class Runner:
     async def _detector_state(self) -> DetectorState | None:
         """A one-cycle run (a Job's, a CronJob's) keeps LowNodeLoad's detectors in a ConfigMap:
         its process ends with the cycle. A loop keeps them in memory (_carried)."""
-        if self.schedule.looping or not uses_detectors(self.policy) or self.client is None:
+        if self.schedule.looping or self.client is None:
             return None
         state = DetectorState(self.client,
                               self.config.lease_namespace or default_lease_namespace(),
@@ -763,22 +759,20 @@ class Runner:
         del self.reports[:-KEPT_CYCLES]  # a long-running loop keeps only the recent ones
         return report
 
-    def _plugins(self, descheduler: Descheduler) -> list[tuple[str, str, Any]]:
+    def _plugins(self, descheduler: Descheduler) -> list[tuple[str, str, object]]:
         return [(profile.name, name, plugin) for profile in descheduler.profiles
                 for name, plugin in profile.plugins.items()]
 
     def _restore_state(self, descheduler: Descheduler) -> None:
         for profile, name, plugin in self._plugins(descheduler):
-            for attr, value in self._carried.get((profile, name), {}).items():
-                setattr(plugin, attr, value)
+            state = self._carried.get((profile, name))
+            if state is not None and isinstance(plugin, CarriesState):
+                plugin.adopt_state(state)
 
     def _save_state(self, descheduler: Descheduler) -> None:
-        # Only the named attributes are kept: holding the plugin would hold the whole snapshot.
         for profile, name, plugin in self._plugins(descheduler):
-            state = {attr: getattr(plugin, attr) for attr in CARRIED_STATE.get(name, ())
-                     if hasattr(plugin, attr)}
-            if state:
-                self._carried[(profile, name)] = state
+            if isinstance(plugin, CarriesState):
+                self._carried[(profile, name)] = plugin.carried_state()
 
     def _time_plugins(self, descheduler: Descheduler) -> None:
         for profile in descheduler.profiles:

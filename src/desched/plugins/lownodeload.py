@@ -20,6 +20,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import NamedTuple
 
 from desched.errors import InputError
 from desched.framework.evictor import EvictionLimitError
@@ -209,6 +211,11 @@ def describe_under(info: NodeInfo, prod: bool) -> str:
 # -- the plugin ----------------------------------------------------------------------------------
 
 
+class _Detectors(NamedTuple):
+    node: DetectorCache
+    prod: DetectorCache
+
+
 class LowNodeLoad:
     def __init__(self, args: LowNodeLoadArgs, handle: Handle) -> None:
         self.args = args
@@ -273,6 +280,26 @@ class LowNodeLoad:
 
     def node_role(self, node: str) -> str | None:
         return self.roles.get(node)
+
+    # The anomaly detectors outlive the cycle (CarriesState) and, for a CronJob, the run
+    # (PersistsState); the persisted entries keep their attribute names as keys.
+    def carried_state(self) -> object:
+        return _Detectors(self.node_detectors, self.prod_detectors)
+
+    def adopt_state(self, state: object) -> None:
+        if isinstance(state, _Detectors):
+            self.node_detectors, self.prod_detectors = state
+
+    def dump_state(self, now: datetime) -> dict[str, object]:
+        return {"node_detectors": self.node_detectors.dump(now),
+                "prod_detectors": self.prod_detectors.dump(now)}
+
+    def load_state(self, entries: dict[str, object], now: datetime) -> None:
+        for key, cache in (("node_detectors", self.node_detectors),
+                           ("prod_detectors", self.prod_detectors)):
+            found = entries.get(key)
+            if isinstance(found, dict):
+                cache.load(found, now)
 
     def passes_filters(self, pod: Pod) -> bool:
         """Koordinator's podFilter: evictableNamespaces, the profile's evict filter, then any

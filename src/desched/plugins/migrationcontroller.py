@@ -110,6 +110,14 @@ class MigrationController:
         return None
 
     # -- Evict -----------------------------------------------------------------------------------
+    # The rate limiters outlive the cycle (CarriesState): their windows span cycles.
+    def carried_state(self) -> object:
+        return self.limiters
+
+    def adopt_state(self, state: object) -> None:
+        if isinstance(state, ObjectLimiters):
+            self.limiters = state
+
     def evict(self, pod: Pod, trigger: str, reason: str, proceed: Callable[[], bool]) -> bool:
         """Koordinator's Evict, called by the framework after its global limits. `proceed`
         performs the eviction through the framework's executor (recording it) and says whether
