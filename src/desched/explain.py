@@ -8,10 +8,10 @@ utilization, its role for each utilization plugin, taints, cordon, pool labels) 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog, Note
 from desched.framework.runner import IDLE
+from desched.framework.types import ClassifiesNodes
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.plugins.nodeutilization_common import fmt_pct
@@ -87,7 +87,7 @@ def _header(result: SimulationResult, name: str) -> list[str]:
                      f"{_shares(frame, name, node, ('cpu usage', 'memory usage'))}")
     lines.extend(f"  {profile}/{plugin} (cycle 1): {_role(result, profile, plugin, name)}"
                  for profile, plugin in _enabled(result)
-                 if callable(getattr(_instance(result, profile, plugin), "node_role", None)))
+                 if isinstance(_instance(result, profile, plugin), ClassifiesNodes))
     taints = ", ".join(describe_taint(t) for t in node.spec.taints) or "none"
     pools = ", ".join(key if not value else f"{key}={value}"
                       for key, value in sorted(node.labels.items())
@@ -231,7 +231,7 @@ def _enabled(result: SimulationResult) -> list[tuple[str, str]]:
             for name, _ in (*p.deschedule, *p.balance)]
 
 
-def _instance(result: SimulationResult, profile: str, plugin: str) -> Any:
+def _instance(result: SimulationResult, profile: str, plugin: str) -> object:
     descheduler = result.descheduler
     if descheduler is None:
         return None

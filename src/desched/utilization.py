@@ -131,22 +131,15 @@ def take_frame(snapshot: ClusterSnapshot, label: str, now: datetime,
 
 
 def thresholds(policy: Policy) -> dict[str, float]:
-    """The high thresholds the policy's utilization plugins use (percent), by series: the
-    first of LowNodeUtilization's targetThresholds (requests) or LowNodeLoad's highThresholds
-    (usage) that names the resource. Deviation thresholds are relative: none then."""
+    """The high thresholds the policy's plugins bound utilization with (percent), by series,
+    as each plugin's spec gives them (PluginSpec.high_thresholds): the first plugin naming a
+    series sets it."""
     found: dict[str, float] = {}
     for profile in policy.profiles:
         for name, args in profile.args.items():
-            if name == "LowNodeUtilization" and not getattr(args, "use_deviation_thresholds",
-                                                            False):
-                metrics = getattr(args, "metrics_utilization", None)
-                kind = "usage" if metrics is not None else "requests"
-                for resource, value in (getattr(args, "target_thresholds", None) or {}).items():
-                    series = "pods" if resource == "pods" else f"{resource} {kind}"
-                    found.setdefault(series, float(value))
-            if name == "LowNodeLoad" and not getattr(args, "use_deviation_thresholds", False):
-                for resource, value in (getattr(args, "high_thresholds", None) or {}).items():
-                    found.setdefault(f"{resource} usage", float(value))
+            spec = policy.plugins.get(name)
+            for series, value in (spec.high_thresholds(args) if spec else {}).items():
+                found.setdefault(series, value)
     return found
 
 

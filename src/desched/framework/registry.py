@@ -23,6 +23,10 @@ class PluginSpec:
     default: Callable[[Any], None] = lambda args: None
     # Koordinator decodes args of its own plugins by the kind "<Name>Args"; upstream names them too.
     args_kind: str = ""
+    # The utilization series its args bound ("cpu requests", "memory usage", "pods") and the
+    # high threshold on each, in percent, for the reports' balance figures; none when they are
+    # relative (deviation thresholds) or the plugin has none.
+    high_thresholds: Callable[[Any], dict[str, float]] = lambda args: {}
 
 
 # Plugin name -> spec: what a policy is decoded against and its profiles are built from

@@ -8,13 +8,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import NoReturn
 
 from desched.errors import InputError
 from desched.framework.decisions import DecisionLog
-from desched.framework.evictor import Evictor, ExecutionResult, Executor, ProfileEvictor
+from desched.framework.evictor import (
+    Evictor,
+    EvictPlugin,
+    ExecutionResult,
+    Executor,
+    ProfileEvictor,
+)
 from desched.framework.policy import Policy, ProfileConfig
-from desched.framework.types import Clock, Handle
+from desched.framework.types import BalancePlugin, Clock, DeschedulePlugin, FilterPlugin, Handle
 from desched.framework.verdicts import ask_node_roles, ask_verdicts
 from desched.model.labels import Matcher
 from desched.model.node import Node
@@ -30,11 +36,11 @@ class Profile:
     name: str
     evictor: ProfileEvictor
     node_selector: Matcher | None = None
-    deschedule: list[tuple[str, Any]] = field(default_factory=list)
-    balance: list[tuple[str, Any]] = field(default_factory=list)
+    deschedule: list[tuple[str, DeschedulePlugin]] = field(default_factory=list)
+    balance: list[tuple[str, BalancePlugin]] = field(default_factory=list)
     # Every plugin instance by name, whatever its extension points (evict and filter plugins
-    # included): where state carried across cycles is found.
-    plugins: dict[str, Any] = field(default_factory=dict)
+    # included): what it declares beyond them (framework.types) is asked of these.
+    plugins: dict[str, object] = field(default_factory=dict)
 
 
 def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evictor, clock: Clock,
@@ -43,30 +49,44 @@ def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evicto
     enabled in."""
     specs = policy.plugins
     pe = ProfileEvictor(evictor, cfg.name)
-    instances: dict[str, Any] = {}
+    instances: dict[str, object] = {}
 
-    def instance(name: str) -> Any:
+    def instance(name: str) -> object:
         if name not in instances:
             handle = Handle(snapshot, pe, clock, log, cfg.name, name, policy)
             instances[name] = specs[name].factory(cfg.args[name], handle)
         return instances[name]
 
+    def filters(point: str) -> list[FilterPlugin]:
+        found = [instance(n) for n in cfg.enabled.get(point, [])]
+        return [p if isinstance(p, FilterPlugin) else _lacks(p, point) for p in found]
+
     pe.plugins = instances
-    pe.filters = [instance(n) for n in cfg.enabled.get("filter", [])]
-    pe.pre_eviction_filters = [instance(n) for n in cfg.enabled.get("preevictionfilter", [])]
+    pe.filters = filters("filter")
+    pe.pre_eviction_filters = filters("preevictionfilter")
     evict_plugins = cfg.enabled.get("evict", [])
     if evict_plugins:
         # Koordinator: the profile's one evict plugin decides (DefaultEvictor has no evict
         # method of its own: the plain path).
         chosen = instance(evict_plugins[0])
-        if callable(getattr(chosen, "evict", None)):
+        if isinstance(chosen, EvictPlugin):
             pe.evict_plugin = chosen
+    deschedule = [(n, instance(n)) for n in cfg.enabled.get("deschedule", [])]
+    balance = [(n, instance(n)) for n in cfg.enabled.get("balance", [])]
     return Profile(
         name=cfg.name, evictor=pe, node_selector=cfg.node_selector,
-        deschedule=[(n, instance(n)) for n in cfg.enabled.get("deschedule", [])],
-        balance=[(n, instance(n)) for n in cfg.enabled.get("balance", [])],
+        deschedule=[(n, p if isinstance(p, DeschedulePlugin) else _lacks(p, "deschedule"))
+                    for n, p in deschedule],
+        balance=[(n, p if isinstance(p, BalancePlugin) else _lacks(p, "balance"))
+                 for n, p in balance],
         plugins=instances,
     )
+
+
+def _lacks(plugin: object, point: str) -> NoReturn:
+    """A plugin enabled at an extension point it does not implement: its PluginSpec's
+    extension points, which the policy loaders check, are wrong."""
+    raise TypeError(f"{type(plugin).__name__} does not implement the {point} extension point")
 
 
 @dataclass
@@ -130,13 +150,13 @@ class Descheduler:
                     plugin.deschedule(profile_nodes)
         for profile in self.profiles:
             profile_nodes = scoped(profile)
-            for name, plugin in profile.balance:
-                with self._says_why(cycle, profile.name, name, plugin, profile_nodes):
-                    plugin.balance(profile_nodes)
+            for name, balancer in profile.balance:
+                with self._says_why(cycle, profile.name, name, balancer, profile_nodes):
+                    balancer.balance(profile_nodes)
         return None
 
     @contextmanager
-    def _says_why(self, cycle: int, profile: str, plugin: str, instance: Any,
+    def _says_why(self, cycle: int, profile: str, plugin: str, instance: object,
                   nodes: list[Node]) -> Iterator[None]:
         """A plugin run that evicted nothing and said nothing gets a note saying so, with what
         it kept and why (a plugin that had a reason of its own has recorded it). Under

@@ -11,9 +11,9 @@ classifies nodes may define `node_role(node) -> str | None`, asked for the expla
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog
+from desched.framework.types import ClassifiesNodes, ExplainsPods
 from desched.model.labels import Matcher
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -59,12 +59,12 @@ def no_exit_code(codes: frozenset[int]) -> str:
 
 
 def ask_verdicts(log: DecisionLog, snapshot: ClusterSnapshot, profile: str, name: str,
-                 plugin: Any, nodes: list[Node], since: int) -> None:
+                 plugin: object, nodes: list[Node], since: int) -> None:
     """After one plugin run: the verdict of each explained pod the run (its records from index
     `since` on) said nothing about."""
     decided = {f"{d.namespace}/{d.pod}" for d in log.decisions[since:]
                if d.profile == profile and d.plugin == name}
-    ask = getattr(plugin, "verdict", None)
+    ask = plugin.verdict if isinstance(plugin, ExplainsPods) else None
     names = {n.name for n in nodes}
     for key in log.subjects:
         if key in decided:
@@ -84,13 +84,13 @@ def ask_verdicts(log: DecisionLog, snapshot: ClusterSnapshot, profile: str, name
             log.verdicts[(log.cycle, profile, name, key)] = text
 
 
-def ask_node_roles(log: DecisionLog, profile: str, name: str, plugin: Any,
+def ask_node_roles(log: DecisionLog, profile: str, name: str, plugin: object,
                    nodes: list[Node]) -> None:
     """After one plugin run: what a plugin that classifies nodes (`node_role(node) -> str |
     None`) found each explained node to be, for `explain --node`'s header."""
-    ask = getattr(plugin, "node_role", None)
-    if ask is None:
+    if not isinstance(plugin, ClassifiesNodes):
         return
+    ask = plugin.node_role
     names = {n.name for n in nodes}
     for node in log.explain_nodes:
         text = ask(node) if node in names else (

@@ -15,6 +15,7 @@ from desched.framework.policy import Policy
 from desched.live import logging as desched_logging
 from desched.live.events import FAILED_REASON, EventRecorder, PodRef, eviction_note
 from desched.live.metrics import Metrics
+from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
 
@@ -164,22 +165,19 @@ def log_note(note: Note) -> None:
 
 
 class TimedPlugin:
-    """Observes descheduler_strategy_duration_seconds around each plugin run."""
+    """Observes descheduler_strategy_duration_seconds around each plugin run (`run`: the
+    plugin's deschedule or balance), standing in for the plugin at that extension point."""
 
-    def __init__(self, plugin: Any, profile: str, name: str, metrics: Metrics) -> None:
-        self.plugin = plugin
+    def __init__(self, run: Callable[[list[Node]], None], profile: str, name: str,
+                 metrics: Metrics) -> None:
+        self.run = run
         self.observe = metrics.strategy_duration.labels(name, profile).observe
 
-    def deschedule(self, nodes: Any) -> None:
+    def _timed(self, nodes: list[Node]) -> None:
         started = time.perf_counter()
         try:
-            self.plugin.deschedule(nodes)
+            self.run(nodes)
         finally:
             self.observe(time.perf_counter() - started)
 
-    def balance(self, nodes: Any) -> None:
-        started = time.perf_counter()
-        try:
-            self.plugin.balance(nodes)
-        finally:
-            self.observe(time.perf_counter() - started)
+    deschedule = balance = _timed

@@ -776,9 +776,9 @@ class Runner:
 
     def _time_plugins(self, descheduler: Descheduler) -> None:
         for profile in descheduler.profiles:
-            profile.deschedule = [(n, TimedPlugin(p, profile.name, n, self.metrics))
+            profile.deschedule = [(n, TimedPlugin(p.deschedule, profile.name, n, self.metrics))
                                   for n, p in profile.deschedule]
-            profile.balance = [(n, TimedPlugin(p, profile.name, n, self.metrics))
+            profile.balance = [(n, TimedPlugin(p.balance, profile.name, n, self.metrics))
                                for n, p in profile.balance]
 
 

@@ -829,6 +829,14 @@ class _Targets:
         return None, f"no target node can take it: {'; '.join(failures)}{more}"
 
 
+def high_thresholds(args: LowNodeLoadArgs) -> dict[str, float]:
+    """highThresholds, on usage."""
+    if args.use_deviation_thresholds:
+        return {}
+    return {f"{resource} usage": float(value)
+            for resource, value in (args.high_thresholds or {}).items()}
+
+
 SPEC = PluginSpec(
     name="LowNodeLoad",
     extension_points=frozenset({"balance"}),
@@ -836,4 +844,5 @@ SPEC = PluginSpec(
     factory=LowNodeLoad,
     default=default,
     args_kind="LowNodeLoadArgs",
+    high_thresholds=high_thresholds,
 )

@@ -330,10 +330,20 @@ class LowNodeUtilization:
         ).run(sort_by_total_usage(high, ascending=False), low)
 
 
+def high_thresholds(args: LowNodeUtilizationArgs) -> dict[str, float]:
+    """targetThresholds, on requests, or on usage with metricsUtilization."""
+    if args.use_deviation_thresholds:
+        return {}
+    kind = "usage" if args.metrics_utilization is not None else "requests"
+    return {"pods" if resource == "pods" else f"{resource} {kind}": float(value)
+            for resource, value in args.target_thresholds.items()}
+
+
 SPEC = PluginSpec(
     name="LowNodeUtilization",
     extension_points=frozenset({"balance"}),
     args_type=LowNodeUtilizationArgs,
     factory=LowNodeUtilization,
     validate=validate,
+    high_thresholds=high_thresholds,
 )

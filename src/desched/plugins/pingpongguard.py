@@ -20,13 +20,12 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
 
 import msgspec
 
 from desched.errors import InputError
 from desched.framework.registry import PluginSpec
-from desched.framework.types import Handle
+from desched.framework.types import ChecksThresholds, Handle
 from desched.model.pod import Pod
 from desched.scheduler.by_name import scheduler_model
 from desched.scheduler.config_file import load_scheduler_config
@@ -132,10 +131,9 @@ class PingPongGuard:
             return (f"replacement would land on {pod.node_name} again with probability "
                     f"1/{placement.ties} ({self.model.name}: {placement.ties} nodes "
                     f"score the same)")
-        plugin: Any = handle.evictor.plugins.get(asking)
-        check = getattr(plugin, "over_thresholds_after", None)
-        if check is not None:
-            hot = check(target, pod)
+        plugin = handle.evictor.plugins.get(asking)
+        if isinstance(plugin, ChecksThresholds):
+            hot = plugin.over_thresholds_after(target, pod)
             if hot is not None:
                 return f"replacement would land on {target} ({self.model.name}), where {hot}"
         return None
