@@ -17,6 +17,8 @@ import yaml
 
 from desched.cli import main
 
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[1]
 POLICY = str(REPO / "examples" / "policy.yaml")
 CLUSTER = str(REPO / "examples" / "cluster.yaml")

@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from test_cli import CLUSTER, NOW, POLICY, assert_input_error, desched, write
+
+pytestmark = pytest.mark.process
 
 POD_HEAD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 POLICY = str(EXAMPLES / "policy.yaml")

@@ -13,6 +13,8 @@ import structlog
 
 from desched.live.run import RunConfig, prepare
 
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER = str(REPO / "examples" / "cluster.yaml")
 NOW = "2026-11-22T12:00:00Z"

@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.process
 
 KOORDINATOR = """\
 apiVersion: descheduler/v1alpha2

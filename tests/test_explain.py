@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from desched.simulation import _did_you_mean
+
+pytestmark = pytest.mark.process
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BASIC = ("--policy", str(EXAMPLES / "policy.yaml"), "--snapshot", str(EXAMPLES / "cluster.yaml"),

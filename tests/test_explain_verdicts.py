@@ -14,6 +14,8 @@ import pytest
 from builders import NOW
 from desched.explain import explain_run
 
+pytestmark = pytest.mark.process
+
 PLUGINS = Path(__file__).resolve().parent.parent / "examples" / "plugins"
 
 

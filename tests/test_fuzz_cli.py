@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,6 +36,7 @@ SNAPSHOTS = sorted([REPO / "examples" / "cluster.yaml", *REPO.glob("examples/*/c
 NOW = "2026-11-22T12:00:00Z"
 EXAMPLES = int(os.environ.get("DESCHED_FUZZ_EXAMPLES", "0"))
 LONG = EXAMPLES > 0
+pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(0 if LONG else 600)]
 MEMORY_LIMIT = 2 << 30
 TIMEOUT = 60
 

@@ -16,6 +16,8 @@ import pytest
 
 from desched.whatif import NOT_REPLACED
 
+pytestmark = pytest.mark.browser
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "lownodeload-hotspot"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

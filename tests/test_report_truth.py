@@ -11,7 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.process
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 METRICS = EXAMPLES / "plugins" / "LowNodeUtilization-metrics"

@@ -11,6 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 HOTSPOT = EXAMPLES / "lownodeload-hotspot"

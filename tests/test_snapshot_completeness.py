@@ -12,10 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from desched.model.kinds import KIND_GROUPS
 from desched.model.resources import RESOURCES
+
+pytestmark = pytest.mark.process
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

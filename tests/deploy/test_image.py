@@ -33,8 +33,9 @@ NONROOT = 65532
 # (layout, archive, unpacked rootfs), and every change to src/ makes a new one.
 CACHE_TTL = 3600
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0,
-                                reason="building and chrooting into the image needs root")
+pytestmark = [pytest.mark.image, pytest.mark.timeout(1800),  # a first build bootstraps Debian
+              pytest.mark.skipif(os.geteuid() != 0,
+                                 reason="building and chrooting into the image needs root")]
 
 
 def project_version() -> str:

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.process
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

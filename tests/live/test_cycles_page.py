@@ -100,6 +100,7 @@ def hostile_cluster(api: FakeApiServer) -> Any:
 # -- the command, its page in chromium, its JSON against its log ------------------------------
 
 
+@pytest.mark.browser
 async def test_the_command_serves_its_cycles_as_its_log_tells_them(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
     hostile_cluster(api)

@@ -196,6 +196,7 @@ async def test_a_loop_keeps_them_in_memory_and_never_asks(
     assert maps.log == []
 
 
+@pytest.mark.process
 async def test_the_command_as_a_cronjob_runs_it(tmp_path: Path, emulator: Emulator,
                                                 api: FakeApiServer) -> None:
     maps = FakeConfigMaps(emulator)

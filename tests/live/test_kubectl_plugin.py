@@ -18,6 +18,8 @@ import yaml
 from fake_apiserver import Emulator, FakeApiServer
 from test_run import cluster, command_env, kubeconfig, policy_file
 
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 NOW = "2026-11-22T12:00:00Z"

@@ -418,6 +418,7 @@ async def test_arbitration_disabled_still_fails_jobs_the_pod_checks_refuse(
     assert "DaemonSet" in failed["message"]
 
 
+@pytest.mark.process
 async def test_the_command_migrates_as_the_e2e_scenario_expects(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer, policy: str) -> None:
     """`desched run --once` as a process: what tests/e2e/test_e2e_migration.py reads from a real

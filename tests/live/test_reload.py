@@ -193,6 +193,7 @@ async def test_a_change_of_how_the_process_runs_is_not_applied(
         assert await asyncio.wait_for(task, 10) == 0
 
 
+@pytest.mark.process
 async def test_command_sighup_checks_the_policy_at_once(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
     cluster(api)

@@ -499,6 +499,7 @@ def json_lines(stderr: bytes) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
 
 
+@pytest.mark.process
 async def test_command_once_and_dry_run(tmp_path: Path, emulator: Emulator,
                                         api: FakeApiServer) -> None:
     evictions = cluster(api)
@@ -527,6 +528,7 @@ async def test_command_once_and_dry_run(tmp_path: Path, emulator: Emulator,
                for e in live_log if e["event"] == "Evicted pod")
 
 
+@pytest.mark.process
 async def test_command_koordinator_dry_run_and_leader_election_from_the_file(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
     evictions = cluster(api)
@@ -546,6 +548,7 @@ async def test_command_koordinator_dry_run_and_leader_election_from_the_file(
             in e["event"]] == ["warning"]
 
 
+@pytest.mark.process
 async def test_command_upstream_job_command_line(tmp_path: Path, emulator: Emulator,
                                                  api: FakeApiServer) -> None:
     # Upstream's Job manifest (`--policy-config-file ... --v 3`), in pflag's spellings.
@@ -565,6 +568,7 @@ async def test_command_upstream_job_command_line(tmp_path: Path, emulator: Emula
         "ignored", "Error evicting pod"]  # the flag, then db-0's PodDisruptionBudget
 
 
+@pytest.mark.process
 async def test_command_upstream_secure_port_serves_health_and_metrics(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
     import socket
@@ -595,6 +599,7 @@ async def test_command_upstream_secure_port_serves_health_and_metrics(
     assert proc.returncode == 0, rest.decode()
 
 
+@pytest.mark.process
 async def test_command_exits_0_on_sigterm_between_cycles(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
     cluster(api)
@@ -613,6 +618,7 @@ async def test_command_exits_0_on_sigterm_between_cycles(
     assert "desched stopped" in rest.decode()
 
 
+@pytest.mark.process
 async def test_command_bad_kubeconfig_is_one_line_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "kubeconfig"
     bad.write_text("clusters: [\n")

@@ -27,9 +27,11 @@ from test_run import OLD, cluster, config, kubeconfig, owned, runner_for, until
 
 from desched.live.run import Runner
 
-pytestmark = pytest.mark.asyncio
-
 LONG = bool(os.environ.get("DESCHED_SOAK"))
+
+# The long soak stops itself after DESCHED_SOAK_SECONDS (default 1800).
+pytestmark = [pytest.mark.asyncio, pytest.mark.soak,
+              pytest.mark.timeout(0 if LONG else 300)]
 
 
 def settings() -> SoakSettings:

@@ -17,6 +17,8 @@ from desched.plugins.pingpongguard import PingPongGuardArgs, scheduler_config, v
 from desched.policy.loader import load_policy
 from desched.scheduler.profile import DEFAULT_CONFIG
 
+pytestmark = pytest.mark.process
+
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "lownodeload-hotspot"
 HOT, OTHER = "cn-beijing.10.0.0.53", "cn-beijing.10.0.0.100"
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"

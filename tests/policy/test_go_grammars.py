@@ -368,6 +368,7 @@ ISSUE_INPUTS = {
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("command", [["simulate", "--snapshot", CLUSTER],
                                      ["run", "--once", "--kubeconfig", "/nonexistent"]],
                          ids=["simulate", "run"])

@@ -157,6 +157,7 @@ def clusters(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[str]]:
     return snapshot(*objects), steps
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(clusters(), st.randoms(use_true_random=False))
 def test_remembered_answers_equal_a_plain_search(case: tuple[ClusterSnapshot, list[str]],

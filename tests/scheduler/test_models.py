@@ -238,6 +238,7 @@ PREFER_SSD = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDur
         {"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}}
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(placements(), st.lists(st.tuples(st.sampled_from(["100m", "700m", "2"]), st.booleans(),
                                         st.booleans(), st.sampled_from(["a", "b", "c"])),

@@ -15,6 +15,8 @@ import pytest
 from builders import decode, node, pod, snapshot
 from desched.snapshot.clock import newest_timestamp, snapshot_clock
 
+pytestmark = pytest.mark.process
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

@@ -45,6 +45,7 @@ def api_list(items: list[dict[str, Any]], separators: tuple[str, str] = COMPACT,
     return json.dumps(doc, separators=separators) + "\n"
 
 
+@pytest.mark.slow
 def test_a_large_compact_list_is_decoded_item_by_item(tmp_path: Path) -> None:
     items = cluster(8_000)
     path = write(tmp_path, "compact.json", api_list(items))
