@@ -73,7 +73,7 @@ def needs(descheduler: Descheduler, models: list[tuple[str, SchedulerModel]]) ->
     return found
 
 
-def _plugins(descheduler: Descheduler) -> Iterator[Any]:
+def _plugins(descheduler: Descheduler) -> Iterator[object]:
     for profile in descheduler.profiles:
         yield from profile.plugins.values()
 
@@ -146,7 +146,7 @@ def _policy_selector(descheduler: Descheduler, nodes: list[Node]) -> list[Unmatc
                       f"skipped{needed}")]
 
 
-def _plugin_selectors(who: str, plugin: Any, nodes: list[Node]) -> list[str]:
+def _plugin_selectors(who: str, plugin: object, nodes: list[Node]) -> list[str]:
     """A plugin's node selectors that match no node: DefaultEvictor's and MigrationController's
     (the nodes nodeFit looks at), LowNodeLoad's (its node pools)."""
     total = f"matches 0 of {len(nodes)} nodes"
@@ -184,7 +184,7 @@ def format_selector(selector: LabelSelector) -> str:
 _INCLUDES = (("namespaces", "namespaces"), ("evictableNamespaces", "evictable_namespaces"))
 
 
-def _includes(who: str, profile: str, name: str, plugin: Any,
+def _includes(who: str, profile: str, name: str, plugin: object,
               snapshot: ClusterSnapshot) -> list[Unmatched]:
     """A plugin's namespace includes that name namespaces the snapshot does not have, the
     nearest existing name offered for each."""
