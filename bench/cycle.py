@@ -7,7 +7,7 @@
 
 Each run is a fresh process: load the snapshot (not timed here; see bench/decode.py), then time
 one `Descheduler.run_cycle` with the simulation executor, and time each plugin separately.
-Target (DESIGN §3): one full cycle <= 2 s on a 2-core machine.
+Target (bench/README.md): one full cycle <= 2 s on a 2-core machine.
 """
 
 from __future__ import annotations

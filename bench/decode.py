@@ -8,7 +8,7 @@ $DESCHED_BENCH_DIR (default /tmp/desched-bench); bench/generate_production.py wr
 production-like one in every form (JSON lines, kubectl's List, kubectl's YAML).
 Each run is a fresh process, so peak RSS is the whole process's high-water
 mark (interpreter, modules, decoded objects and indices), read from the kernel (VmHWM).
-Targets (DESIGN §3): <= 3 s and <= 800 MB on a 2-core machine.
+Targets (bench/README.md): <= 3 s and <= 800 MB on a 2-core machine.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Live benchmark against a real API server (../shared/realk8s): load a generated cluster into
+"""Live benchmark against a real API server (kube-apiserver and etcd): load a generated cluster into
 it, then measure a command's initial sync as both sides pay for it.
 
     # put a generate_production.py cluster into the server (namespaces, PriorityClasses, nodes

@@ -1,4 +1,4 @@
-"""The `desched` command line, run as a real process (DESIGN §1.1, §1.2).
+"""The `desched` command line, run as a real process.
 
 Invalid input (policy, snapshot, flags) must exit 2 with exactly one line on stderr that names
 the file (or flag) and the problem, and never a traceback."""

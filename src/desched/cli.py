@@ -1,4 +1,4 @@
-"""The `desched` command line (DESIGN §1.1). Invalid input exits 2 with one line on stderr."""
+"""The `desched` command line. Invalid input exits 2 with one line on stderr."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rendering a simulation: text for people, JSON per DESIGN §1.2; the HTML page is in
+"""Rendering a simulation: text for people, JSON per docs/report.md; the HTML page is in
 report_html.py."""
 
 from __future__ import annotations

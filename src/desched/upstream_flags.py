@@ -1,4 +1,4 @@
-"""Upstream `descheduler`'s command-line flags on `desched run` (reference/descheduler.md §3.1).
+"""Upstream `descheduler`'s command-line flags on `desched run`.
 
 A Deployment, Job or CronJob written for upstream's binary runs unchanged: the flags with a meaning
 here are mapped (verbosity to the log level, `--logging-format`, the secure port and bind address

@@ -2,7 +2,7 @@
 
 Every YAML file under deploy/ except the Helm templates is parsed and checked for structure: the
 CRDs against Koordinator's, RBAC against the verbs desched's features use, the kustomize workloads
-against the `desched run` contract (DESIGN §1.1). The Helm chart is checked statically (Chart.yaml,
+against the `desched run` contract. The Helm chart is checked statically (Chart.yaml,
 values.yaml, every `.Values.x` a template reads, balanced blocks, standard functions only) and, when
 a `helm` binary is on PATH, rendered with several values sets. `kubectl kustomize` builds the
 overlays when kubectl is on PATH.
@@ -41,7 +41,7 @@ METRICS_PORT = 10258
 HEALTH_PORT = 10259
 NONROOT_UID = 65532
 
-# `desched run` flags (DESIGN §1.1 and its upstream/Koordinator aliases), plus the runtime flags the
+# `desched run` flags (and their upstream/Koordinator aliases), plus the runtime flags the
 # deployment assets rely on (logging and the leader-election Lease).
 RUN_FLAGS = {
     "--policy", "--policy-config-file", "--config", "--kubeconfig", "--context", "--once",

@@ -1,4 +1,4 @@
-"""PodDisruptionBudgets in simulation, as the policy/v1 Eviction API applies them (DESIGN §1.5):
+"""PodDisruptionBudgets in simulation, as the policy/v1 Eviction API applies them:
 status.disruptionsAllowed when present, otherwise computed from the healthy pods in the snapshot;
 each eviction uses one disruption up; evicted pods still count as expected."""
 

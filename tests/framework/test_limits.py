@@ -1,6 +1,5 @@
 """Eviction limits (total, then per node when the pod has a nodeName, then per namespace; each
-`count + 1 > limit`; reset every cycle) and the cycle's run order (reference/descheduler.md §3.2,
-§3.4)."""
+`count + 1 > limit`; reset every cycle) and the cycle's run order, as upstream's."""
 
 from __future__ import annotations
 

@@ -833,7 +833,7 @@ async def test_evict_directly_events(cluster: tuple[Cluster, ApiClient]) -> None
     await ctl.reconcile("j")
     await recorder.flush()
     assert c.job("j")["status"]["phase"] == "Succeeded"
-    # No event for the EvictDirectly success itself (reference §6.11).
+    # No event for the EvictDirectly success itself, as Koordinator.
     assert c.pmj_events() == [
         ("Normal", "Evicting", 'Pod "default/web-1" evicted from node "n1" by the reason '
                                '"too old"'),

@@ -1,4 +1,4 @@
-"""The arbitrator (reference/koordinator.md §6.3, §6.6): the filter pipeline, the migrating counts
+"""The arbitrator (docs/migration.md): the filter pipeline, the migrating counts
 and limits, the evict annotation, and the arbitration of waiting PodMigrationJobs."""
 
 from __future__ import annotations

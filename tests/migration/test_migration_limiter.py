@@ -1,4 +1,4 @@
-"""Object limiters (reference/koordinator.md §6.5): token buckets per workload or namespace over a
+"""Object limiters (docs/migration.md): token buckets per workload or namespace over a
 time window, fed after each eviction, expiring 1.5 windows after their last use."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""maxMigrating / maxUnavailable rounding (reference/koordinator.md §6.4)."""
+"""maxMigrating / maxUnavailable rounding (docs/migration.md)."""
 
 from __future__ import annotations
 

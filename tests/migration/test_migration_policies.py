@@ -1,4 +1,4 @@
-"""Eviction policies (reference/koordinator.md §6.7): which one a pod gets, and the SoftEviction
+"""Eviction policies (docs/migration.md): which one a pod gets, and the SoftEviction
 annotation."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Koordinator's pod and node classification (reference/koordinator.md §3): priority class, koord
+"""Koordinator's pod and node classification: priority class, koord
 QoS, the eviction-cost and pod-deletion-cost annotations, raw allocatable."""
 
 from __future__ import annotations

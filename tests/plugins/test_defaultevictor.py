@@ -1,5 +1,5 @@
 """DefaultEvictor: Filter and PreEvictionFilter, one case per protection and argument
-(reference/descheduler.md §2.1, §3.5)."""
+."""
 
 from __future__ import annotations
 

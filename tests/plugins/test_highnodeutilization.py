@@ -1,8 +1,7 @@
 """HighNodeUtilization by pod requests: underutilized nodes (unschedulable ones included) are
 drained, least used first, while the schedulable nodes' aggregate room lasts; evictionModes;
-upstream's validation messages and the shipped example (reference/descheduler.md §2.4, §2.5,
-§1.5; cases modelled on upstream's highnodeutilization_test.go: TestHighNodeUtilization and
-TestHighNodeUtilizationWithTaints)."""
+upstream's validation messages and the shipped example (cases modelled on upstream's
+highnodeutilization_test.go: TestHighNodeUtilization and TestHighNodeUtilizationWithTaints)."""
 
 from __future__ import annotations
 

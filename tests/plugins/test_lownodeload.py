@@ -1,4 +1,4 @@
-"""LowNodeLoad end to end (reference/koordinator.md §4): thresholds arithmetic, classification,
+"""LowNodeLoad end to end (docs/lownodeload.md): thresholds arithmetic, classification,
 the pool algorithm, eviction counts on hotspot scenarios, prod thresholds, deviation mode,
 node pools, the anomaly detector across cycles, bad metrics, and the ACK walkthrough example.
 

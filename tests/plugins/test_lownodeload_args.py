@@ -1,6 +1,6 @@
 """LowNodeLoadArgs: strict decoding by kind, Koordinator's defaults (quirks included), the node
 pools built from them (the default pool first) and ValidateLowLoadUtilizationArgs' messages,
-raised when the plugin is built (reference/koordinator.md §2, §4.1)."""
+raised when the plugin is built."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The anomaly detector's state machine (reference/koordinator.md §4.9), observation by
+"""The anomaly detector's state machine (docs/lownodeload.md), observation by
 observation: strict `>` on consecutive counts, counters cleared on every state change, an
 Anomaly that lasts `timeout` at most (not extended by new abnormal marks), Reset as a no-op in OK,
 and the cache's TTL."""

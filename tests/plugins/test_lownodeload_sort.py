@@ -1,4 +1,4 @@
-"""LowNodeLoad's orderings (reference/koordinator.md §4.8): the eviction order of pods on a hot
+"""LowNodeLoad's orderings (docs/lownodeload.md): the eviction order of pods on a hot
 node (koord priority class, priority, Kubernetes QoS, koord QoS, pod-deletion-cost,
 eviction-cost, usage score, creation time) and the weighted node score."""
 

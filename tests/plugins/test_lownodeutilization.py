@@ -1,7 +1,7 @@
 """LowNodeUtilization by pod requests and by actual usage (metrics.k8s.io): classification,
 early exits, the aggregate pool, the destination taint check, evictionLimits, ordering, the
 metricsUtilization build errors and bad metrics, upstream's validation messages and the shipped
-examples (reference/descheduler.md §2.3, §2.5, §1.5; cases
+examples (cases
 modelled on upstream's lownodeutilization_test.go: TestLowNodeUtilization and
 TestLowNodeUtilizationWithTaints, with DefaultEvictor nodeFit on as upstream's tests run it)."""
 

@@ -1,4 +1,4 @@
-"""MigrationController (reference/koordinator.md §1, §2, §6): its args (defaults, validation),
+"""MigrationController: its args (defaults, validation),
 its place in a Koordinator configuration, Filter / PreEvictionFilter, the Evict extension point
 (dryRun, arbitration, object limiters, ReservationFirst), and the example end to end."""
 

@@ -1,5 +1,5 @@
 """PodLifeTime (v0.36): every configured criterion ANDed, items within one ORed; oldest first
-across the cluster; limits (reference/descheduler.md §2.11, §3.4)."""
+across the cluster; limits."""
 
 from __future__ import annotations
 

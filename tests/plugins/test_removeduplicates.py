@@ -1,5 +1,5 @@
 """RemoveDuplicates: duplicates of one owner and image set spread over the feasible nodes, up to
-the ceiling of the average (reference/descheduler.md §2.2; cases modelled on upstream's
+the ceiling of the average (cases modelled on upstream's
 removeduplicates_test.go)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """RemoveFailedPods: phase Failed, minPodLifetimeSeconds (default 3600), excludeOwnerKinds,
 reasons, exitCodes, init containers, DefaultEvictor protections, limits, validation and defaults
-(reference/descheduler.md §2.12, §1.5, §1.6)."""
+."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """RemovePodsHavingTooManyRestarts: restart sum against podRestartThreshold, init containers,
 states, terminal pods, per-node order by restarts, limits, validation
-(reference/descheduler.md §2.10, §1.5)."""
+."""
 
 from __future__ import annotations
 

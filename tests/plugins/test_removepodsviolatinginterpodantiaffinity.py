@@ -1,7 +1,7 @@
 """RemovePodsViolatingInterPodAntiAffinity: validation, what a required anti-affinity term
 violates (topology domains, namespaces, selectors), which pod goes (the term's carrier, lowest
 priority first, partners released by an eviction), the filters and limits
-(reference/descheduler.md §1.5, §2.6)."""
+."""
 
 from __future__ import annotations
 

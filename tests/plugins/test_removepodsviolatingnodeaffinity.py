@@ -1,5 +1,5 @@
 """RemovePodsViolatingNodeAffinity: validation, the required and preferred types, the filters
-and limits (reference/descheduler.md §1.5, §2.7)."""
+and limits."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """RemovePodsViolatingNodeTaints: validation, which taints count (effects, excluded and included
-taints), tolerations, the filters and limits (reference/descheduler.md §1.5, §2.8)."""
+taints), tolerations, the filters and limits."""
 
 from __future__ import annotations
 

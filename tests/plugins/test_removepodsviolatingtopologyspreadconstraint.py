@@ -1,6 +1,6 @@
 """RemovePodsViolatingTopologySpreadConstraint: domains, the balanced check, upstream's two-pointer
 balanceDomains, inclusion policies, matchLabelKeys, topologyBalanceNodeFit, the pick order within
-a domain, limits, validation and defaults (reference/descheduler.md §2.9, §1.5, §1.6)."""
+a domain, limits, validation and defaults."""
 
 from __future__ import annotations
 

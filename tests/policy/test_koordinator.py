@@ -1,5 +1,5 @@
 """Koordinator's `DeschedulerConfiguration` (descheduler/v1alpha2): strict decoding, profile
-validation, plugin-set merging and defaults (reference/koordinator.md §2).
+validation, plugin-set merging and defaults.
 
 MigrationController is not registered yet, so these configurations use DefaultEvictor as the
 evict and filter plugin."""
@@ -264,7 +264,7 @@ def test_default_profile_evicts_and_filters_with_migration_controller(
 
 
 def test_shipped_default_config_names_migration_controller() -> None:
-    """koord-descheduler's shipped ConfigMap (reference/koordinator.md §2.3)."""
+    """koord-descheduler's shipped ConfigMap."""
     shipped = """\
 apiVersion: descheduler/v1alpha2
 kind: DeschedulerConfiguration

@@ -1,6 +1,6 @@
 """Upstream `DeschedulerPolicy` (descheduler/v1alpha2) loading: the validation error catalogue
-for DefaultEvictor, PodLifeTime and RemoveDuplicates (reference/descheduler.md §1.5), defaults
-(§1.6) and the load order (§1.1)."""
+for DefaultEvictor, PodLifeTime and RemoveDuplicates, defaults
+and the load order."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def in_profile(message: str, profile: str = "p") -> str:
 PLT_OK = {"maxPodLifeTimeSeconds": 60}
 
 # ---------------------------------------------------------------------------------------------
-# DefaultEvictor (§1.5)
+# DefaultEvictor
 # ---------------------------------------------------------------------------------------------
 
 
@@ -170,7 +170,7 @@ def test_de_several_errors_of_one_plugin_aggregate_inside_the_profile_prefix() -
 
 
 # ---------------------------------------------------------------------------------------------
-# RemoveDuplicates (§1.5)
+# RemoveDuplicates
 # ---------------------------------------------------------------------------------------------
 
 
@@ -191,7 +191,7 @@ def test_rd_include_only_or_exclude_only_is_valid() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# PodLifeTime (§1.5)
+# PodLifeTime
 # ---------------------------------------------------------------------------------------------
 
 
@@ -241,7 +241,7 @@ def test_plt_no_criterion() -> None:
 
 
 def test_plt_without_args_fails_validation_before_defaulting() -> None:
-    """§1.5: validating before defaulting makes a bare PodLifeTime pluginConfig an error."""
+    """Validating before defaulting makes a bare PodLifeTime pluginConfig an error."""
     assert policy_error(doc(pc("PodLifeTime"))) == in_profile(
         "at least one filtering criterion must be specified (maxPodLifeTimeSeconds, states, "
         "conditions, or exitCodes)")
@@ -255,7 +255,7 @@ def test_plt_each_criterion_alone_is_enough(args: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Defaults (§1.6)
+# Defaults
 # ---------------------------------------------------------------------------------------------
 
 
@@ -311,7 +311,7 @@ def test_negative_limit_is_a_decode_error() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Load order (§1.1)
+# Load order
 # ---------------------------------------------------------------------------------------------
 
 
@@ -570,7 +570,7 @@ def test_lower_case_preevictionfilter_key() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# metricsProviders (§1.1 step 3)
+# metricsProviders
 # ---------------------------------------------------------------------------------------------
 
 
@@ -672,7 +672,7 @@ def test_profile_errors_come_before_top_level_errors() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# ConfigMap wrapping (DESIGN §1.4)
+# ConfigMap wrapping
 # ---------------------------------------------------------------------------------------------
 
 _INNER = """\

@@ -1,5 +1,5 @@
 """The historic `strategies:` format (descheduler/v1alpha1), converted as v0.30 did
-(reference/descheduler.md §1.7)."""
+."""
 
 from __future__ import annotations
 

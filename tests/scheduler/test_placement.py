@@ -1,4 +1,4 @@
-"""Replacement pods (DESIGN §1.6): new, placed by the model, carrying the evicted pod's usage;
+"""Replacement pods (docs/scheduler.md): new, placed by the model, carrying the evicted pod's usage;
 metric times advance with the simulated clock."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The clock a snapshot is simulated at: capture time, else its newest timestamp, never the wall
-clock (DESIGN §1.1)."""
+clock."""
 
 from __future__ import annotations
 

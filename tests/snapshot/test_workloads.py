@@ -1,4 +1,4 @@
-"""The workload behind a pod (reference/koordinator.md §6.3), its pods and their availability."""
+"""The workload behind a pod (docs/migration.md), its pods and their availability."""
 
 from __future__ import annotations
 

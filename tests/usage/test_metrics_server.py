@@ -1,7 +1,6 @@
 """The metrics.k8s.io usage source: upstream's EWMA collector, NodeMetrics and PodMetrics from a
 snapshot, bad metrics (missing, stale, negative, unparsable, a container missing a resource),
-and the correction for pods that moved after the metrics were taken (reference/descheduler.md
-§2.5)."""
+and the correction for pods that moved after the metrics were taken."""
 
 from __future__ import annotations
 

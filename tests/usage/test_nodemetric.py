@@ -1,4 +1,4 @@
-"""Node load from NodeMetric (reference/koordinator.md §4.3, §5): systemUsage + the usage of the
+"""Node load from NodeMetric (docs/lownodeload.md): systemUsage + the usage of the
 pods still on the node; every kind of bad metric is a reason, never an exception."""
 
 from __future__ import annotations

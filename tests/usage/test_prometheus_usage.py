@@ -1,8 +1,7 @@
 """The Prometheus usage source against a real HTTP server on 127.0.0.1 (and a real Prometheus
 binary when one is installed): what the client sends (query, time, auth, POST then GET), how it
 reads answers and errors, the MetricResource and node-exporter modes, and LowNodeUtilization's
-decisions in Prometheus mode, bad samples included (reference/descheduler.md §2.3 step 11,
-§2.5)."""
+decisions in Prometheus mode, bad samples included."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What the usage sources share: the policy's metrics settings, staleness, and how a plugin
-records a usage problem (reference/descheduler.md §1.2 metricsCollector / metricsProviders)."""
+records a usage problem (metricsCollector / metricsProviders)."""
 
 from __future__ import annotations
 

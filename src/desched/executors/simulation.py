@@ -1,4 +1,4 @@
-"""The simulation executor: Eviction-API semantics against the snapshot (DESIGN §1.5)."""
+"""The simulation executor: Eviction-API semantics against the snapshot."""
 
 from __future__ import annotations
 

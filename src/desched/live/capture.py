@@ -3,7 +3,7 @@
 The file holds one JSON line per list page (limit/continue paging, 500 objects a page), each page
 as the API server sent it, with one exception: `metadata.managedFields` is removed from every
 item. It is server-side-apply bookkeeping, about 40% of a pod's bytes at scale
-(reference/client-stack.md), and no descheduling decision reads it. Each line keeps the list's
+(bench/README.md), and no descheduling decision reads it. Each line keeps the list's
 kind, apiVersion and resourceVersion; the continue token is dropped. Items are otherwise copied
 byte for byte (never decoded and re-encoded), so nothing the loader reads is lost.
 

@@ -1,5 +1,5 @@
 """Async access to the Kubernetes API: raw bytes in, so desched decodes them into its own lean
-structs (never a client library's full models; see reference/client-stack.md).
+structs (never a client library's full models; docs/architecture.md).
 
 lightkube 1.0 provides the configuration side: kubeconfig parsing, in-cluster service accounts,
 exec credential plugins, client certificates and TLS verification, and the httpx2 client built

@@ -1,4 +1,4 @@
-"""The live executor: evictions through the policy/v1 Eviction API (reference/descheduler.md §3.4).
+"""The live executor: evictions through the policy/v1 Eviction API.
 
 The Evictor and the plugins are synchronous and run in a worker thread (desched.live.run), while
 the API client lives on the event loop with the informers. `evict` therefore hands the request to

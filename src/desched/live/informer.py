@@ -502,7 +502,7 @@ def make_informers(client: ApiClient, kinds: Iterable[str] | None = None,
 async def start_informers(informers: Iterable[Informer], timeout: float | None = None) -> None:
     """Start the informers and wait for every initial list. The cyclic GC is paused meanwhile
     and the survivors frozen afterwards (gc.freeze): at 150k pods this removes multi-second
-    collections, and later collections no longer scan the cache (reference/client-stack.md)."""
+    collections, and later collections no longer scan the cache (docs/architecture.md)."""
     informers = list(informers)
     was_enabled = gc.isenabled()
     gc.disable()

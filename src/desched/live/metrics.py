@@ -1,4 +1,4 @@
-"""Prometheus metrics: upstream's names and labels (reference/descheduler.md §3.6), so existing
+"""Prometheus metrics: upstream's names and labels, so existing
 dashboards and alerts keep working, plus desched's own figures (prefix `desched_`): cycles, the
 informer caches, event posting and leadership.
 

@@ -1,4 +1,4 @@
-"""MigrationController in `desched run` (reference/koordinator.md §6.2, §6.6, §6.10): a profile
+"""MigrationController in `desched run` (docs/migration.md): a profile
 whose evict plugin is MigrationController does not evict; it creates a PodMigrationJob, and a
 controller carries the job out.
 
@@ -100,7 +100,7 @@ def creator_identity(profile: str) -> str:
 
 def job_body(pod: Pod, args: MigrationControllerArgs, creator: str, trigger: str,
              reason: str) -> dict[str, Any]:
-    """A PodMigrationJob as Koordinator's Evict creates it (§6.2)."""
+    """A PodMigrationJob as Koordinator's Evict creates it (docs/migration.md)."""
     spec: dict[str, Any] = {
         "podRef": {"kind": "Pod", "namespace": str(pod.namespace), "name": str(pod.name),
                    "uid": str(pod.metadata.uid)},

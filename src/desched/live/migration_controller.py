@@ -1,12 +1,12 @@
-"""The live PodMigrationJob controller (reference/koordinator.md §6.8, §6.10): one reconcile pass
+"""The live PodMigrationJob controller (docs/migration.md): one reconcile pass
 over one job at a time, all state in the job itself, so a restarted controller resumes every job.
 
 Implemented: the common prelude (paused, final phases, TTL timeout, invalid podRef, missing pod),
 the EvictDirectly flow and the ReservationFirst flow up to the bound pod being Ready, the
 evictQPS/evictBurst token bucket, hooks for the object limiters and the arbitrator
 (`MigrationGate`, `require_arbitration`, `apply_verdict`), the scavenger's delete, and the events
-of §6.11. The job is handled as the API's JSON (`jobdoc`); the pod is removed by the job's
-eviction policy (`podremoval`, §6.7).
+Koordinator records. The job is handled as the API's JSON (`jobdoc`); the pod is removed by
+the job's eviction policy (`podremoval`).
 
 Restart safety: before every eviction the pod is read back; it is evicted only when it still
 exists with the job's pod UID and is not terminating. An eviction that took effect (pod gone,
@@ -95,7 +95,7 @@ Clock = Callable[[], datetime]
 
 
 class MigrationGate(Protocol):
-    """The object limiters (reference/koordinator.md §6.5), as seen by the controller.
+    """The object limiters (docs/migration.md), as seen by the controller.
 
     For every `limited()` that returns None the controller calls exactly one of `evicted()` or
     `not_evicted()`, so a gate may reserve a token in `limited()` and settle it afterwards."""
@@ -136,7 +136,7 @@ class MigrationJobController:
     skipped (Koordinator's per-instance partitioning); by default every job is handled, so a
     restarted controller resumes the jobs its predecessor created. `adopt_unowned=False` skips
     the jobs without that annotation (made by hand), so that of several controllers only one
-    runs them. `events` receives the events of §6.11; `gate` holds the object limiters;
+    runs them. `events` receives the job's events; `gate` holds the object limiters;
     `require_arbitration` leaves a Pending job alone until the arbitrator passed it."""
 
     def __init__(self, client: ApiClient, args: MigrationControllerArgs,
@@ -324,7 +324,7 @@ class MigrationJobController:
     async def _evict_directly(self, job: dict[str, Any]) -> None:
         evicted = await self._evict_pod(job, None)
         if evicted is not None:
-            # No event on EvictDirectly success (reference §6.11).
+            # No event on EvictDirectly success, as Koordinator.
             await self._finish(evicted, SUCCEEDED, "", f'Pod "{doc.pod_key(job)}" has been evicted',
                                complete=True)
 

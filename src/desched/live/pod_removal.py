@@ -1,4 +1,4 @@
-"""How a PodMigrationJob's pod is removed, by eviction policy (reference/koordinator.md §6.7):
+"""How a PodMigrationJob's pod is removed, by eviction policy (docs/migration.md):
 `Eviction` through the policy/v1 Eviction API (PodDisruptionBudgets apply), `Delete` with the
 pod's UID as a precondition, `SoftEviction` as an annotation another agent acts on.
 

@@ -1,7 +1,7 @@
 """`desched run`: the descheduling loop against a live API server.
 
 The same framework and plugins as `simulate`, on a snapshot of the informer caches taken at the
-start of each cycle; only the executor differs (DESIGN §2): the Eviction API live, the
+start of each cycle; only the executor differs (docs/architecture.md): the Eviction API live, the
 simulation executor with `--dry-run` (so a dry run reports exactly what a live run would do,
 PodDisruptionBudgets included, without touching the cluster).
 
@@ -467,8 +467,8 @@ class Runner:
             number += 1
             report = await self.run_cycle(number)
             # The cycle's snapshot, indices and memos form reference cycles: collected now,
-            # between cycles, rather than piling up until a full collection (measured at
-            # 150,000 pods: ~100 MB more resident a cycle; a collection takes 0.2-0.6 s).
+            # between cycles, rather than piling up until a full collection (resident memory
+            # grew every cycle before; measured in bench/README.md).
             gc.collect()
             release_free_memory()
             if report.result == "failed" and not self.schedule.looping:

@@ -1,4 +1,4 @@
-"""MigrationController's arbitrator (reference/koordinator.md §6.3, §6.6): the filter pipeline a
+"""MigrationController's arbitrator (docs/migration.md): the filter pipeline a
 pod passes before it may migrate, the count of migrations in flight it is checked against, and
 the arbitration of PodMigrationJobs waiting in the snapshot (their order and verdicts).
 
@@ -256,7 +256,7 @@ class MigrationLedger:
         return count
 
 
-# -- the arbitration order (§6.6) ----------------------------------------------------------------
+# -- the arbitration order ----------------------------------------------------------------------
 
 _GO_ZERO_TIME_UNIX = -62135596800
 
@@ -271,7 +271,7 @@ def sort_jobs(jobs: Iterable[PodMigrationJob], pod_of_job: Mapping[str, Pod],
               migrating_of_owner: Callable[[str], int]) -> list[PodMigrationJob]:
     """doOnceArbitrate's order: four stable sorts in sequence, so the last is the primary key.
     1. newer jobs first (second granularity);
-    2. by pod, the §4.8 chain without usage (priority class, priority, QoS, koord QoS,
+    2. by pod, LowNodeLoad's pod order without usage (priority class, priority, QoS, koord QoS,
        deletion cost, eviction cost, newer first); jobs without a pod first;
     3. jobs of one batch Job's pods grouped at the first one's position;
     4. jobs of batch Jobs with more migrations in flight first."""
@@ -531,7 +531,7 @@ class Arbitrator:
                         f"replicas")
         return None
 
-    # -- arbitration of waiting jobs (§6.6) ------------------------------------------------------
+    # -- arbitration of waiting jobs ------------------------------------------------------------
     def waiting_jobs(self) -> list[PodMigrationJob]:
         """Pending jobs that have not passed arbitration yet (nor timed out)."""
         now = self.ledger.now

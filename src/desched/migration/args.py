@@ -1,4 +1,4 @@
-"""MigrationControllerArgs (descheduler/v1alpha2, reference/koordinator.md §6.1): the strict wire
+"""MigrationControllerArgs (descheduler/v1alpha2, docs/migration.md): the strict wire
 type, SetDefaults_MigrationControllerArgs, ValidateMigrationControllerArgs with Koordinator's
 messages (plus what Koordinator only rejects when it builds the plugin), and the conversion into
 the arbitrator's settings."""

@@ -1,6 +1,6 @@
 """A PodMigrationJob as the controller handles it: the API's JSON as a plain dict (the controller
 writes back exactly what it read, unknown fields included), Koordinator's names for its phases,
-conditions and annotations (reference/koordinator.md §6.8), and helpers to read and update it."""
+conditions and annotations (docs/migration.md), and helpers to read and update it."""
 
 from __future__ import annotations
 

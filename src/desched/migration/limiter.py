@@ -1,4 +1,4 @@
-"""The object limiters of MigrationControllerArgs (reference/koordinator.md §6.5): a token bucket
+"""The object limiters of MigrationControllerArgs (docs/migration.md): a token bucket
 per workload (or namespace) fed by each eviction, refusing new migrations while it is empty.
 
 Koordinator keeps one golang.org/x/time/rate.Limiter per key in a cache whose entries expire

@@ -1,4 +1,4 @@
-"""Per-workload migration limits (reference/koordinator.md §6.3, §6.4): the maxMigrating /
+"""Per-workload migration limits (docs/migration.md): the maxMigrating /
 maxUnavailable rounding of IntOrString values. The workloads they count against are resolved by
 snapshot/workloads.py."""
 
@@ -48,7 +48,7 @@ def int_or_percent_error(value: IntOrPercent) -> str | None:
 
 
 def get_max_unavailable(replicas: int, value: IntOrPercent | None) -> int:
-    """util.GetMaxUnavailable (§6.4). A configured value is scaled rounding down, and a result of
+    """util.GetMaxUnavailable. A configured value is scaled rounding down, and a result of
     0 becomes 1 (so an explicit 0 or "0%" means 1, not "off"). Unset, the ladder applies: 10% of
     the replicas above 10, 2 from 4 to 10, else 1. Never more than the replicas."""
     limit = 0

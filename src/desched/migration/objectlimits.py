@@ -1,4 +1,4 @@
-"""The object limiters as a pod meets them (reference/koordinator.md §6.5): the pod's keys (its
+"""The object limiters as a pod meets them (docs/migration.md): the pod's keys (its
 namespace, its workload) and the maximum its workload's replicas allow, resolved over a snapshot.
 
 Shared by the MigrationController plugin (a token reserved as a migration is decided) and the

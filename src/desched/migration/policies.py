@@ -1,4 +1,4 @@
-"""How a migration removes its pod (reference/koordinator.md §6.7), as data: the policy chosen
+"""How a migration removes its pod (docs/migration.md), as data: the policy chosen
 for a pod and the SoftEviction annotation. The simulation removes the pod whatever the policy;
 the live executor reads these to pick the Eviction API, a Delete, or the annotation patch."""
 

@@ -1,4 +1,4 @@
-"""Reservations for ReservationFirst migrations (reference/koordinator.md §6.9): the Reservation
+"""Reservations for ReservationFirst migrations (docs/migration.md): the Reservation
 built from the pod to migrate, and how the controller reads a Reservation's state.
 
 The controller marks the Reservations it creates with an ownerReference to the job: that is how

@@ -1,4 +1,4 @@
-"""Koordinator's pod and node classification (apis/extension; reference/koordinator.md §3):
+"""Koordinator's pod and node classification (apis/extension):
 koord priority class, koord QoS class, the eviction-cost and pod-deletion-cost annotations and the
 node's raw allocatable."""
 

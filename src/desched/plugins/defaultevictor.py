@@ -4,7 +4,7 @@ Decides whether a pod may be evicted at all: mirror, static and terminating pods
 pod protections (defaults: local storage, system-critical, bare pods, DaemonSet pods; extras: PVC
 pods, pods without a PDB, pods with resource claims), label selector, minReplicas and minPodAge.
 The `descheduler.alpha.kubernetes.io/evict` annotation bypasses every Filter check.
-PreEvictionFilter checks nodeFit and the namespace label selector. (reference/descheduler.md §2.1)
+PreEvictionFilter checks nodeFit and the namespace label selector.
 """
 
 from __future__ import annotations

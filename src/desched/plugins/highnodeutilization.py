@@ -1,6 +1,6 @@
 """HighNodeUtilization (balance): empties nodes whose requests are at or below `thresholds` so
 the scheduler (with a MostAllocated scoring strategy) can pack their pods onto fewer nodes
-(reference/descheduler.md §2.4, §2.5). Always by pod requests: upstream's HighNodeUtilization has
+. Always by pod requests: upstream's HighNodeUtilization has
 no metricsUtilization (v0.32 had one, later removed), so neither does this one."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """LowNodeLoad (balance): Koordinator's load-aware hotspot descheduling, as koord-descheduler
-v1.8.0 runs it (reference/koordinator.md §4). Nodes are classified by their real usage from
+v1.8.0 runs it (docs/lownodeload.md). Nodes are classified by their real usage from
 NodeMetric (systemUsage + the pods' usage), node pool by node pool; a node above its high
 thresholds on more than `consecutiveAbnormalities` consecutive passes gives up pods, cheapest
 first, to nodes under their low thresholds.

@@ -1,4 +1,4 @@
-"""LowNodeLoadArgs (descheduler/v1alpha2, reference/koordinator.md §4.1): the strict wire types,
+"""LowNodeLoadArgs (descheduler/v1alpha2, docs/lownodeload.md): the strict wire types,
 Koordinator's defaulting (quirks included), the conversion into node pools (the top-level
 thresholds become the pool `__default_node_pool__`, always first) and ValidateLowLoadUtilizationArgs
 with Koordinator's messages."""

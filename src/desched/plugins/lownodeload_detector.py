@@ -1,5 +1,5 @@
 """LowNodeLoad's anomaly detector: a node is evicted from only after it was seen hot on more than
-`consecutiveAbnormalities` consecutive passes (reference/koordinator.md §4.9).
+`consecutiveAbnormalities` consecutive passes (docs/lownodeload.md).
 
 One detector per node lives in a cache whose entries expire `detectorCacheTimeout` after they were
 last stored; the plugin object keeps the caches, so the state carries over between cycles. Time is

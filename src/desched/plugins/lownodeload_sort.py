@@ -1,4 +1,4 @@
-"""LowNodeLoad's orderings (reference/koordinator.md §4.8): source nodes by weighted usage score,
+"""LowNodeLoad's orderings (docs/lownodeload.md): source nodes by weighted usage score,
 and the pods on one hot node in Koordinator's eviction order (model/koord_order.py), scored by
 how well their usage matches the node's excess.
 

@@ -1,5 +1,5 @@
 """LowNodeUtilization (balance): moves pods off nodes above `targetThresholds` while nodes below
-`thresholds` have room (reference/descheduler.md §2.3, §2.5).
+`thresholds` have room.
 
 Usage comes from pod requests, or with `metricsUtilization` from real usage (desched.usage):
 `source: KubernetesMetrics` (or the deprecated `metricsServer: true`) reads NodeMetrics and

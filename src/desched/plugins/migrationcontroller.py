@@ -1,5 +1,5 @@
-"""MigrationController: Koordinator's default evict and filter plugin (reference/koordinator.md
-§6), as it plays out in simulation.
+"""MigrationController: Koordinator's default evict and filter plugin
+(docs/migration.md), as it plays out in simulation.
 
 filter(pod) is the arbitrator's pipeline (desched.migration.arbitration); pre_eviction_filter is
 DefaultEvictor's nodeFit. evict(...) is Koordinator's Evict: the plugin's dryRun, the filter, the

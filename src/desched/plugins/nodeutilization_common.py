@@ -1,4 +1,4 @@
-"""What LowNodeUtilization and HighNodeUtilization share (reference/descheduler.md §2.3-§2.5):
+"""What LowNodeUtilization and HighNodeUtilization share:
 capacities, normalisation to percentages, static and deviation thresholds, classification,
 capacities capped at the high threshold, the aggregate destination pool, and the eviction loop
 that drains source nodes while the pool lasts. The usage sources live in desched.usage; a source

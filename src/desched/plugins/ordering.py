@@ -1,4 +1,4 @@
-"""Pod orderings shared by several plugins (reference/descheduler.md §2.14)."""
+"""Pod orderings shared by several plugins."""
 
 from __future__ import annotations
 

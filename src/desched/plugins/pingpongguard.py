@@ -1,5 +1,5 @@
-"""PingPongGuard (desched's own, DESIGN §1.5): refuses an eviction whose replacement would come
-straight back.
+"""PingPongGuard (desched's own, docs/scheduler.md): refuses an eviction whose replacement
+would come straight back.
 
 Enabled as a filter (upstream `preEvictionFilter` or `filter`, Koordinator `filter`). Before a
 pod is evicted it asks a scheduler model where the pod's replacement would land, the pod itself

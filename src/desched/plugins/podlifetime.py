@@ -1,6 +1,6 @@
 """PodLifeTime (deschedule): evicts pods matching every configured criterion — older than
 `maxPodLifeTimeSeconds`, in one of `states`, with a matching condition or exit code, of an
-included owner kind — oldest first across the cluster (reference/descheduler.md §2.11, v0.36)."""
+included owner kind — oldest first across the cluster."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """RemoveDuplicates (balance): spreads pods of the same owner and images evenly over the nodes
 they could run on, evicting the surplus on nodes above the ceiling of the average
-(reference/descheduler.md §2.2)."""
+."""
 
 from __future__ import annotations
 

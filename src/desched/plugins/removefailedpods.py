@@ -1,6 +1,6 @@
 """RemoveFailedPods (deschedule): evicts pods in phase Failed that are at least
 `minPodLifetimeSeconds` old (default 3600), not owned by an excluded kind, and, when configured,
-with a matching reason or exit code; per node, in list order (reference/descheduler.md §2.12)."""
+with a matching reason or exit code; per node, in list order."""
 
 from __future__ import annotations
 

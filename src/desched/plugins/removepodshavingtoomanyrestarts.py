@@ -1,7 +1,7 @@
 """RemovePodsHavingTooManyRestarts (deschedule): evicts pods whose containers restarted at least
 `podRestartThreshold` times in total (init containers too with `includingInitContainers`),
-optionally only in one of `states`; per node, most restarts first (reference/descheduler.md
-§2.10). Terminal pods are listed too (ListAllPodsOnANode)."""
+optionally only in one of `states`; per node, most restarts first.
+Terminal pods are listed too (ListAllPodsOnANode)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """RemovePodsViolatingInterPodAntiAffinity (deschedule): evicts pods whose required pod
 anti-affinity is violated by a pod running in the same topology domain
-(reference/descheduler.md §2.6).
+.
 
 The pods considered — both as candidates and as the pods a term can select — are the non-terminal
 pods on the input nodes that pass `namespaces` and `labelSelector`. Each node's candidates (pods

@@ -1,6 +1,6 @@
 """RemovePodsViolatingNodeAffinity (deschedule): evicts pods whose node affinity the node they run
 on no longer satisfies — required affinity (with nodeSelector) that stopped matching, or preferred
-affinity that some other node now satisfies better (reference/descheduler.md §2.7).
+affinity that some other node now satisfies better.
 
 `nodeAffinityType` entries are processed in list order, each over every node; a pod evicted for
 one type is not looked at again by a later one. Per node the candidates are listed first (every

@@ -1,5 +1,5 @@
 """RemovePodsViolatingNodeTaints (deschedule): evicts pods that do not tolerate a taint their node
-carries (reference/descheduler.md §2.8).
+carries.
 
 A node taint is considered when its effect is NoSchedule (or PreferNoSchedule with
 `includePreferNoSchedule`), it is not excluded (`excludedTaints` lists its key, or `key=value`

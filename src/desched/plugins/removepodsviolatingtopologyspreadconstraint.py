@@ -2,7 +2,7 @@
 constraint of the evictable pods of a namespace, counts the matching pods per topology domain
 and, when the largest and smallest domains differ by more than maxSkew, picks pods from the large
 domains towards the ideal average with upstream's two-pointer algorithm, then evicts them
-(reference/descheduler.md §2.9).
+.
 
 Only pods passing the plugin's pod filter (DefaultEvictor Filter, namespaces, labelSelector) are
 counted, so non-evictable pods do not weigh in a domain. minDomains is ignored, as upstream.

@@ -1,5 +1,5 @@
 """Koordinator's `DeschedulerConfiguration` (descheduler/v1alpha2), decoded strictly as
-koord-descheduler does, with its defaults and plugin-set merging (reference/koordinator.md §2)."""
+koord-descheduler does, with its defaults and plugin-set merging."""
 
 from __future__ import annotations
 

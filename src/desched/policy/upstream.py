@@ -1,6 +1,6 @@
 """kubernetes-sigs/descheduler `DeschedulerPolicy` v1alpha2 (and v1alpha1, converted as v0.30 did).
 
-Follows upstream's load order (reference/descheduler.md §1.1): top-level decoding is lenient and
+Follows upstream's load order: top-level decoding is lenient and
 case-sensitive, plugin args are strict; validation runs before defaulting and its errors are
 aggregated; DefaultEvictor is injected into every profile; every enabled plugin must be
 registered for its extension point and have a pluginConfig entry.

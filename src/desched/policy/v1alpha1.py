@@ -1,6 +1,6 @@
 """The historic `strategies:` format (descheduler/v1alpha1), converted the way v0.30 did it:
 one profile per enabled strategy, DefaultEvictor built from the top-level booleans and the
-strategy's priority threshold and nodeFit (reference/descheduler.md §1.7)."""
+strategy's priority threshold and nodeFit."""
 
 from __future__ import annotations
 

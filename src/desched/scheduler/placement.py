@@ -1,6 +1,6 @@
 """Replacements for evicted pods, as their controllers would create them, placed by a scheduler
 model; the evicted pod's measured usage moves with it, so later cycles see the load where the
-replacement runs (DESIGN §1.6)."""
+replacement runs (docs/scheduler.md)."""
 
 from __future__ import annotations
 

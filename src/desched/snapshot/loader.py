@@ -78,8 +78,8 @@ _header = msgspec.json.Decoder(_Header)
 _named = msgspec.json.Decoder(_Named)
 _item_header = msgspec.json.Decoder(_ItemHeader)
 _KIND = re.compile(rb'"kind"\s*:\s*"([A-Za-z0-9]+List)"')
-# Measured (15,000 pods, 94 MB of `kubectl get -o yaml`): 52 s and 3.6 GB peak, against 1.3 s and
-# 77 MB for the same objects as a JSON list.
+# YAML this large takes minutes and gigabytes where the same objects as JSON take seconds
+# (measured in bench/README.md): desched warns and says how to get JSON.
 _YAML_WARN_BYTES = 64 << 20
 # msgspec and json recurse once per nesting level and raise RecursionError near Python's
 # recursion limit (about 1,000 levels; Kubernetes objects nest about 15).
@@ -431,8 +431,8 @@ def read_batches(path: str, warn: Warn = stderr_warn,
         for batch in batches:
             # Pods' lazily decoded conditions would keep a document decoded from bytes alive,
             # or, decoded from the mapping, fault its pages back in when a cycle reads them:
-            # 150,000 pods' worth (production-like, limited policy) took a whole `simulate` to
-            # 828-933 MiB peak; copied out now, 634-707 MiB, for about 7 % of the load.
+            # copied out now, a whole `simulate` at 150,000 pods peaks about a quarter lower for a
+            # few per cent of the load (measured in bench/README.md).
             detach(batch)
             if progress is not None:
                 count += len(batch)

@@ -1,5 +1,5 @@
 """Actual usage from metrics.k8s.io (metrics-server): NodeMetrics for nodes, PodMetrics for pods
-(upstream's actualUsageClient and MetricsCollector, reference/descheduler.md §2.5).
+(upstream's actualUsageClient and MetricsCollector).
 
 Upstream polls NodeMetrics every 5 s and smooths each node's cpu and memory with an EWMA
 (new = round(0.9·prev + 0.1·sample)); `NodeMetricsCollector` is that collector, for a live loop

@@ -1,5 +1,6 @@
-"""Node load from Koordinator's NodeMetric (slo.koordinator.sh/v1alpha1; reference/koordinator.md
-§4.3, §5): usage = status.nodeMetric.systemUsage + the podsMetric usage of the node's pods.
+"""Node load from Koordinator's NodeMetric (slo.koordinator.sh/v1alpha1;
+docs/lownodeload.md): usage = status.nodeMetric.systemUsage + the podsMetric usage of the
+node's pods.
 
 Unlike koord-descheduler, a podsMetric entry counts only while its pod is still bound to the node
 and not terminal: koordlet reports an average over minutes, so an evicted or finished pod would

@@ -1,5 +1,5 @@
-"""Node usage from Prometheus instant queries (upstream's prometheusUsageClient,
-reference/descheduler.md §2.5), over plain HTTP(S) from the standard library.
+"""Node usage from Prometheus instant queries (upstream's prometheusUsageClient),
+over plain HTTP(S) from the standard library.
 
 A query is evaluated at the run's clock (`--now` in a simulation, so a simulation can replay a
 past moment within the server's retention) and must return an instant vector with one sample per

@@ -1,4 +1,4 @@
-"""Usage by pod requests (upstream's requestedUsageClient, reference/descheduler.md §2.5)."""
+"""Usage by pod requests (upstream's requestedUsageClient)."""
 
 from __future__ import annotations
 

@@ -203,7 +203,7 @@ Settings that cannot work together fail the render with a message.
 {{- end -}}
 
 {{/*
-The `desched run` arguments (DESIGN §1.1), one YAML list item per argument.
+The `desched run` arguments, one YAML list item per argument.
 */}}
 {{- define "desched.args" -}}
 - run
