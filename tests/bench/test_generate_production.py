@@ -57,6 +57,7 @@ def problems(path: Path, drifted: frozenset[str] = frozenset()) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [7, 11])
 def test_production_cluster_is_schedulable(tmp_path: Path, seed: int) -> None:
     path = tmp_path / "cluster.jsonl"

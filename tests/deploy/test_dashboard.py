@@ -178,6 +178,7 @@ def series(text: str) -> dict[str, set[str]]:
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_every_query_reads_metrics_desched_exposes(
         tmp_path: Path, cluster_api: tuple[Emulator, FakeApiServer]) -> None:
     emulator, api = cluster_api

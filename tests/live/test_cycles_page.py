@@ -403,6 +403,7 @@ PER_CYCLE = 1_400_000  # bytes, at the caps, the frames aside
 PER_NODE = 120  # bytes per node and cycle: two frames of six series, the node names
 
 
+@pytest.mark.slow
 async def test_a_kept_cycle_is_capped_and_so_is_their_memory(tmp_path: Path) -> None:
     policy = load_policy(write_policy(tmp_path), PLUGINS)
     nodes = 5_000
