@@ -36,7 +36,9 @@ def informer(client: ApiClient, kind: str, **options: Any) -> Informer:
     return Informer(client, BY_KIND[kind], **options)
 
 
-async def eventually(check: Callable[[], bool], timeout: float = 3.0) -> None:
+async def eventually(check: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll until check() holds. The bound only ends a test that would otherwise hang: a loaded
+    machine must not fail a test that is merely slow."""
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():
         if asyncio.get_running_loop().time() > deadline:

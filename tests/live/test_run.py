@@ -159,7 +159,8 @@ async def background(runner: Runner) -> AsyncIterator[asyncio.Task[int]]:
                 await asyncio.wait_for(task, 10)
 
 
-async def until(check: Any, timeout: float = 10.0) -> None:
+async def until(check: Any, timeout: float = 30.0) -> None:
+    """Poll until check() holds; the bound only ends a test that would otherwise hang."""
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():
         assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
