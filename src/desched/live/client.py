@@ -19,11 +19,13 @@ import binascii
 import importlib.metadata
 import os
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Container, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Literal, Self, TypeVar, cast
 
 import httpx2
 import msgspec
@@ -36,6 +38,8 @@ from lightkube.core.exceptions import ConfigError
 
 from desched.errors import InputError
 from desched.model import proto_decode
+from desched.model.kinds import JSON_DECODERS
+from desched.model.pod import Pod
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_KUBECONFIG = "~/.kube/config"
@@ -86,6 +90,45 @@ class _Version(msgspec.Struct):
 
 
 _version_decoder = msgspec.json.Decoder(_Version)
+_encoder = msgspec.json.Encoder()
+T = TypeVar("T")
+
+
+class _PodMeta(msgspec.Struct, rename="camel"):
+    uid: str = ""
+    deletion_timestamp: str | None = None
+
+
+class _PodHead(msgspec.Struct):
+    metadata: _PodMeta = msgspec.field(default_factory=_PodMeta)
+
+
+_pod_head_decoder = msgspec.json.Decoder(_PodHead)
+
+# What a GET shows of a pod after a request whose answer was lost (ApiClient.pod_state).
+PodState = Literal["there", "terminating", "replaced", "gone", "unknown"]
+
+
+@dataclass
+class ReadPod:
+    """A pod as read from the server: its JSON as the API gives it (what a write or a
+    Reservation copies) and, decoded from the same bytes, desched's lean struct."""
+
+    raw: dict[str, Any]
+    body: bytes
+
+    @cached_property
+    def pod(self) -> Pod:
+        decoded: Pod = JSON_DECODERS["Pod"].decode(self.body)
+        return decoded
+
+
+def _decode(answer: bytes, into: type[T], code: int, what: str) -> T:
+    try:
+        return msgspec.json.decode(answer, type=into)
+    except msgspec.DecodeError as err:  # ValidationError included
+        raise ApiError(code, "InvalidResponse", f"cannot decode the answer: {err}",
+                       what) from None
 
 
 def decode_status(body: bytes | msgspec.Raw) -> _Status | None:
@@ -368,6 +411,64 @@ class ApiClient:
     def status_error(self, response: httpx2.Response, what: str) -> Exception:
         """The one-line error get() would raise for this response's status."""
         return self._status_error(response, response.content, what)
+
+    async def call(self, method: str, path: str, into: type[T], *, what: str,
+                   body: object = None, allow: Container[int] = (),
+                   timeout: float | None = None) -> tuple[int, T | None]:
+        """A request whose answer is decoded into `into` (a dict, a lean struct); `body`, when
+        given, goes as JSON. A status in `allow` comes back with None, for the caller to judge
+        (404: gone, 409: conflict); any other error status raises as get() raises it, and an
+        answer that does not decode raises ApiError InvalidResponse."""
+        code, answer = await self._answer(method, path, what, body, allow, timeout)
+        return code, None if answer is None else _decode(answer, into, code, what)
+
+    async def read_pod(self, namespace: str, name: str, uid: str | None = None, *,
+                       timeout: float | None = None) -> ReadPod | None:
+        """The pod, or None when it is gone (404) or, given `uid`, replaced by another pod of
+        that name. Errors raise as call() raises them."""
+        what = f"get pod {namespace}/{name}"
+        code, answer = await self._answer("GET", f"/api/v1/namespaces/{namespace}/pods/{name}",
+                                          what, None, (404,), timeout)
+        if answer is None:
+            return None
+        raw = _decode(answer, dict[str, Any], code, what)
+        if uid and (raw.get("metadata") or {}).get("uid") != uid:
+            return None
+        return ReadPod(raw, answer)
+
+    async def pod_state(self, namespace: str, name: str, uid: str, *,
+                        timeout: float | None = None) -> PodState:
+        """What a GET shows of pod `uid` after a request whose answer was lost: still there,
+        terminating, replaced by another pod of that name, gone (404), or unknown (the GET
+        failed, or its answer says nothing of the pod's identity)."""
+        try:
+            code, answer = await self._answer(
+                "GET", f"/api/v1/namespaces/{namespace}/pods/{name}",
+                f"get pod {namespace}/{name}", None, range(300, 600), timeout)
+        except (InputError, ConnectionLost):
+            return "unknown"
+        if answer is None or code != 200:
+            return "gone" if code == 404 else "unknown"
+        try:
+            meta = _pod_head_decoder.decode(answer).metadata
+        except msgspec.DecodeError:
+            return "unknown"
+        if meta.uid and meta.uid != uid:
+            return "replaced"
+        if meta.deletion_timestamp:
+            return "terminating"
+        return "there" if meta.uid else "unknown"
+
+    async def _answer(self, method: str, path: str, what: str, body: object,
+                      allow: Container[int], timeout: float | None) -> tuple[int, bytes | None]:
+        content = _encoder.encode(body) if body is not None else None
+        response = await self.request(method, path, what=what, body=content, timeout=timeout)
+        code = response.status_code
+        if code in allow:
+            return code, None
+        if code >= 400:
+            raise self.status_error(response, what)
+        return code, response.content
 
     @asynccontextmanager
     async def stream(self, path: str, params: Mapping[str, str] | None = None, *, what: str,

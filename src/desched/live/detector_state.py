@@ -47,16 +47,14 @@ class DetectorState:
 
     async def read(self) -> None:
         try:
-            body = await self.client.get(self._path, what=f"get {self.where}")
-        except ApiError as err:
-            if err.code != 404:
-                self._warn("cannot be read", err)
-            return
-        except (AccessDenied, Unreachable) as err:
+            _, obj = await self.client.call("GET", self._path, dict[str, Any],
+                                            what=f"get {self.where}", allow=(404,))
+        except (ApiError, AccessDenied, Unreachable) as err:
             self._warn("cannot be read", err)
             return
+        if obj is None:  # not written yet
+            return
         try:
-            obj = json.loads(body)
             text = (obj.get("data") or {}).get(self.key)
             entries = json.loads(text) if text else {}
             if not isinstance(entries, dict):
@@ -84,22 +82,16 @@ class DetectorState:
             "app.kubernetes.io/managed-by": "desched"}}
         if self._object is not None:
             metadata = {**self._object.get("metadata", {}), **metadata}
-        body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
-                           "data": data}).encode()
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
         method, path = ("PUT", self._path) if self._object is not None else \
             ("POST", self._collection)
         try:
-            response = await self.client.request(method, path, body=body,
-                                                 what=f"write {self.where}")
-        except (AccessDenied, Unreachable) as err:
+            _, self._object = await self.client.call(method, path, dict[str, Any], body=body,
+                                                     what=f"write {self.where}")
+        except (ApiError, AccessDenied, Unreachable) as err:
+            # 409: another run wrote it since it was read (a CronJob's runs overlapping).
             self._warn("cannot be written", err)
             return
-        if response.status_code >= 400:
-            # 409: another run wrote it since it was read (a CronJob's runs overlapping).
-            self._warn("cannot be written", self.client.status_error(
-                response, f"write {self.where}"))
-            return
-        self._object = json.loads(response.content)
         self._entries = entries
 
     def _warn(self, what: str, err: Exception) -> None:

@@ -27,7 +27,7 @@ import msgspec
 
 from desched.errors import InputError
 from desched.framework.evictor import ExecutionResult
-from desched.live.client import ApiClient, ConnectionLost, Unreachable
+from desched.live.client import ApiClient, ConnectionLost, PodState, Unreachable
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.util.backoff import Backoff
@@ -52,17 +52,12 @@ class _Status(msgspec.Struct):
     details: _Details | None = None
 
 
-class _Meta(msgspec.Struct, rename="camel"):
-    uid: str = ""
-    deletion_timestamp: str | None = None
-
-
-class _PodHead(msgspec.Struct):
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
-
-
 _status_decoder = msgspec.json.Decoder(_Status)
-_pod_decoder = msgspec.json.Decoder(_PodHead)
+_NO_SECOND_REQUEST: dict[PodState, str] = {
+    "gone": "the pod is gone after an earlier eviction request",
+    "replaced": "the pod was replaced after an earlier eviction request",
+    "terminating": "the pod is terminating after an earlier eviction request",
+}
 _encoder = msgspec.json.Encoder()
 
 
@@ -207,40 +202,16 @@ class EvictionApiExecutor:
 
     async def _still_there(self, pod: Pod) -> bool:
         """Whether a GET shows the same pod, not terminating (False when it cannot be read)."""
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
-        try:
-            response = await self._request("GET", path, f"get pod {pod.key}")
-        except (InputError, ConnectionLost):
-            return False
-        if response.status_code != 200:
-            return False
-        try:
-            meta = _pod_decoder.decode(response.content).metadata
-        except msgspec.DecodeError:
-            return False
-        return meta.uid == pod.metadata.uid and meta.deletion_timestamp is None
+        return await self._pod_state(pod) == "there"
 
     async def _gone(self, pod: Pod) -> str:
         """Why the pod needs no second eviction request (gone, replaced, terminating), or ""
         when it is still there or its state cannot be read."""
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
-        try:
-            response = await self._request("GET", path, f"get pod {pod.key}")
-        except (InputError, ConnectionLost):
-            return ""
-        if response.status_code == 404:
-            return "the pod is gone after an earlier eviction request"
-        if response.status_code != 200:
-            return ""
-        try:
-            meta = _pod_decoder.decode(response.content).metadata
-        except msgspec.DecodeError:
-            return ""
-        if meta.uid and meta.uid != pod.metadata.uid:
-            return "the pod was replaced after an earlier eviction request"
-        if meta.deletion_timestamp:
-            return "the pod is terminating after an earlier eviction request"
-        return ""
+        return _NO_SECOND_REQUEST.get(await self._pod_state(pod), "")
+
+    async def _pod_state(self, pod: Pod) -> PodState:
+        return await self.client.pod_state(pod.namespace, pod.name, str(pod.metadata.uid),
+                                           timeout=self.timeout)
 
     async def _request(self, method: str, path: str, what: str,
                        body: bytes | None = None) -> httpx2.Response:

@@ -28,8 +28,6 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import msgspec
-
 from desched.live.client import AccessDenied, ApiClient, ApiError, ConnectionLost, Unreachable
 
 log = logging.getLogger("desched.live")
@@ -323,16 +321,9 @@ class LeaseElector:
         """One JSON request; errors are mapped as ApiClient maps them. 409, and 404 on a
         write, raise _Conflict."""
         what = f"{what} {self.namespace}/{self.name}"
-        content = msgspec.json.encode(body) if body is not None else None
-        response = await self._client.request(method, path, what=what, body=content)
-        if response.status_code == 409 or (response.status_code == 404 and method == "PUT"):
+        conflicts = (409, 404) if method == "PUT" else (409,)
+        _, decoded = await self._client.call(method, path, dict[str, Any], what=what, body=body,
+                                             allow=conflicts)
+        if decoded is None:
             raise _Conflict(what)
-        if response.status_code >= 400:
-            raise self._client.status_error(response, what)
-        try:
-            decoded = msgspec.json.decode(response.content)
-        except msgspec.DecodeError:
-            decoded = None
-        if not isinstance(decoded, dict):
-            raise ApiError(response.status_code, "InvalidResponse", "not a JSON object", what)
         return decoded

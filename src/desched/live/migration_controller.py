@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import msgspec
-
 from desched.live.client import ApiClient, ApiError, ConnectionLost
 from desched.live.events import EventRecorder, ObjectRef, PodRef
 from desched.live.eviction_api import ALREADY_GONE
@@ -84,7 +82,6 @@ from desched.migration.policies import (
     SOFT_EVICTION_ANNOTATION,
     trigger_and_reason,
 )
-from desched.model.kinds import JSON_DECODERS
 from desched.model.pod import Pod
 from desched.util.backoff import Backoff
 
@@ -153,7 +150,7 @@ class MigrationJobController:
         self.require_arbitration = require_arbitration
         self.adopt_unowned = adopt_unowned
         # The controller's clock as it is when a pod is removed (tests move it).
-        self.removal = PodRemoval(client, args, lambda: self.clock(), self._get_pod,
+        self.removal = PodRemoval(client, args, lambda: self.clock(),
                                   attempts=eviction_attempts,
                                   backoff=backoff or Backoff(initial=0.5, maximum=5.0))
         self.evictions = 0  # eviction requests this controller got through (2xx)
@@ -336,17 +333,17 @@ class MigrationJobController:
             return job
         ref = (job.get("spec") or {}).get("podRef") or {}
         key = doc.pod_key(job)
-        raw = await self._get_pod(*doc.pod_ns_name(job))
-        pod_meta = (raw or {}).get("metadata") or {}
+        read = await self.client.read_pod(*doc.pod_ns_name(job))
+        pod_meta = (read.raw.get("metadata") or {}) if read is not None else {}
         replaced = bool(ref.get("uid")) and pod_meta.get("uid") != ref.get("uid")
-        if raw is None or replaced:
+        if read is None or replaced:
             if (job.get("status") or {}).get("status") != COND_EVICTION:
                 await self._fail_missing_pod(job)
                 return None
             return await self._evict_complete(job, key)
         if pod_meta.get("deletionTimestamp"):
             return None  # terminating: an eviction took effect; wait for the pod to go
-        pod = _decode_pod(raw)
+        pod, raw = read.pod, read.raw
         if self.removal.policy(pod, job) == SOFT_EVICTION and doc.evicting(job) and \
                 SOFT_EVICTION_ANNOTATION in pod.metadata.annotations:
             return None  # soft-evicted: another agent removes the pod, or the TTL ends the job
@@ -715,32 +712,10 @@ class MigrationJobController:
     # -- requests --------------------------------------------------------------------------------
     async def _get_pod(self, namespace: str, name: str,
                        uid: str | None = None) -> dict[str, Any] | None:
-        code, pod = await self._call("GET", f"/api/v1/namespaces/{namespace}/pods/{name}", None,
-                                     f"get pod {namespace}/{name}", allow=(404,))
-        if code == 404 or pod is None:
-            return None
-        if uid and (pod.get("metadata") or {}).get("uid") != uid:
-            return None
-        return pod
+        read = await self.client.read_pod(namespace, name, uid)
+        return read.raw if read is not None else None
 
     async def _call(self, method: str, path: str, body: dict[str, Any] | None, what: str,
                     allow: tuple[int, ...] = ()) -> tuple[int, dict[str, Any] | None]:
-        content = msgspec.json.encode(body) if body is not None else None
-        response = await self.client.request(method, path, what=what, body=content)
-        code = response.status_code
-        if code in allow:
-            return code, None
-        if code >= 400:
-            raise self.client.status_error(response, what)
-        try:
-            decoded = msgspec.json.decode(response.content)
-        except msgspec.DecodeError:
-            decoded = None
-        if not isinstance(decoded, dict):
-            raise ApiError(code, "InvalidResponse", "not a JSON object", what)
-        return code, decoded
-
-
-def _decode_pod(raw: dict[str, Any]) -> Pod:
-    pod: Pod = JSON_DECODERS["Pod"].decode(msgspec.json.encode(raw))
-    return pod
+        return await self.client.call(method, path, dict[str, Any], what=what, body=body,
+                                      allow=allow)

@@ -11,7 +11,7 @@ told is reported as a failure, and the next pass reads the pod again before send
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -37,9 +37,6 @@ from desched.util.backoff import Backoff
 
 MERGE_PATCH = "application/merge-patch+json"
 
-# (namespace, name, uid) -> the pod's JSON, or None when it is gone or has another UID.
-GetPod = Callable[[str, str, str | None], Awaitable[dict[str, Any] | None]]
-
 
 def error_text(response_code: int, body: bytes) -> str:
     try:
@@ -55,12 +52,11 @@ class PodRemoval:
     """The eviction policies of one MigrationController."""
 
     def __init__(self, client: ApiClient, args: MigrationControllerArgs,
-                 clock: Callable[[], datetime], get_pod: GetPod, *, attempts: int,
+                 clock: Callable[[], datetime], *, attempts: int,
                  backoff: Backoff) -> None:
         self.client = client
         self.args = args
         self.clock = clock
-        self.get_pod = get_pod
         self.eviction_attempts = attempts
         self.backoff = backoff
 
@@ -169,6 +165,7 @@ class PodRemoval:
         whose answer was lost. Unreadable, the outcome stays unknown: the caller reports a
         failure, and the next pass reads the pod again before anything is sent."""
         try:
-            return True, await self.get_pod(pod.namespace, pod.name, pod.metadata.uid)
+            read = await self.client.read_pod(pod.namespace, pod.name, pod.metadata.uid)
+            return True, read.raw if read is not None else None
         except (ApiError, Unreachable, ConnectionLost):
             return False, None
