@@ -260,3 +260,25 @@ def test_a_workload_short_of_pods_has_no_disruption_to_spare() -> None:
                                  "spec": {"replicas": 2}})
     tracker = BudgetTracker(snapshot(node("n1"), node("n2"), full, budget, *pods))
     assert tracker.check(pods[0])[1] is None
+
+
+def test_a_refusal_names_the_budget_as_it_is_after_each_change() -> None:
+    """The refusal is worked out once per state of the budget: an eviction it allowed (a pod
+    gone, a disruption used) or a pod coming back gives new numbers, never the old text."""
+    pods = healthy(5)
+    snap = snapshot(node("n1"), node("n2"), budget(minAvailable=3), *pods)
+    executor = SimulationExecutor(snap)
+
+    def refusal(p: Any) -> str | None:
+        return executor.evict(p, "default", "Test", "r").message
+
+    assert executor.evict(pods[0], "default", "Test", "r").ok
+    assert executor.evict(pods[1], "default", "Test", "r").ok
+    numbers = "healthy 3, desired healthy 3, disruptionsAllowed 0)"
+    assert refusal(pods[2]).endswith(numbers)  # type: ignore[union-attr]
+    assert refusal(pods[3]).endswith(numbers)  # type: ignore[union-attr]
+    # A pod of the budget comes back (a replacement), healthy: one disruption is free again.
+    snap.add_pod(web("h9", node_name="n2"))
+    assert executor.evict(pods[2], "default", "Test", "r").ok
+    # Back at three healthy of three desired: refused again, with the numbers as they are now.
+    assert refusal(pods[3]).endswith(numbers)  # type: ignore[union-attr]

@@ -53,6 +53,12 @@ class BudgetTracker:
         self._removed_from: dict[str, list[int]] = {}
         # Per PDB: workload key -> replicas, for the workloads of pods evicted so far.
         self._evicted_workloads: dict[int, dict[str, int]] = {}
+        # Per PDB: (snapshot.additions when counted, _counts' answer). A budget that refuses an
+        # eviction is asked again for each pod it covers, and each time counting resolves every
+        # one of them. record_removal drops the answers it makes stale.
+        self._counted: dict[int, tuple[int, tuple[int, int, int]]] = {}
+        # Per PDB: (snapshot.additions, its disruptions used, the refusal naming its numbers).
+        self._refusals: dict[int, tuple[int, int, str]] = {}
 
     def _expected_scale(self, pdb: PodDisruptionBudget) -> int | None:
         """The disruption controller's expected count for maxUnavailable and percentage
@@ -77,6 +83,15 @@ class BudgetTracker:
 
     def _counts(self, pdb: PodDisruptionBudget) -> tuple[int, int, int]:
         """(expected, current healthy, desired healthy)."""
+        additions = self.snapshot.additions
+        known = self._counted.get(id(pdb))
+        if known is not None and known[0] == additions:
+            return known[1]
+        counts = self._count(pdb)
+        self._counted[id(pdb)] = (additions, counts)
+        return counts
+
+    def _count(self, pdb: PodDisruptionBudget) -> tuple[int, int, int]:
         live, healthy = self._live_counts(pdb)
         expected = live + self.removed.get(id(pdb), 0)
         spec = pdb.spec
@@ -127,8 +142,22 @@ class BudgetTracker:
         if allowed < 0:
             return None, "pdb disruptions allowed is negative"
         if allowed == 0:
-            return None, f"{TOO_MANY_REQUESTS} ({self.describe(pdb)})"
+            return None, self._refusal(pdb)
         return pdb, None
+
+    def _stale(self, pdb_id: int) -> None:
+        """The budget's pods or evictions changed: what was counted of it is void."""
+        self._counted.pop(pdb_id, None)
+        self._refusals.pop(pdb_id, None)
+
+    def _refusal(self, pdb: PodDisruptionBudget) -> str:
+        additions, used = self.snapshot.additions, self.evicted.get(id(pdb), 0)
+        known = self._refusals.get(id(pdb))
+        if known is not None and known[0] == additions and known[1] == used:
+            return known[2]
+        text = f"{TOO_MANY_REQUESTS} ({self.describe(pdb)})"
+        self._refusals[id(pdb)] = (additions, used, text)
+        return text
 
     def describe(self, pdb: PodDisruptionBudget) -> str:
         """The budget and its numbers, as `kubectl get pdb` would show them now."""
@@ -154,17 +183,20 @@ class BudgetTracker:
         if used is not None and self.evicted.get(used, 0) > 0:
             self.evicted[used] -= 1
         for pdb_id in self._removed_from.pop(pod.key, ()):
+            self._stale(pdb_id)
             if self.removed.get(pdb_id, 0) > 0:
                 self.removed[pdb_id] -= 1
 
     def record_removal(self, pod: Pod) -> None:
         """An evicted pod keeps counting as expected for every budget covering it, however it
         got past them (unready, Pending): its workload wants it back."""
+        checked, self._checked = self._checked, (None, [])
+        pdbs = checked[1] if checked[0] is pod else self.snapshot.pdbs_for_pod(pod)
+        for pdb in pdbs:
+            self._stale(id(pdb))  # a finished pod's workload counted too
         if pod.terminal:
             return
         healthy = is_healthy(pod)
-        checked, self._checked = self._checked, (None, [])
-        pdbs = checked[1] if checked[0] is pod else self.snapshot.pdbs_for_pod(pod)
         workload = self._workloads.resolve(pod)
         self._removed_from[pod.key] = [id(pdb) for pdb in pdbs]
         for pdb in pdbs:

@@ -406,6 +406,8 @@ class EvictionRun:
         if not self.continue_eviction(source, pool):
             self._stopped(source, pool)
             return
+        # The reason names the node's usage: the same until an eviction changes it.
+        reason: str | None = None
         for pod in pods:
             if self.node_limit is not None and source.evicted >= self.node_limit:
                 handle.skip(pod, f"evictionLimits.node {self.node_limit} reached for node "
@@ -432,8 +434,10 @@ class EvictionRun:
                 except PodUsageError as err:
                     handle.skip(pod, str(err))
                     continue
+            if reason is None:
+                reason = self.reason(source, pool)
             try:
-                evicted = handle.evict(pod, self.reason(source, pool))
+                evicted = handle.evict(pod, reason)
             except EvictionLimitError as err:
                 if err.scope == "namespace":
                     continue  # like any other failed eviction
@@ -441,6 +445,7 @@ class EvictionRun:
             if not evicted:
                 continue
             source.evicted += 1
+            reason = None
             if not constrained:
                 # Nothing to subtract: one pod per node, or up to evictionLimits.node.
                 if self.node_limit is None:

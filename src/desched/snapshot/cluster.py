@@ -84,9 +84,11 @@ class ClusterSnapshot:
         self.captured_at: datetime | None = None
         self._pdb_selectors: dict[int, Matcher] = {}
         # namespace -> (its PDB count when built, the budgets by one of their matchLabels pairs
-        # (None: no matchLabels) with their position and matcher).
+        # (None: no matchLabels) with their position and matcher, and the answers by the
+        # id of the label map asked about: replicas share theirs, see model.sharing).
         self._pdb_checks: dict[str, tuple[int, dict[tuple[str, str] | None, list[tuple[
-            int, PodDisruptionBudget, Matcher]]]]] = {}
+            int, PodDisruptionBudget, Matcher]]], dict[int, tuple[Mapping[str, str], list[
+                PodDisruptionBudget]]]]] = {}
         self._node_requested: dict[str, dict[str, int]] = {}
         self._node_non_zero: dict[str, tuple[int, int]] = {}
         # Succeeded/Failed pods per node: most nodes have none, and listing their pods then
@@ -336,9 +338,12 @@ class ClusterSnapshot:
                 pair = next(iter(selector.match_labels.items())) \
                     if selector is not None and selector.match_labels else None
                 by_pair.setdefault(pair, []).append((index, pdb, self._pdb_matcher(pdb)))
-            built = self._pdb_checks[pod.metadata.namespace] = (len(pdbs), by_pair)
-        by_pair = built[1]
+            built = self._pdb_checks[pod.metadata.namespace] = (len(pdbs), by_pair, {})
+        by_pair, answers = built[1], built[2]
         labels = pod.metadata.labels
+        known = answers.get(id(labels))
+        if known is not None and known[0] is labels:
+            return known[1]
         found: list[tuple[int, PodDisruptionBudget]] = []
         for checks in (by_pair.get(None, ()),
                        *(by_pair.get(item, ()) for item in labels.items())):
@@ -347,7 +352,10 @@ class ClusterSnapshot:
                     found.append((index, pdb))
         if len(found) > 1:
             found.sort(key=lambda entry: entry[0])  # the namespace's order, as before
-        return [pdb for _, pdb in found]
+        result = [pdb for _, pdb in found]
+        # Held with the map itself, so its id is not reused while the answer stands.
+        answers[id(labels)] = (labels, result)
+        return result
 
     def pods_of_pdb(self, pdb: PodDisruptionBudget) -> Iterable[Pod]:
         """The pods a PDB covers: indexed on first use and kept current as pods come and go,
