@@ -199,17 +199,19 @@ def test_pods_are_detached_from_what_they_were_decoded_from(
     assert detached == ["a"]
 
 
-def test_large_yaml_warns_what_it_costs_and_how_to_get_json(
+def test_large_yaml_read_whole_warns_what_it_costs_and_how_to_get_json(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import yaml
 
     import desched.snapshot.loader as loader
 
-    path = write(tmp_path, "big.yaml", yaml.safe_dump(NODE))
-    warnings: list[str] = []
-    load_snapshot([path], warn=warnings.append)
-    assert warnings == []
     monkeypatch.setattr(loader, "_YAML_WARN_BYTES", 10)
+    warnings: list[str] = []
+    # Read an object at a time: no warning, however large.
+    load_snapshot([write(tmp_path, "pieces.yaml", yaml.safe_dump(NODE))], warn=warnings.append)
+    assert warnings == []
+    # A directive: PyYAML reads the whole file, which is what the warning is about.
+    path = write(tmp_path, "big.yaml", "%YAML 1.1\n---\n" + yaml.safe_dump(NODE))
     snap = load_snapshot([path], warn=warnings.append)
     assert list(snap.nodes) == ["n1"]
     assert len(warnings) == 1 and "big.yaml" in warnings[0] and "kubectl get -o json" in warnings[0]

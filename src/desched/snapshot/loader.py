@@ -21,7 +21,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -36,7 +36,9 @@ from desched.model.kinds import (
     KubeObject,
     api_group,
 )
+from desched.model.pod import Pod
 from desched.model.sharing import detach
+from desched.snapshot import yamlstream
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.jsonlist import (
     ITEM_HEAD,
@@ -167,22 +169,29 @@ class _Reader:
         if head.items is not None and head.kind.endswith("List"):
             item_kind = head.kind[: -len("List")]
             for index, raw in enumerate(head.items):
-                kind, version = item_kind, head.api_version
-                if item_kind == "":
-                    try:
-                        ih = _item_header.decode(raw)
-                    except msgspec.DecodeError as err:
-                        raise self._fail(f"{where} item {index}", err) from None
-                    except RecursionError:
-                        raise self._fail(f"{where} item {index}", _TOO_DEEP) from None
-                    kind, version = ih.kind, ih.api_version
-                if self._accept(kind, version):
-                    yield (self._decode(kind, raw, f"{where} item {index}"),)
+                obj = self._list_item(item_kind, head.api_version, raw, f"{where} item {index}")
+                if obj is not None:
+                    yield (obj,)
             return
         if not head.kind:
             raise self._fail(where, "object has no kind")
         if self._accept(head.kind, head.api_version):
             yield (self._decode(head.kind, data, where),)
+
+    def _list_item(self, item_kind: str, api_version: str, raw: Buffer,
+                   where: str) -> KubeObject | None:
+        """One item of a List whose items are `item_kind` ("" for `kind: List`: each names its
+        own), or None when its kind is not one desched reads."""
+        kind, version = item_kind, api_version
+        if item_kind == "":
+            try:
+                head = _item_header.decode(raw)
+            except msgspec.DecodeError as err:
+                raise self._fail(where, err) from None
+            except RecursionError:
+                raise self._fail(where, _TOO_DEEP) from None
+            kind, version = head.kind, head.api_version
+        return self._decode(kind, raw, where) if self._accept(kind, version) else None
 
     def _decode(self, kind: str, data: Buffer, where: str) -> KubeObject:
         try:
@@ -333,7 +342,116 @@ class _Reader:
             out.append(text[pos:end].encode())
             pos = end
 
-    def yaml_file(self, text: str) -> Iterator[Batch]:
+    def yaml_file(self, handle: Any, warn: Warn) -> Iterator[Batch]:
+        """YAML read a document or a List item at a time (yamlstream); when the pieces cannot
+        be read alone, the whole file as before, after the objects already read."""
+        self.size = size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return
+        mm = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        done = 0
+        try:
+            for batch in self._yaml_pieces(mm, size):
+                done += len(batch)
+                yield batch
+            return
+        except _WholeFile:
+            self.ignored.clear()  # counted again by the whole reading
+        if size > _YAML_WARN_BYTES:
+            warn(f"{self.path}: {size / 2**20:.0f} MiB of YAML is parsed whole (it cannot be "
+                 f"read an object at a time: directives, `...`, anchors shared between objects, "
+                 f"or an error), at about 2 MiB/s and 40 bytes of memory per byte; the same "
+                 f"objects as JSON (`kubectl get -o json`, or `yq -o=json`) load about 40 times "
+                 f"faster")
+        try:
+            text = mm[:].decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise InputError(self.path, f"not UTF-8 text: {err}") from None
+        for batch in self._yaml_text(text):
+            if done >= len(batch):
+                done -= len(batch)
+                continue
+            yield batch[done:]
+            done = 0
+
+    def _yaml_pieces(self, mm: mmap.mmap, size: int) -> Iterator[Batch]:
+        docs = yamlstream.documents(mm, size)
+        if docs is None:
+            raise _WholeFile
+        parser = yamlstream.Parser()
+        view = memoryview(mm)
+        for number, doc in enumerate(docs, 1):
+            shape = yamlstream.list_shape(mm, doc)
+            if shape is not None:
+                yield from self._yaml_list(parser, mm, shape, f"document {number}")
+                continue
+            ignored = dict(self.ignored)
+            with parser.quiet():
+                text = parser.to_json(view[doc.span.start:doc.span.end], item=False)
+            if text == b"null":
+                continue
+            if text is not None:
+                try:
+                    batches = list(self._json_general(text, f"document {number}"))
+                    for batch in batches:
+                        _compact(batch)
+                    yield from batches
+                    continue
+                except InputError:
+                    self.ignored = ignored  # PyYAML decides
+            self.position = doc.span.end
+            (obj,) = _pyyaml_piece(view[doc.span.start:doc.span.end]) or (None,)
+            if obj is None:
+                continue
+            if not isinstance(obj, dict):
+                raise _WholeFile
+            yield from self._json_general(_encode_piece(obj), f"document {number}")
+
+    def _yaml_list(self, parser: yamlstream.Parser, mm: mmap.mmap, shape: yamlstream.ListShape,
+                   where: str) -> Iterator[Batch]:
+        """kubectl's List: its header read by PyYAML, its items a batch at a time, the pages
+        behind released as for JSON."""
+        (head,) = _pyyaml_piece(shape.header) or (None,)
+        if not isinstance(head, dict) or head.get("items") != []:
+            raise _WholeFile
+        kind, version = head.get("kind", ""), head.get("apiVersion", "")
+        if not (isinstance(kind, str) and kind.endswith("List") and isinstance(version, str)):
+            raise _WholeFile
+        item_kind = kind[: -len("List")]
+        view = memoryview(mm)
+        released = shape.items[0].start
+        for first in range(0, len(shape.items), _BATCH):
+            batch: list[KubeObject] = []
+            with parser.quiet():
+                for index in range(first, min(first + _BATCH, len(shape.items))):
+                    span = shape.items[index]
+                    obj = self._yaml_item(parser, view[span.start:span.end], item_kind, version,
+                                          f"{where} item {index}")
+                    if obj is not None:
+                        batch.append(obj)
+            self.position = end = span.end
+            yield tuple(batch)
+            start = released - released % mmap.PAGESIZE
+            mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+            released = end
+
+    def _yaml_item(self, parser: yamlstream.Parser, piece: memoryview, item_kind: str,
+                   version: str, where: str) -> KubeObject | None:
+        text = parser.to_json(piece, item=True)
+        if text is not None:
+            try:
+                obj = self._list_item(item_kind, version, text, where)
+                _compact((obj,))
+                return obj
+            except InputError:
+                pass  # PyYAML decides (a kind not read is counted before any error)
+        items = _pyyaml_piece(piece)
+        if items is None or len(items) != 1 or not isinstance(items[0], list) \
+                or len(items[0]) != 1:
+            raise _WholeFile
+        return self._list_item(item_kind, version, _encode_piece(items[0][0]), where)
+
+    def _yaml_text(self, text: str) -> Iterator[Batch]:
         try:
             documents = yamlguard.load_all(text, _YamlLoader)
         except yaml.YAMLError as err:
@@ -351,6 +469,38 @@ class _Reader:
             except (TypeError, msgspec.EncodeError) as err:
                 raise InputError(self.path, f"document {index + 1}: {err}") from None
             yield from self._json_general(data, f"document {index + 1}")
+
+
+class _WholeFile(Exception):
+    """A YAML file that PyYAML must read whole: a piece cannot be read alone."""
+
+
+def _pyyaml_piece(piece: Buffer) -> list[Any] | None:
+    """PyYAML's documents in one piece, within the loader's bounds; None when it cannot read
+    the piece alone. A single document, or none, in practice: the pieces have no `---`."""
+    try:
+        docs = yamlguard.load_all(bytes(piece).decode("utf-8"), _YamlLoader)
+    except (UnicodeDecodeError, yaml.YAMLError, yamlguard.YamlLimitError):
+        raise _WholeFile from None
+    if len(docs) > 1:
+        raise _WholeFile
+    return docs or None
+
+
+def _compact(objs: Iterable[KubeObject | None]) -> None:
+    """A pod's conditions keep their JSON text (msgspec.Raw), which rapidyaml writes indented:
+    compacted as PyYAML's path writes it, a few hundred bytes less a pod."""
+    for obj in objs:
+        if type(obj) is Pod and obj.status.conditions:
+            obj.status.conditions = msgspec.Raw(
+                msgspec.json.encode(msgspec.json.decode(obj.status.conditions)))
+
+
+def _encode_piece(obj: Any) -> bytes:
+    try:
+        return msgspec.json.encode(obj)
+    except (TypeError, msgspec.EncodeError):
+        raise _WholeFile from None
 
 
 def _name_of(data: Buffer) -> str:
@@ -418,16 +568,7 @@ def read_batches(path: str, warn: Warn = stderr_warn,
         if first in (b"{", b"["):
             batches = reader.json_file(handle)
         else:
-            size = os.fstat(handle.fileno()).st_size
-            if size > _YAML_WARN_BYTES:
-                warn(f"{path}: {size / 2**20:.0f} MiB of YAML is parsed whole, at about 2 MiB/s "
-                     f"and 40 bytes of memory per byte; the same objects as JSON "
-                     f"(`kubectl get -o json`, or `yq -o=json`) load about 40 times faster")
-            try:
-                text = handle.read().decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise InputError(path, f"not UTF-8 text: {err}") from None
-            batches = reader.yaml_file(text)
+            batches = reader.yaml_file(handle, warn)
         for batch in batches:
             # Pods' lazily decoded conditions would keep a document decoded from bytes alive,
             # or, decoded from the mapping, fault its pages back in when a cycle reads them:

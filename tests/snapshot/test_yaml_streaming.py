@@ -1,0 +1,212 @@
+"""YAML snapshots read a piece at a time through rapidyaml: the same objects and errors as
+PyYAML reading the whole file, an item at a time for kubectl's List."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import desched.snapshot.loader as loader
+from desched.errors import InputError
+from desched.snapshot import yamlstream
+from desched.snapshot.loader import load_snapshot, read_objects
+
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"}}}
+
+
+def pod(name: str, **labels: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}",
+                         "labels": labels or {"app": "a"},
+                         "annotations": {"note": "- starts like an entry\n- and again\n"}},
+            "spec": {"nodeName": "n1", "containers": [
+                {"name": "c", "image": "i", "resources": {"requests": {"cpu": "100m"}}}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def kubectl_yaml(items: list[dict[str, Any]]) -> str:
+    """A List as `kubectl get -o yaml` prints it: items at column 0 under `items:`."""
+    return yaml.safe_dump({"apiVersion": "v1", "items": items, "kind": "List",
+                           "metadata": {"resourceVersion": ""}}, default_flow_style=False)
+
+
+def write(tmp_path: Path, name: str, text: str | bytes) -> str:
+    path = tmp_path / name
+    if isinstance(text, str):
+        text = text.encode()
+    path.write_bytes(text)
+    return str(path)
+
+
+def read(path: str) -> list[Any]:
+    return list(read_objects(path, warn=lambda message: None))
+
+
+def read_whole(path: str, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What PyYAML reading the whole file gives (the loader before rapidyaml)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(yamlstream, "documents", lambda mm, size: None)
+        return read(path)
+
+
+class _Pieces:
+    """Records the size of every piece given to rapidyaml."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sizes: list[int] = []
+        to_json = yamlstream.Parser.to_json
+
+        def recording(parser: yamlstream.Parser, piece: Any, item: bool) -> bytes | None:
+            self.sizes.append(len(piece))
+            return to_json(parser, piece, item)
+
+        monkeypatch.setattr(yamlstream.Parser, "to_json", recording)
+
+
+def test_kubectl_list_is_read_an_item_at_a_time(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [NODE] + [pod(f"p{i}") for i in range(1200)]
+    path = write(tmp_path, "big.yaml", kubectl_yaml(items))
+    size = Path(path).stat().st_size
+    pieces = _Pieces(monkeypatch)
+    batches = list(loader.read_batches(path, warn=lambda message: None))
+    assert sum(len(batch) for batch in batches) == 1201
+    assert max(len(batch) for batch in batches) <= loader._BATCH  # objects held at once
+    assert len(pieces.sizes) == 1201  # one parse per item, none of the whole document
+    assert max(pieces.sizes) < size / 500
+    assert read(path) == read_whole(path, monkeypatch)
+
+
+def test_items_pinned_by_a_hash_that_is_a_float_to_yaml_1_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A pod-template-hash like 9512e17067 is a string to PyYAML (and kubectl prints it plain)
+    # but an out-of-range float to rapidyaml: that item is read by PyYAML.
+    text = kubectl_yaml([NODE, pod("a", hash="x")])
+    path = write(tmp_path, "hash.yaml", text.replace("hash: x", "hash: 9512e17067"))
+    assert read(path)[1].metadata.labels == {"hash": "9512e17067"}
+    assert read(path) == read_whole(path, monkeypatch)
+    # 0x1F is 31 to PyYAML (a label that is not a string) and a string to rapidyaml.
+    path = write(tmp_path, "hex.yaml", text.replace("hash: x", "hash: 0x1F"))
+    for reading in (read, lambda path: read_whole(path, monkeypatch)):
+        with pytest.raises(InputError, match=r"item 1 .*Expected `str`, got `int`"):
+            reading(path)
+
+
+@pytest.mark.parametrize("text", [
+    # multi-document, with an empty explicit document and a leading `---`
+    "---\n" + yaml.safe_dump(NODE) + "---\n# nothing\n---\n" + yaml.safe_dump(pod("a")),
+    yaml.safe_dump(pod("a")),  # a single object
+    "apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  resourceVersion: ''\n",
+    kubectl_yaml([NODE, pod("a"), pod("b")]).replace("\n", "\r\n"),  # Windows line endings
+    # a block scalar whose lines start like entries, inside items
+    kubectl_yaml([NODE, pod("a")]).replace("note: '- starts", "note: |\n        - starts", 1),
+    # a flow List, and a typed List
+    "apiVersion: v1\nkind: List\nitems: [" + msgspec.json.encode(NODE).decode() + "]\n",
+    "apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a}\n  spec: {nodeName: n1}\n",
+])
+def test_edge_cases_read_as_pyyaml_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              text: str) -> None:
+    path = write(tmp_path, "s.yaml", text)
+    assert read(path) == read_whole(path, monkeypatch)
+
+
+def test_a_quoted_scalar_running_across_an_entry_line_is_read_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # PyYAML accepts a double-quoted scalar continued in column 0: the text cut at "- " would
+    # end the first item inside the quotes, which fails, so the file is read whole.
+    text = kubectl_yaml([NODE, pod("a")]).replace(
+        "      app: a\n", '      app: "a\n- b"\n', 1)
+    path = write(tmp_path, "s.yaml", text)
+    objects = read(path)
+    assert objects == read_whole(path, monkeypatch)
+    assert objects[1].metadata.labels == {"app": "a - b"}
+
+
+def test_anchors_within_and_across_items(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    first = kubectl_yaml([NODE, pod("a"), pod("b")])
+    within = first.replace("      app: a\n", "      app: &v a\n      other: *v\n", 1)
+    across = within.replace("      app: a\n", "      app: *v\n", 1)  # in the next item
+    for name, text in (("within.yaml", within), ("across.yaml", across)):
+        path = write(tmp_path, name, text)
+        assert read(path) == read_whole(path, monkeypatch)
+    labels = [obj.metadata.labels for obj in read(str(tmp_path / "across.yaml"))[1:]]
+    assert labels == [{"app": "a", "other": "a"}, {"app": "a"}]
+
+
+def test_alias_bomb_and_deep_nesting_in_an_item_are_refused(tmp_path: Path) -> None:
+    bomb = ["      x0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    bomb += [f"      x{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]
+    text = kubectl_yaml([NODE, pod("a")]).replace("      app: a\n", "\n".join(bomb) + "\n", 1)
+    with pytest.raises(InputError, match=r"line \d+: aliases expand to more than"):
+        read(write(tmp_path, "bomb.yaml", text))
+    deep = "      x: " + "[" * 300 + "]" * 300 + "\n"
+    text = kubectl_yaml([NODE, pod("a")]).replace("      app: a\n", deep, 1)
+    with pytest.raises(InputError, match=r"line \d+: nesting deeper than 256"):
+        read(write(tmp_path, "deep.yaml", text))
+
+
+def test_invalid_yaml_is_one_error_and_nothing_on_stderr(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    text = kubectl_yaml([NODE, pod("a")]).replace("      app: a\n", "      app: [a\n", 1)
+    with pytest.raises(InputError, match="invalid YAML: line"):
+        load_snapshot([write(tmp_path, "bad.yaml", text)])
+    assert capfd.readouterr().err == ""  # rapidyaml's own report of the error is not shown
+
+
+_TOKEN = st.text(alphabet="0123456789._:+-eExXoObBinfaINFAyYsnNO~<=tTrRuUlL ",
+                 min_size=1, max_size=8).map(str.strip).filter(bool)
+
+
+def _pyyaml_json(text: str) -> Any:
+    try:
+        return msgspec.json.decode(msgspec.json.encode(yaml.load(text, Loader=loader._YamlLoader)))
+    except (yaml.YAMLError, TypeError, msgspec.EncodeError):
+        return "PyYAML refuses"
+
+
+def _assert_read_alike(text: str) -> None:
+    """rapidyaml's JSON for a one-item piece is PyYAML's reading, or the loader asks PyYAML."""
+    parser = yamlstream.Parser()
+    with parser.quiet():
+        fast = parser.to_json(text.encode(), item=True)
+    if fast is None:
+        return
+    try:
+        got = msgspec.json.decode(fast)
+    except msgspec.DecodeError:
+        return  # not JSON (a `+5`): the loader asks PyYAML
+    assert [got] == _pyyaml_json(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(token=_TOKEN, form=st.sampled_from(["- k: {}\n", "- {}: v\n", "- k:\n    {}\n",
+                                           "- [{}]\n", "- k: [a, {}]\n", "- {}\n"]))
+def test_a_plain_token_reads_as_pyyaml_reads_it_or_goes_to_pyyaml(token: str, form: str) -> None:
+    """rapidyaml's reading is used only where it is PyYAML's (YAML 1.1 booleans, bases,
+    sexagesimals, exponents, infinities are left to PyYAML)."""
+    _assert_read_alike(form.format(token))
+
+
+_SCALARS = st.one_of(st.text(max_size=30), st.integers(), st.booleans(), st.none(),
+                     st.floats(allow_nan=False, allow_infinity=False))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_VALUES, width=st.sampled_from([20, 80]),
+       style=st.sampled_from([None, '"', "'", "|"]), flow=st.sampled_from([False, None]))
+def test_any_document_pyyaml_writes_reads_alike(value: Any, width: int, style: str | None,
+                                                flow: bool | None) -> None:
+    text = yaml.safe_dump([{"v": value}], width=width, default_style=style,
+                          default_flow_style=flow, allow_unicode=True)
+    _assert_read_alike(text)
