@@ -10,8 +10,8 @@ Every string is escaped (report_html); a Content-Security-Policy lets only the p
 run and forbids any request from the page. Read-only: the routes answer GET and HEAD (405 for
 anything else).
 
-Rendered on request, in a worker thread, one request at a time (about 0.2 s per kept cycle at
-5,000 nodes), malloc's free pages given back after each: nothing rendered is kept between
+Rendered on request, in a worker thread, one request at a time (its cost is in
+docs/running.md), malloc's free pages given back after each: nothing rendered is kept between
 requests. What a kept cycle holds is capped (live/cycle_facts.py)."""
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from desched.errors import InputError
 
-if TYPE_CHECKING:  # aiohttp is imported when a listener is started: it adds ~0.4 s to start-up
+# aiohttp is imported when a listener is started: it slows start-up (bench/README.md).
+if TYPE_CHECKING:
     from aiohttp import web
 
 Handler = Callable[["web.Request"], Awaitable["web.StreamResponse"]]

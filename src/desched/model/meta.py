@@ -17,7 +17,7 @@ class Shared(str):
     """A string value that repeats across objects (namespaces, label values, images, owner UIDs...).
 
     Decoded through `shared_hook`, so each distinct value exists once in memory: at 150k pods this
-    saves hundreds of megabytes and costs about 0.1 µs per value.
+    saves hundreds of megabytes for a small cost per value (measured in bench/README.md).
     """
 
     __slots__ = ()
