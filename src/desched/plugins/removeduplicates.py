@@ -55,18 +55,20 @@ class RemoveDuplicates:
         self.handle = handle
         self.excluded_kinds = frozenset(args.exclude_owner_kinds)
 
-    def _target_nodes(self, pods_by_node: Mapping[str, list[Pod]], nodes: list[Node],
-                      matching: dict[bytes, list[str]]) -> list[str]:
-        """Nodes any of the duplicates could run on (taints and node affinity); a placement class
-        that fits only one node contributes nothing, as upstream's getTargetNodes. `matching`
-        memoizes the nodes per placement class for the run: owners share a handful of them."""
+    def _target_count(self, pods_by_node: Mapping[str, list[Pod]], nodes: list[Node],
+                      matching: dict[bytes, list[str]]) -> int:
+        """How many nodes any of the duplicates could run on (taints and node affinity); a
+        placement class that fits only one node contributes nothing, as upstream's
+        getTargetNodes. `matching` memoizes the nodes per placement class for the run: owners
+        share a handful of them."""
         distinct: dict[bytes, Pod] = {}
         for pods in pods_by_node.values():
             for pod in pods:
                 # Finer than upstream's (tolerations, affinity, nodeSelector) classes; the
                 # result per class is the same, and the signature is cached on the pod.
                 distinct.setdefault(placement_signature(pod), pod)
-        targets: dict[str, None] = {}
+        # The node lists of the classes that contribute, by identity (classes are memoized).
+        contributing: dict[int, list[str]] = {}
         for pod in distinct.values():
             # upstream's placement class: tolerations, required node affinity, nodeSelector.
             affinity = pod.spec.affinity
@@ -83,8 +85,10 @@ class RemoveDuplicates:
                     if first_untolerated(n.spec.taints, pod.spec.tolerations,
                                          SCHEDULING_EFFECTS) is None and matches(n)]
             if len(names) > 1:
-                targets.update(dict.fromkeys(names))
-        return list(targets)
+                contributing[id(names)] = names
+        if len(contributing) == 1:  # the usual case: a workload's pods share one class
+            return len(next(iter(contributing.values())))
+        return len(set().union(*contributing.values()))
 
     def balance(self, nodes: list[Node]) -> None:
         handle = self.handle
@@ -140,22 +144,22 @@ class RemoveDuplicates:
 
         matching: dict[bytes, list[str]] = {}
         for owner_key, pods_by_node in duplicates.items():
-            targets = self._target_nodes(pods_by_node, nodes, matching)
-            if len(targets) < 2:
+            targets = self._target_count(pods_by_node, nodes, matching)
+            if targets < 2:
                 for pods in pods_by_node.values():
                     for pod in pods:
                         handle.skip(pod, f"duplicate of {owner_key[1]}/{owner_key[2]} but fewer "
                                          f"than 2 nodes could take it")
                 continue
-            upper_avg = math.ceil(occurrences[owner_key] / len(targets))
+            upper_avg = math.ceil(occurrences[owner_key] / targets)
             for node_name, pods in pods_by_node.items():
                 if explaining:
-                    self._explain_kept(owner_key, node_name, pods, upper_avg, len(targets))
+                    self._explain_kept(owner_key, node_name, pods, upper_avg, targets)
                 if len(pods) + 1 <= upper_avg:
                     continue
                 reason = (f"duplicate of {owner_key[1]}/{owner_key[2]}: node {node_name} runs "
                           f"{len(pods) + 1}, above the ceiling of the average {upper_avg} over "
-                          f"{len(targets)} feasible nodes")
+                          f"{targets} feasible nodes")
                 # Checked lazily, just before each eviction: a pod with several owners may
                 # already have gone under another of them.
                 surplus = ((pod, reason) for pod in pods[upper_avg - 1:]
