@@ -7,9 +7,10 @@ it, then measure a command's initial sync as both sides pay for it.
         --cluster /tmp/live150k/cluster.jsonl
 
     # desched's informers alone: every kind `desched run` watches, listed once (--encoding
-    # picks what the client asks for; --watch-list streams the initial state where served):
+    # picks what the client asks for, --watch-list whether the initial state may be streamed;
+    # either left out: the code's default, so the script also measures older code):
     .venv/bin/python bench/live_apiserver.py sync --kubeconfig /work/rk8s/kubeconfig \\
-        [--encoding protobuf|json] [--watch-list]
+        [--encoding protobuf|json] [--watch-list yes|no]
 
     # any command, with the API server's CPU seconds and peak RSS while it runs:
     .venv/bin/python bench/live_apiserver.py measure -- .venv/bin/desched run --once \\
@@ -146,13 +147,13 @@ async def load(kubeconfig: str, cluster: Path, concurrency: int) -> None:
 
 # -- sync ----------------------------------------------------------------------------------------
 
-async def sync(kubeconfig: str, encoding: str, watch_list: bool) -> None:
+async def sync(kubeconfig: str, encoding: str | None, watch_list: str | None) -> None:
     from desched.live.client import ApiClient
     from desched.live.informer import make_informers, start_informers, stop_informers
 
     # Options passed only when asked for, so the script also measures a desched without them.
-    client_options: dict[str, Any] = {"protobuf": False} if encoding == "json" else {}
-    informer_options: dict[str, Any] = {"watch_list": True} if watch_list else {}
+    client_options = {"protobuf": encoding == "protobuf"} if encoding else {}
+    informer_options = {"watch_list": watch_list == "yes"} if watch_list else {}
     async with ApiClient.from_config(kubeconfig, timeout=300, **client_options) as client:
         informers = make_informers(client, **informer_options)
         started = time.perf_counter()
@@ -225,8 +226,8 @@ def main() -> None:
     p_load.add_argument("--concurrency", type=int, default=48)
     p_sync = sub.add_parser("sync", help="desched's initial lists of every kind, once")
     p_sync.add_argument("--kubeconfig", required=True)
-    p_sync.add_argument("--encoding", choices=("protobuf", "json"), default="protobuf")
-    p_sync.add_argument("--watch-list", action="store_true")
+    p_sync.add_argument("--encoding", choices=("protobuf", "json"))
+    p_sync.add_argument("--watch-list", choices=("yes", "no"))
     p_measure = sub.add_parser("measure", help="run a command, with the API server's cost")
     p_measure.add_argument("--pid-file", default=DEFAULT_PID_FILE)
     p_measure.add_argument("command", nargs="+")
