@@ -59,10 +59,17 @@ async def test_warning_event_for_a_failure(emulator: Emulator, client: ApiClient
     assert "uid" not in event["regarding"]
 
 
+@pytest.mark.parametrize(("code", "message", "logged"), [
+    # A refusal names the event once, as the client's error line does.
+    (403, "events is forbidden", "forbidden (403) to post Normal event PodLifeTime for pod "
+                                 "default/a: events is forbidden"),
+    (500, "etcd hiccup", "cannot post Normal event PodLifeTime for pod default/a: 500"),
+])
 async def test_posting_failures_are_logged_not_raised(
-        emulator: Emulator, client: ApiClient, caplog: pytest.LogCaptureFixture) -> None:
+        emulator: Emulator, client: ApiClient, caplog: pytest.LogCaptureFixture, code: int,
+        message: str, logged: str) -> None:
     emulator[kmock.method.POST, kmock.resource("events.k8s.io", "v1", "events")] << (
-        lambda request: kmock.Response(status=403, payload=status(403, "events is forbidden")))
+        lambda request: kmock.Response(status=code, payload=status(code, message)))
     results: list[tuple[str, bool]] = []
     recorder = EventRecorder(client, asyncio.get_running_loop(), "me",
                              on_result=lambda t, ok: results.append((t, ok)))
@@ -70,7 +77,7 @@ async def test_posting_failures_are_logged_not_raised(
         recorder.emit(PodRef("default", "a"), "Normal", "PodLifeTime", eviction_note("n1"))
         await recorder.flush()
     assert results == [("Normal", False)]
-    assert "cannot post Normal event PodLifeTime for pod default/a: 403" in caplog.text
+    assert logged in caplog.text and message in caplog.text
 
 
 async def test_unreachable_server_is_best_effort(caplog: pytest.LogCaptureFixture) -> None:
@@ -127,4 +134,5 @@ async def test_failed_post_names_the_object_kind(
         recorder.emit(ObjectRef("scheduling.koordinator.sh/v1alpha1", "PodMigrationJob", "",
                                 "job-1"), "Normal", "Complete", "done")
         await recorder.flush()
-    assert "cannot post Normal event Complete for podmigrationjob job-1: 403" in caplog.text
+    assert "forbidden (403) to post Normal event Complete for podmigrationjob job-1" \
+        in caplog.text

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
-
-from desched.live.client import ApiClient
+from desched.live.client import AccessDenied, ApiClient, ApiError
 
 log = logging.getLogger("desched.events")
 
@@ -37,8 +35,6 @@ ACTION = "Descheduled"
 EVENT_NAMESPACE_FOR_CLUSTER_SCOPED = "default"
 FAILED_REASON = "EvictionFailed"
 NOTE_LIMIT = 1024  # the API server rejects longer notes
-
-_encoder = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True)
@@ -137,12 +133,11 @@ class EventRecorder:
                f"{subject}"
         ok = False
         try:
-            response = await self.client.request("POST", path, what=what,
-                                                 body=_encoder.encode(body), timeout=self.timeout)
-            ok = response.status_code < 300
-            if not ok:
-                text = " ".join(response.text.split())[:200]
-                log.warning("cannot post %s: %s %s", what, response.status_code, text)
+            await self.client.call("POST", path, dict[str, Any], what=f"post {what}", body=body,
+                                   timeout=self.timeout)
+            ok = True
+        except (ApiError, AccessDenied) as err:  # the server's refusal, which names the event
+            log.warning("%s", err)
         except Exception as err:  # best effort: never let an event break a cycle
             log.warning("cannot post %s: %s", what, str(err) or type(err).__name__)
         if self.on_result is not None:

@@ -80,8 +80,6 @@ DEFAULT_INTERVAL = 0.5  # arbitrationArgs.interval
 NO_TTL_WAIT = 30 * 60.0  # --once waits this long for a job without TTL (the scavenger's age)
 SCAVENGE_EVERY = 60.0  # Koordinator's scavenger period
 
-_encoder = msgspec.json.Encoder()
-
 
 def migration_profiles(policy: Policy) -> dict[str, MigrationControllerArgs]:
     """The profiles whose evict plugin is MigrationController, with its (defaulted) args."""
@@ -162,28 +160,26 @@ class MigrationJobExecutor:
         answer finds its own job (409) instead of creating a second one."""
         name = body["metadata"]["name"]
         what = f"create podmigrationjob {name}"
-        content = _encoder.encode(body)
         error = ""
         backoff = Backoff(initial=0.5, maximum=5.0)
         for attempt in range(self.attempts):
             if attempt:
                 await asyncio.sleep(backoff.next())
             try:
-                response = await self.client.request("POST", PMJ_PATH, what=what, body=content,
-                                                     timeout=self.timeout)
+                # A 409 after a first attempt is that attempt's job: its answer was lost.
+                await self.client.call("POST", PMJ_PATH, PodMigrationJob, what=what, body=body,
+                                       allow=(409,) if attempt else (), timeout=self.timeout)
             except (Unreachable, ConnectionLost) as err:
                 error = str(err)
                 continue
-            except InputError as err:
+            except ApiError as err:
+                if err.transient:  # throttled or a server fault: worth retrying
+                    error = str(err)
+                    continue
                 return ExecutionResult(False, "failed", str(err))
-            code = response.status_code
-            if code < 300 or (code == 409 and attempt):
-                return ExecutionResult(True, "evicted", f"PodMigrationJob {name}")
-            refusal = str(self.client.status_error(response, what))
-            if code == 429 or code >= 500:  # throttled or a server fault: worth retrying
-                error = refusal
-                continue
-            return ExecutionResult(False, "failed", refusal)
+            except InputError as err:  # 401/403
+                return ExecutionResult(False, "failed", str(err))
+            return ExecutionResult(True, "evicted", f"PodMigrationJob {name}")
         if await self._exists(name, what):
             # A request whose answer was lost did create it.
             return ExecutionResult(True, "evicted", f"PodMigrationJob {name}")
@@ -193,11 +189,11 @@ class MigrationJobExecutor:
     async def _exists(self, name: str, what: str) -> bool:
         """Whether the job is on the server (False when that cannot be told either)."""
         try:
-            response = await self.client.request("GET", f"{PMJ_PATH}/{name}", what=what,
-                                                 timeout=self.timeout)
-        except (Unreachable, ConnectionLost, InputError):
+            code, _ = await self.client.call("GET", f"{PMJ_PATH}/{name}", PodMigrationJob,
+                                             what=what, allow=(404,), timeout=self.timeout)
+        except (Unreachable, ConnectionLost, InputError, ApiError):
             return False
-        return response.status_code == 200
+        return code == 200
 
 
 def _phase(job: PodMigrationJob) -> str:
