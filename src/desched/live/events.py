@@ -1,5 +1,5 @@
-"""Kubernetes events about evictions (events.k8s.io/v1), as upstream records them
- with desched as the reporting controller:
+"""Kubernetes events about evictions (events.k8s.io/v1), as upstream records them, with desched
+as the reporting controller:
 
 - a successful eviction: Normal, reason <plugin>, action Descheduled,
   note "pod eviction from <node> node by desched";
@@ -7,7 +7,7 @@
   EvictionFailed, note "... failed: <why>".
 
 Any object can be the subject (`ObjectRef`): the PodMigrationJob controller reports on its jobs
- (docs/migration.md). A cluster-scoped object's event goes to namespace "default", as
+(docs/migration.md). A cluster-scoped object's event goes to namespace "default", as
 client-go records it.
 
 Events are best effort: a failed POST is logged and counted, never retried and never fatal, and
