@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from desched.live.client import AccessDenied, ApiClient, ApiError
 
 log = logging.getLogger("desched.events")
@@ -133,7 +135,8 @@ class EventRecorder:
                f"{subject}"
         ok = False
         try:
-            await self.client.call("POST", path, dict[str, Any], what=f"post {what}", body=body,
+            # The created event is not read: its answer is only checked to be JSON.
+            await self.client.call("POST", path, msgspec.Raw, what=f"post {what}", body=body,
                                    timeout=self.timeout)
             ok = True
         except (ApiError, AccessDenied) as err:  # the server's refusal, which names the event

@@ -167,7 +167,7 @@ class MigrationJobExecutor:
                 await asyncio.sleep(backoff.next())
             try:
                 # A 409 after a first attempt is that attempt's job: its answer was lost.
-                await self.client.call("POST", PMJ_PATH, PodMigrationJob, what=what, body=body,
+                await self.client.call("POST", PMJ_PATH, msgspec.Raw, what=what, body=body,
                                        allow=(409,) if attempt else (), timeout=self.timeout)
             except (Unreachable, ConnectionLost) as err:
                 error = str(err)
@@ -189,7 +189,7 @@ class MigrationJobExecutor:
     async def _exists(self, name: str, what: str) -> bool:
         """Whether the job is on the server (False when that cannot be told either)."""
         try:
-            code, _ = await self.client.call("GET", f"{PMJ_PATH}/{name}", PodMigrationJob,
+            code, _ = await self.client.call("GET", f"{PMJ_PATH}/{name}", msgspec.Raw,
                                              what=what, allow=(404,), timeout=self.timeout)
         except (Unreachable, ConnectionLost, InputError, ApiError):
             return False
