@@ -170,33 +170,41 @@ def test_ready_nodes(tmp_path: Path) -> None:
         == ["n0", "n1"]
 
 
-@pytest.mark.parametrize("name", ["s.yaml", "s.json", "s.jsonl"])
-def test_pods_are_detached_from_what_they_were_decoded_from(
+@pytest.mark.parametrize("name", ["s.yaml", "s.json", "s.jsonl", "list.json"])
+def test_every_form_decodes_pods_through_the_pod_decoder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    """A pod decoded from a document (bytes) would keep the whole document alive through its
-    lazily decoded conditions; one decoded in place from a memory-mapped file would fault its
-    pages back in when a cycle reads them (measured: 828-933 MiB peak instead of 634-707 MiB
-    for a whole simulate at 150,000 pods)."""
-    import desched.snapshot.loader as loader
+    """Pods of every form go through PodDecoder, which shares their repeated parts and copies
+    their lazily decoded conditions out of what they were decoded from: a document (bytes) kept
+    alive whole, or a memory-mapped file's pages faulted back in when a cycle reads them
+    (measured: 828-933 MiB peak instead of 634-707 MiB for a whole simulate at 150,000 pods)."""
+    from desched.model.pod_decoder import PodDecoder
 
-    detached: list[str] = []
+    decoded: list[str] = []
+    real_pod, real_page = PodDecoder.decode, PodDecoder.decode_page
 
-    def record(objs: Any) -> None:
-        detached.extend(o.metadata.name for o in objs if hasattr(o, "status"))
-        real(objs)
+    def one(self: PodDecoder, data: Any) -> Any:
+        pod = real_pod(self, data)
+        decoded.append(pod.metadata.name)
+        return pod
 
-    real = loader.detach
-    monkeypatch.setattr(loader, "detach", record)
+    def page(self: PodDecoder, data: Any) -> Any:
+        out = real_page(self, data)
+        decoded.extend(p.metadata.name for p in out.items)
+        return out
+
+    monkeypatch.setattr(PodDecoder, "decode", one)
+    monkeypatch.setattr(PodDecoder, "decode_page", page)
     ready = pod("a")
     ready["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-    page = {"apiVersion": "v1", "kind": "PodList", "items": [ready]}
+    pods = {"apiVersion": "v1", "kind": "PodList", "items": [ready]}
+    mixed = {"apiVersion": "v1", "kind": "List", "items": [dict(ready, kind="Pod"), NODE]}
     import yaml
 
-    text = {"s.yaml": yaml.safe_dump(page), "s.json": json.dumps(page, indent=2),
-            "s.jsonl": json.dumps(page) + "\n"}[name]
+    text = {"s.yaml": yaml.safe_dump(pods), "s.json": json.dumps(pods, indent=2),
+            "s.jsonl": json.dumps(pods) + "\n", "list.json": json.dumps(mixed)}[name]
     snap = load_snapshot([write(tmp_path, name, text)])
     assert snap.pods["default/a"].ready
-    assert detached == ["a"]
+    assert decoded == ["a"]
 
 
 def test_large_yaml_read_whole_warns_what_it_costs_and_how_to_get_json(

@@ -37,7 +37,7 @@ from desched.model.kinds import (
     api_group,
 )
 from desched.model.pod import Pod
-from desched.model.sharing import detach
+from desched.model.pod_decoder import PodDecoder
 from desched.snapshot import yamlstream
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.jsonlist import (
@@ -127,9 +127,18 @@ def _guess_list_kind(data: Buffer) -> str | None:
     return None
 
 
+Decode = Callable[[Buffer], Any]
+
+
 class _Reader:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, pods: PodDecoder) -> None:
         self.path = path
+        # Pods (and PodList pages) go through `pods`, which shares the parts replicas repeat and
+        # leaves nothing pointing into the file; every other kind through its own decoder.
+        self._decoders: dict[str, Decode] = {
+            **{kind: d.decode for kind, d in JSON_DECODERS.items()}, "Pod": pods.decode}
+        self._page_decoders: dict[str, Decode] = {
+            **{kind: d.decode for kind, d in PAGE_DECODERS.items()}, "PodList": pods.decode_page}
         self.ignored: dict[str, int] = {}
         self.size = 0  # bytes in the file, and how far decoding has got (for progress)
         self.position = 0
@@ -147,10 +156,10 @@ class _Reader:
 
     def json_document(self, data: Buffer, where: str) -> Iterator[Batch]:
         guess = _guess_list_kind(data)
-        decoder = PAGE_DECODERS.get(guess) if guess else None
+        decoder = self._page_decoders.get(guess) if guess else None
         if guess is not None and decoder is not None:
             try:
-                page = decoder.decode(data)
+                page = decoder(data)
             except (msgspec.DecodeError, RecursionError):
                 page = None  # not what the hint said; the general path reports real errors
             if page is not None and page.kind == guess:
@@ -195,7 +204,7 @@ class _Reader:
 
     def _decode(self, kind: str, data: Buffer, where: str) -> KubeObject:
         try:
-            return JSON_DECODERS[kind].decode(data)
+            return self._decoders[kind](data)
         except msgspec.DecodeError as err:
             raise self._fail(f"{where} ({kind}{_name_of(data)})", err) from None
         except RecursionError:
@@ -247,7 +256,7 @@ class _Reader:
                 kind, version = typed, layout.api_version
                 if not typed:
                     kind, version = head or self._item_kind(mm, view, pos, index, where)
-                decoder = JSON_DECODERS[kind] if self._accept(kind, version) else None
+                decoder = self._decoders[kind] if self._accept(kind, version) else None
                 obj, end, exact, follows = None, -1, False, -1
                 guess = items.guess_end(pos, smallest.get(kind, 0) * 7 // 8,
                                         2 * longest + _GUESS_SLACK)
@@ -255,7 +264,7 @@ class _Reader:
                     # A failure means the guess was not the item's end, or a bad item: look
                     # exactly below.
                     with contextlib.suppress(msgspec.DecodeError, RecursionError):
-                        obj, end = decoder.decode(view[pos:guess]), guess
+                        obj, end = decoder(view[pos:guess]), guess
                         follows = items.follows
                 if end < 0:
                     end, exact = items.exact_end(pos, index), True
@@ -553,14 +562,15 @@ def _open_snapshot(path: str) -> BinaryIO:
     return spool
 
 
-def read_batches(path: str, warn: Warn = stderr_warn,
-                 progress: Progress | None = None) -> Iterator[Batch]:
+def read_batches(path: str, warn: Warn = stderr_warn, progress: Progress | None = None,
+                 pods: PodDecoder | None = None) -> Iterator[Batch]:
     """Every understood object in one snapshot file (`-`: standard input), in file order, a page
-    at a time."""
+    at a time. Pods share their repeated parts through `pods` (one per file when not given):
+    give several files one decoder, and replicas share across files too."""
     handle = _open_snapshot(path)
     if path == STDIN:
         path = STDIN_LABEL
-    reader = _Reader(path)
+    reader = _Reader(path, pods or PodDecoder())
     count = 0
     with handle:
         first = handle.read(4096).lstrip()[:1]
@@ -570,11 +580,6 @@ def read_batches(path: str, warn: Warn = stderr_warn,
         else:
             batches = reader.yaml_file(handle, warn)
         for batch in batches:
-            # Pods' lazily decoded conditions would keep a document decoded from bytes alive,
-            # or, decoded from the mapping, fault its pages back in when a cycle reads them:
-            # copied out now, a whole `simulate` at 150,000 pods peaks about a quarter lower for a
-            # few per cent of the load (measured in bench/README.md).
-            detach(batch)
             if progress is not None:
                 count += len(batch)
                 progress.update(count, reader.position, reader.size)
@@ -644,10 +649,11 @@ def load_snapshot(paths: list[str], warn: Warn = stderr_warn) -> ClusterSnapshot
     gc.disable()
     try:
         snapshot = ClusterSnapshot()
+        pods = PodDecoder()
         for path in paths:
             progress = Progress(f"reading {path}")
             try:
-                for batch in read_batches(path, warn, progress):
+                for batch in read_batches(path, warn, progress, pods):
                     snapshot.add_all(batch)
             finally:
                 progress.done()

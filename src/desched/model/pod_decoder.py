@@ -1,0 +1,201 @@
+"""Pods decoded in two steps, so the replicas of a workload decode their repeated parts once.
+
+The wire form leaves each part that replicas repeat (labels, owner references, containers,
+volumes, tolerations, node selector, affinity, spread constraints) as raw JSON text, which costs
+msgspec little more than skipping it. A pod is then assembled part by part against its owner's
+first pod: a part whose text equals that pod's is that pod's decoded part, with no decoding at
+all; one that differs is decoded, and still shared when it decodes equal (the same values
+written in another order). This replaces decoding every part and then comparing it
+(model/sharing.py), which cost twice as much at 150,000 pods (bench/README.md, "Load").
+
+Annotations are a part like the others, kept reduced to the ones a decision reads (as
+meta.trim_annotations keeps them): replicas' annotations are decoded and reduced once.
+
+Errors read as the one-step decoders write them: when a part fails to decode, the object is
+decoded again whole by the exact decoder, which names the failing field's full path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from desched.model.kinds import JSON_DECODERS, PAGE_DECODERS
+from desched.model.meta import EMPTY_MAP, KEPT_ANNOTATION_PREFIXES, ObjectMeta, shared_hook
+from desched.model.pod import Pod, PodSpec, PodStatus
+from desched.util.memo import remember
+
+Buffer = bytes | memoryview
+Raw = msgspec.Raw
+
+# The parts replicas repeat, by struct. Their positions in the entry of an owner's first pod
+# (`_First`) follow this order.
+_META_PARTS = ("owner_references", "labels", "annotations")
+_SPEC_PARTS = ("containers", "init_containers", "volumes", "tolerations", "node_selector",
+               "affinity", "topology_spread_constraints")
+_OWNERS_LIMIT = 50_000  # owners whose first pod is kept (a 150,000-pod cluster has ~8,000)
+_annotations = msgspec.json.Decoder(Mapping[str, str])
+
+
+def _wire_type(real: type, raw: tuple[str, ...]) -> type:
+    """`real` with the fields named in `raw` left as JSON text: same fields, same names and
+    defaults, in the same order (so a wire struct's values line up with the real struct's)."""
+    fields: list[tuple[str, Any, Any]] = []
+    for info in msgspec.structs.fields(real):
+        if info.name in raw:
+            fields.append((info.name, Raw, msgspec.field(default=Raw(), name=info.encode_name)))
+        elif info.default_factory is not msgspec.NODEFAULT:
+            fields.append((info.name, info.type, msgspec.field(
+                default_factory=info.default_factory, name=info.encode_name)))
+        else:
+            fields.append((info.name, info.type, msgspec.field(
+                default=info.default, name=info.encode_name)))
+    return msgspec.defstruct(f"Wire{real.__name__}", fields, gc=False, module=__name__)
+
+
+Decode = Callable[[Raw], Any]
+
+
+def _kept_annotations(raw: Raw) -> Mapping[str, str]:
+    """The annotations a decision reads (as meta.trim_annotations keeps them); all of them
+    checked to be strings, as the exact decoder checks them."""
+    kept = {key: value for key, value in _annotations.decode(raw).items()
+            if key.startswith(KEPT_ANNOTATION_PREFIXES)}
+    return kept or EMPTY_MAP
+
+
+def _decoders(real: type, names: tuple[str, ...]) -> list[tuple[int, Decode, Any]]:
+    """(position in `real`, decoder of the field's own type, its default) per named field."""
+    infos = msgspec.structs.fields(real)
+    order = [info.name for info in infos]
+    out: list[tuple[int, Decode, Any]] = []
+    for name in names:
+        info = infos[order.index(name)]
+        default = info.default if info.default_factory is msgspec.NODEFAULT \
+            else info.default_factory()
+        decode = _kept_annotations if name == "annotations" \
+            else msgspec.json.Decoder(info.type, dec_hook=shared_hook).decode
+        out.append((order.index(name), decode, default))
+    return out
+
+
+_WireMeta = _wire_type(ObjectMeta, _META_PARTS)
+_WireSpec = _wire_type(PodSpec, _SPEC_PARTS)
+_META = _decoders(ObjectMeta, _META_PARTS)
+_SPEC = _decoders(PodSpec, _SPEC_PARTS)
+_REFS_AT = _META[0][0]
+
+
+# The status is decoded whole: what desched reads of it differs from pod to pod. Only what
+# the JSON of a pod carries: Pod's derived fields are never read from input.
+_WirePod = msgspec.defstruct(
+    "WirePod",
+    [("metadata", _WireMeta, msgspec.field(default_factory=_WireMeta)),
+     ("spec", _WireSpec, msgspec.field(default_factory=_WireSpec)),
+     ("status", PodStatus, msgspec.field(default_factory=PodStatus))],
+    tag_field="kind", tag="Pod", gc=False, module=__name__)
+_WirePodList = msgspec.defstruct(
+    "WirePodList",
+    [("kind", str, ""), ("api_version", str, ""),
+     ("items", tuple[_WirePod, ...], ())],  # type: ignore[valid-type]
+    rename="camel", module=__name__)
+
+
+class PodPage(msgspec.Struct, gc=False):
+    """A decoded PodList page, read as the page decoders' own (kind, apiVersion, items)."""
+
+    kind: str
+    api_version: str
+    items: tuple[Pod, ...]
+
+
+class _First:
+    """An owner's first pod: the raw text and decoded value of each repeatable part."""
+
+    __slots__ = ("raws", "statuses", "values")
+
+    def __init__(self, count: int) -> None:
+        self.raws: list[Raw | None] = [None] * count
+        self.values: list[Any] = [None] * count
+        self.statuses: Any = None
+
+
+def _shared(first: _First, index: int, raw: Raw, decode: Decode) -> Any:
+    """The part `raw` decodes to, as the first pod's object when it is the same."""
+    seen = first.raws[index]
+    if seen is not None and raw == seen:
+        return first.values[index]
+    value = decode(raw)
+    if seen is None:
+        first.raws[index] = raw.copy()  # a copy: `raw` points into the input
+        first.values[index] = value
+    elif value == first.values[index]:
+        return first.values[index]
+    return value
+
+
+class PodDecoder:
+    """Decodes pods and PodList pages from JSON like `kinds.JSON_DECODERS["Pod"]` and
+    `kinds.PAGE_DECODERS["PodList"]` do, into pods whose repeated parts are shared with their
+    owner's first pod and whose conditions no longer point into the input. One per load: what
+    it remembers of owners goes with it."""
+
+    def __init__(self) -> None:
+        self._firsts: dict[bytes, _First] = {}
+        self._pod: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_WirePod,
+                                                                    dec_hook=shared_hook)
+        self._page: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_WirePodList,
+                                                                     dec_hook=shared_hook)
+
+    def decode(self, data: Buffer) -> Pod:
+        wire = self._pod.decode(data)
+        try:
+            return self._assemble(wire)
+        except msgspec.DecodeError:
+            JSON_DECODERS["Pod"].decode(data)  # raises, naming the field's full path
+            raise
+
+    def decode_page(self, data: Buffer) -> PodPage:
+        page = self._page.decode(data)
+        try:
+            items = tuple(map(self._assemble, page.items))
+        except msgspec.DecodeError:
+            PAGE_DECODERS["PodList"].decode(data)
+            raise
+        return PodPage(page.kind, page.api_version, items)
+
+    def _assemble(self, wire: Any) -> Pod:
+        meta = list(msgspec.structs.astuple(wire.metadata))
+        spec = list(msgspec.structs.astuple(wire.spec))
+        status = wire.status
+        if status.conditions:
+            status.conditions = status.conditions.copy()
+        refs = meta[_REFS_AT]
+        first = None
+        if refs:
+            key = bytes(refs)
+            first = self._firsts.get(key)
+            if first is None:
+                first = remember(self._firsts, key, _First(len(_META) + len(_SPEC)),
+                                 limit=_OWNERS_LIMIT)
+        if first is None:
+            for values, parts in ((meta, _META), (spec, _SPEC)):
+                for position, decode, default in parts:
+                    raw = values[position]
+                    values[position] = decode(raw) if raw else default
+        else:
+            index = 0
+            for values, parts in ((meta, _META), (spec, _SPEC)):
+                for position, decode, default in parts:
+                    raw = values[position]
+                    values[position] = _shared(first, index, raw, decode) if raw else default
+                    index += 1
+            statuses = status.container_statuses
+            if statuses:
+                if first.statuses is None:
+                    first.statuses = statuses
+                elif statuses == first.statuses:
+                    status.container_statuses = first.statuses
+        return Pod(ObjectMeta(*meta), PodSpec(*spec), status)
