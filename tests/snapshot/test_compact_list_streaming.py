@@ -128,3 +128,67 @@ def test_kinds_interleaved_and_unsupported(tmp_path: Path, monkeypatch: pytest.M
     expected = [item for item in mixed if item["kind"] != "ConfigMap"]
     same(snap, reference(tmp_path, expected))
     assert any("14 object(s) of unsupported kind v1/ConfigMap" in w for w in warnings)
+
+
+def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Records how many pods each run decoded in one call."""
+    from desched.model.pod_decoder import PodDecoder
+
+    runs: list[int] = []
+    real = PodDecoder.decode_items
+
+    def counted(self: PodDecoder, data: Any) -> Any:
+        pods = real(self, data)
+        runs.append(len(pods))
+        return pods
+
+    monkeypatch.setattr(PodDecoder, "decode_items", counted)
+    return runs
+
+
+@pytest.mark.parametrize("layout", ["compact", "pretty"])
+def test_a_podlist_is_decoded_a_run_of_items_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    """`kubectl get --raw /api/v1/pods` (one line) or a pretty PodList: once an item's end is
+    known, hundreds of items decode in one call; every pod as the JSON-lines path reads it."""
+    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "_RUN", 50_000)
+    runs = _count_runs(monkeypatch)
+    items = cluster(300)
+    bare = [{k: v for k, v in item.items() if k not in ("kind", "apiVersion")}
+            for item in items[4:]]
+    text = api_list(bare, kind="PodList") if layout == "compact" \
+        else kubectl_json(bare, kind="PodList")
+    snap = load_snapshot([write(tmp_path, "pods.json", text)])
+    same(snap, reference(tmp_path, [i for i in items if i["kind"] == "Pod"]))
+    assert len(runs) > 5 and sum(runs) > 250  # the first items are read one at a time
+
+
+def test_an_item_end_guessed_inside_an_item_is_read_item_by_item(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A nested list whose objects start with `metadata` looks like the joint between items:
+    a run cut there does not decode, and its items are read one at a time."""
+    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "_RUN", 20_000)
+    runs = _count_runs(monkeypatch)
+    items = [heavy_pod(i) for i in range(120)]
+    for item in items:
+        item["spec"]["extra"] = [{"metadata": {"name": "x"}}, {"metadata": {"name": "y"}}] * 40
+    bare = [{k: v for k, v in item.items() if k not in ("kind", "apiVersion")}
+            for item in items]
+    snap = load_snapshot([write(tmp_path, "pods.json", api_list(bare, kind="PodList"))])
+    same(snap, reference(tmp_path, items))
+    assert runs and sum(runs) < 120  # runs were read, and some were cut inside an item
+
+
+def test_a_bad_item_in_a_run_is_named_as_item_by_item(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "_RUN", 30_000)
+    bare = [{k: v for k, v in item.items() if k not in ("kind", "apiVersion")}
+            for item in cluster(60)[4:]]
+    text = api_list(bare, kind="PodList").replace('"name":"p00040"', '"name":5')
+    with pytest.raises(InputError) as err:
+        load_snapshot([write(tmp_path, "bad.json", text)])
+    assert "line 1 item 40 (Pod)" in str(err.value)
+    assert "Expected `str`, got `int` - at `$.metadata.name`" in str(err.value)

@@ -180,7 +180,8 @@ def test_every_form_decodes_pods_through_the_pod_decoder(
     from desched.model.pod_decoder import PodDecoder
 
     decoded: list[str] = []
-    real_pod, real_page = PodDecoder.decode, PodDecoder.decode_page
+    real_pod, real_page, real_run = \
+        PodDecoder.decode, PodDecoder.decode_page, PodDecoder.decode_items
 
     def one(self: PodDecoder, data: Any) -> Any:
         pod = real_pod(self, data)
@@ -192,8 +193,14 @@ def test_every_form_decodes_pods_through_the_pod_decoder(
         decoded.extend(p.metadata.name for p in out.items)
         return out
 
+    def run(self: PodDecoder, data: Any) -> Any:
+        out = real_run(self, data)
+        decoded.extend(p.metadata.name for p in out)
+        return out
+
     monkeypatch.setattr(PodDecoder, "decode", one)
     monkeypatch.setattr(PodDecoder, "decode_page", page)
+    monkeypatch.setattr(PodDecoder, "decode_items", run)
     ready = pod("a")
     ready["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
     pods = {"apiVersion": "v1", "kind": "PodList", "items": [ready]}

@@ -18,6 +18,7 @@ decoded again whole by the exact decoder, which names the failing field's full p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -85,7 +86,12 @@ _WireMeta = _wire_type(ObjectMeta, _META_PARTS)
 _WireSpec = _wire_type(PodSpec, _SPEC_PARTS)
 _META = _decoders(ObjectMeta, _META_PARTS)
 _SPEC = _decoders(PodSpec, _SPEC_PARTS)
-_REFS_AT = _META[0][0]
+_PARTS = (*_META, *_SPEC)  # owner references first: they say whose replica a pod is
+_META_RAWS = itemgetter(*(position for position, _, _ in _META))
+_SPEC_RAWS = itemgetter(*(position for position, _, _ in _SPEC))
+# (index in _PARTS, position in the struct's fields)
+_META_AT = [(index, position) for index, (position, _, _) in enumerate(_META)]
+_SPEC_AT = [(len(_META) + index, position) for index, (position, _, _) in enumerate(_SPEC)]
 
 
 # The status is decoded whole: what desched reads of it differs from pod to pod. Only what
@@ -103,6 +109,9 @@ _WirePodList = msgspec.defstruct(
     rename="camel", module=__name__)
 
 
+_EXACT_ITEMS = msgspec.json.Decoder(tuple[Pod, ...], dec_hook=shared_hook)
+
+
 class PodPage(msgspec.Struct, gc=False):
     """A decoded PodList page, read as the page decoders' own (kind, apiVersion, items)."""
 
@@ -112,28 +121,33 @@ class PodPage(msgspec.Struct, gc=False):
 
 
 class _First:
-    """An owner's first pod: the raw text and decoded value of each repeatable part."""
+    """An owner's first pod: the raw text of each repeatable part (empty when it had none) and
+    what it decoded to, in `_PARTS` order."""
 
     __slots__ = ("raws", "statuses", "values")
 
-    def __init__(self, count: int) -> None:
-        self.raws: list[Raw | None] = [None] * count
-        self.values: list[Any] = [None] * count
+    def __init__(self, raws: tuple[Raw, ...], values: tuple[Any, ...]) -> None:
+        self.raws = tuple(raw.copy() for raw in raws)  # copies: `raws` point into the input
+        self.values = values
         self.statuses: Any = None
 
 
-def _shared(first: _First, index: int, raw: Raw, decode: Decode) -> Any:
-    """The part `raw` decodes to, as the first pod's object when it is the same."""
-    seen = first.raws[index]
-    if seen is not None and raw == seen:
-        return first.values[index]
-    value = decode(raw)
-    if seen is None:
-        first.raws[index] = raw.copy()  # a copy: `raw` points into the input
-        first.values[index] = value
-    elif value == first.values[index]:
-        return first.values[index]
-    return value
+def _decoded(raws: tuple[Raw, ...]) -> tuple[Any, ...]:
+    return tuple(decode(raw) if raw else default
+                 for raw, (_, decode, default) in zip(raws, _PARTS, strict=True))
+
+
+def _shared(raws: tuple[Raw, ...], first: _First) -> tuple[Any, ...]:
+    """The parts `raws` decode to, each as the first pod's object when it is the same: same
+    text, or different text decoding equal."""
+    values = list(first.values)
+    for index, raw in enumerate(raws):
+        if raw != first.raws[index]:
+            _, decode, default = _PARTS[index]
+            value = decode(raw) if raw else default
+            if value != values[index]:
+                values[index] = value
+    return tuple(values)
 
 
 class PodDecoder:
@@ -148,6 +162,8 @@ class PodDecoder:
                                                                     dec_hook=shared_hook)
         self._page: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_WirePodList,
                                                                      dec_hook=shared_hook)
+        self._items: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
+            tuple[_WirePod, ...], dec_hook=shared_hook)  # type: ignore[valid-type]
 
     def decode(self, data: Buffer) -> Pod:
         wire = self._pod.decode(data)
@@ -166,36 +182,41 @@ class PodDecoder:
             raise
         return PodPage(page.kind, page.api_version, items)
 
+    def decode_items(self, data: Buffer) -> tuple[Pod, ...]:
+        """A JSON array of pods (a run of a list's items)."""
+        wires = self._items.decode(data)
+        try:
+            return tuple(map(self._assemble, wires))
+        except msgspec.DecodeError:
+            _EXACT_ITEMS.decode(data)
+            raise
+
     def _assemble(self, wire: Any) -> Pod:
-        meta = list(msgspec.structs.astuple(wire.metadata))
-        spec = list(msgspec.structs.astuple(wire.spec))
+        meta = msgspec.structs.astuple(wire.metadata)
+        spec = msgspec.structs.astuple(wire.spec)
+        raws = _META_RAWS(meta) + _SPEC_RAWS(spec)
+        refs = raws[0]
+        first = self._firsts.get(bytes(refs)) if refs else None
+        if first is None:
+            values = _decoded(raws)
+            if refs:
+                first = remember(self._firsts, bytes(refs), _First(raws, values),
+                                 limit=_OWNERS_LIMIT)
+        elif raws == first.raws:  # replicas: every part written as the first pod's
+            values = first.values
+        else:
+            values = _shared(raws, first)
         status = wire.status
         if status.conditions:
             status.conditions = status.conditions.copy()
-        refs = meta[_REFS_AT]
-        first = None
-        if refs:
-            key = bytes(refs)
-            first = self._firsts.get(key)
-            if first is None:
-                first = remember(self._firsts, key, _First(len(_META) + len(_SPEC)),
-                                 limit=_OWNERS_LIMIT)
-        if first is None:
-            for values, parts in ((meta, _META), (spec, _SPEC)):
-                for position, decode, default in parts:
-                    raw = values[position]
-                    values[position] = decode(raw) if raw else default
-        else:
-            index = 0
-            for values, parts in ((meta, _META), (spec, _SPEC)):
-                for position, decode, default in parts:
-                    raw = values[position]
-                    values[position] = _shared(first, index, raw, decode) if raw else default
-                    index += 1
-            statuses = status.container_statuses
-            if statuses:
-                if first.statuses is None:
-                    first.statuses = statuses
-                elif statuses == first.statuses:
-                    status.container_statuses = first.statuses
-        return Pod(ObjectMeta(*meta), PodSpec(*spec), status)
+        if first is not None and status.container_statuses:
+            if first.statuses is None:
+                first.statuses = status.container_statuses
+            elif status.container_statuses == first.statuses:
+                status.container_statuses = first.statuses
+        meta_values, spec_values = list(meta), list(spec)
+        for index, position in _META_AT:
+            meta_values[position] = values[index]
+        for index, position in _SPEC_AT:
+            spec_values[position] = values[index]
+        return Pod(ObjectMeta(*meta_values), PodSpec(*spec_values), status)

@@ -157,6 +157,18 @@ class Items:
             return found + 1
         return None
 
+    def run_end(self, start: int, length: int) -> int:
+        """Where the first item that ends `length` or more bytes after `start` ends, by the
+        layout learnt (the end of the last item when none does). A guess, as guess_end's."""
+        marker = self.closer or self.joint
+        found = self.data.find(marker, start + length, self.layout.end) if marker else -1
+        if found >= 0:
+            return found + (len(marker) if self.closer else 1)
+        end = self.layout.end
+        while end > start and self.data[end - 1] in _WHITESPACE:
+            end -= 1
+        return end
+
     def learn(self, end: int, following: int) -> None:
         """In a layout without newlines between items, takes what joins the item that ends at
         `end` to the one starting at `following`, up to its first key, as an item's end."""

@@ -91,6 +91,8 @@ _BATCH = 500  # objects handed to the snapshot at a time, and pages released bet
 # whole line holds all its objects at once. Larger than a page `desched snapshot` writes (500
 # items, ~2.5 MB of production-like pods), which decodes faster in one call.
 _STREAM_LINE = 16 << 20
+# The bytes of a PodList's items decoded in one call (about 400 production-like pods).
+_RUN = 4 << 20
 # Lines are looked for this much at a time (see _line_end).
 _SCAN_CHUNK = 64 << 20
 # How far past the longest item so far an item's end is searched for before finding it exactly.
@@ -133,6 +135,8 @@ Decode = Callable[[Buffer], Any]
 class _Reader:
     def __init__(self, path: str, pods: PodDecoder) -> None:
         self.path = path
+        self._pods = pods
+        self._run = bytearray()  # reused: decoded pods keep nothing of it (PodDecoder)
         # Pods (and PodList pages) go through `pods`, which shares the parts replicas repeat and
         # leaves nothing pointing into the file; every other kind through its own decoder.
         self._decoders: dict[str, Decode] = {
@@ -222,7 +226,7 @@ class _Reader:
         while last > 0 and mm[last] in b" \t\r":
             last -= 1
         if mm[: min(first_end, 64)].lstrip()[:1] == b"{" and mm[last] == ord(b"}"):
-            yield from self._json_lines(mm, size)
+            yield from self._json_lines(mm, size, first_end)
             return
         layout = find_list(mm, size)
         if layout is not None and layout.kind.endswith("List"):
@@ -251,8 +255,27 @@ class _Reader:
         pos: int | None = items.start if items.start < layout.end else None
         index = 0
         head: tuple[str, str] | None = None  # the item's kind and version, when the joint said
+        # A PodList's items are decoded a run at a time once their layout is known.
+        runs = typed == "Pod" and self._accept(typed, layout.api_version)
+        single_until = -1  # where a run that did not decode ended: its items are read singly
         try:
             while pos is not None:
+                pods: Batch | None = None
+                if runs and pos >= single_until and (items.closer or items.joint):
+                    pods, end = self._pod_run(items, pos)
+                    if pods is None:
+                        single_until = end
+                if pods is not None:
+                    if batch:
+                        yield tuple(batch)
+                        batch = []
+                    yield pods
+                    start = released - released % mmap.PAGESIZE
+                    mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+                    released = self.position = end
+                    index += len(pods)
+                    pos = items.next_start(end, index - 1)
+                    continue
                 kind, version = typed, layout.api_version
                 if not typed:
                     kind, version = head or self._item_kind(mm, view, pos, index, where)
@@ -297,6 +320,24 @@ class _Reader:
             yield tuple(batch)
         self.position = layout.end
 
+    def _pod_run(self, items: Items, pos: int) -> tuple[Batch | None, int]:
+        """The pods of about _RUN bytes of a PodList's items from `pos`, decoded in one call, and
+        where the last of them ends; no pods when the run does not decode (an item end guessed
+        inside an item, or a bad item: the caller reads those items one at a time). One call
+        for hundreds of items instead of a search and a call for each: a fifth of the load of
+        the API server's compact List at 150,000 pods (bench/README.md)."""
+        end = items.run_end(pos, _RUN)
+        size = end - pos + 2
+        if len(self._run) < size:
+            self._run = bytearray(size + _RUN)
+        text = memoryview(self._run)[:size]  # the run as a JSON array: `[` items `]`
+        text[0], text[-1] = ord("["), ord("]")
+        text[1:-1] = items.view[pos:end]
+        try:
+            return self._pods.decode_items(text), end
+        except (msgspec.DecodeError, RecursionError):
+            return None, end
+
     def _item_kind(self, mm: mmap.mmap, view: memoryview, pos: int, index: int,
                    where: str) -> tuple[str, str]:
         """An item's kind and apiVersion: read off its first keys when they are those two (as
@@ -313,13 +354,15 @@ class _Reader:
             raise self._fail(f"{where} item {index}", _TOO_DEEP) from None
         return head.kind, head.api_version
 
-    def _json_lines(self, mm: mmap.mmap, size: int) -> Iterator[Batch]:
+    def _json_lines(self, mm: mmap.mmap, size: int, first_end: int) -> Iterator[Batch]:
         """One document per line, decoded in place from the mapping; decoded pages are released
-        from resident memory (they are re-read from the page cache if a lazy field needs them)."""
+        from resident memory (they are re-read from the page cache if a lazy field needs them).
+        `first_end`: where the first line ends, already found (searching for it again is a
+        second pass over the whole file when it is one line)."""
         view = memoryview(mm)
         pos, line_no = 0, 1
         while pos < size:
-            end = _line_end(mm, pos, size)
+            end = first_end if pos == 0 else _line_end(mm, pos, size)
             if end > pos:
                 layout = find_list(mm, end, pos) if end - pos > _STREAM_LINE else None
                 if layout is not None and layout.kind.endswith("List"):
