@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
+
 Outcome = Literal["evicted", "filtered", "limited", "pdb-blocked", "failed", "skipped",
                   "dry-run", "considered"]
 # The pod leaves (or, in a dry run, would leave) its node.
@@ -20,8 +22,11 @@ EVICTED_OUTCOMES = frozenset({"evicted", "dry-run"})
 REFUSED_OUTCOMES = frozenset({"limited", "pdb-blocked", "failed"})
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True, gc=False):
+    """One eviction, refusal or explained verdict. A struct: a cycle at 150,000 pods records
+    one per eviction attempt (189,000 without limits), and a frozen dataclass's __init__ costs
+    ten times as much."""
+
     cycle: int
     outcome: Outcome
     namespace: str
@@ -32,8 +37,7 @@ class Decision:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class Note:
+class Note(msgspec.Struct, frozen=True, gc=False):
     cycle: int
     node: str
     profile: str

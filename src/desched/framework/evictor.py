@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+import msgspec
+
 from desched.framework.decisions import DecisionLog
 from desched.model.pod import Pod
 
@@ -27,8 +29,11 @@ class EvictionLimitError(Exception):
         self.scope = scope
 
 
-@dataclass(frozen=True)
-class ExecutionResult:
+class ExecutionResult(msgspec.Struct, frozen=True, gc=False):
+    """What an executor did with one eviction. A struct, not a dataclass: a cycle at 150,000
+    pods makes one per refused eviction (189,000 without limits), and a frozen dataclass's
+    __init__ costs ten times as much."""
+
     ok: bool
     outcome: Literal["evicted", "pdb-blocked", "failed"] = "evicted"
     message: str = ""

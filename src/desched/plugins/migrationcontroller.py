@@ -11,9 +11,10 @@ cycles on the run's clock.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from datetime import datetime
+
+import msgspec
 
 from desched.framework.decisions import Outcome
 from desched.framework.registry import PluginSpec
@@ -231,7 +232,7 @@ class MigrationController:
             return
         last = decisions[-1]
         if last.outcome == "evicted" and last.namespace == pod.namespace and last.pod == pod.name:
-            decisions[-1] = dataclasses.replace(last, reason="; ".join([last.reason, *extra]))
+            decisions[-1] = msgspec.structs.replace(last, reason="; ".join([last.reason, *extra]))
 
 
 SPEC = PluginSpec(
