@@ -137,8 +137,8 @@ def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     runs: list[int] = []
     real = PodDecoder.decode_items
 
-    def counted(self: PodDecoder, data: Any) -> Any:
-        pods = real(self, data)
+    def counted(self: PodDecoder, data: Any, **options: Any) -> Any:
+        pods = real(self, data, **options)
         runs.append(len(pods))
         return pods
 
@@ -192,3 +192,25 @@ def test_a_bad_item_in_a_run_is_named_as_item_by_item(
         load_snapshot([write(tmp_path, "bad.json", text)])
     assert "line 1 item 40 (Pod)" in str(err.value)
     assert "Expected `str`, got `int` - at `$.metadata.name`" in str(err.value)
+
+
+@pytest.mark.parametrize("layout", ["compact", "pretty"])
+def test_a_kind_list_of_pods_is_read_in_runs_and_what_is_no_pod_item_by_item(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    """kubectl's `kind: List`: nodes, then pods, with an item of no kind and a Pod of another
+    API group among them. Runs decode the pods; a run holding anything else is read one item
+    at a time, so those two are counted as unsupported, never taken for pods."""
+    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "_RUN", 30_000)
+    runs = _count_runs(monkeypatch)
+    items = cluster(400)
+    odd = [{k: v for k, v in heavy_pod(9000).items() if k != "kind"},
+           dict(heavy_pod(9001), apiVersion="example.com/v1")]
+    mixed = items[:200] + odd + items[200:]
+    text = api_list(mixed) if layout == "compact" else kubectl_json(mixed)
+    warnings: list[str] = []
+    snap = load_snapshot([write(tmp_path, "list.json", text)], warn=warnings.append)
+    same(snap, reference(tmp_path, items))
+    assert len(runs) > 3 and sum(runs) > 200
+    assert any(w.endswith("1 object(s) of unsupported kind v1/") for w in warnings), warnings
+    assert any("example.com/v1/Pod" in w for w in warnings), warnings

@@ -193,8 +193,8 @@ def test_every_form_decodes_pods_through_the_pod_decoder(
         decoded.extend(p.metadata.name for p in out.items)
         return out
 
-    def run(self: PodDecoder, data: Any) -> Any:
-        out = real_run(self, data)
+    def run(self: PodDecoder, data: Any, **options: Any) -> Any:
+        out = real_run(self, data, **options)
         decoded.extend(p.metadata.name for p in out)
         return out
 

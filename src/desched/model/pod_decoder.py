@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from operator import itemgetter
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -102,6 +102,16 @@ _WirePod = msgspec.defstruct(
      ("spec", _WireSpec, msgspec.field(default_factory=_WireSpec)),
      ("status", PodStatus, msgspec.field(default_factory=PodStatus))],
     tag_field="kind", tag="Pod", gc=False, module=__name__)
+# An item of a `kind: List` (kubectl's form): a pod only if it says so, in the core group.
+_WireListedPod = msgspec.defstruct(
+    "WireListedPod",
+    [("kind", Literal["Pod"]),
+     ("api_version", Annotated[str, msgspec.Meta(pattern="^[^/]*$")],
+      msgspec.field(default="", name="apiVersion")),
+     ("metadata", _WireMeta, msgspec.field(default_factory=_WireMeta)),
+     ("spec", _WireSpec, msgspec.field(default_factory=_WireSpec)),
+     ("status", PodStatus, msgspec.field(default_factory=PodStatus))],
+    gc=False, module=__name__)
 _WirePodList = msgspec.defstruct(
     "WirePodList",
     [("kind", str, ""), ("api_version", str, ""),
@@ -164,6 +174,8 @@ class PodDecoder:
                                                                      dec_hook=shared_hook)
         self._items: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
             tuple[_WirePod, ...], dec_hook=shared_hook)  # type: ignore[valid-type]
+        self._listed: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
+            tuple[_WireListedPod, ...], dec_hook=shared_hook)  # type: ignore[valid-type]
 
     def decode(self, data: Buffer) -> Pod:
         wire = self._pod.decode(data)
@@ -182,9 +194,10 @@ class PodDecoder:
             raise
         return PodPage(page.kind, page.api_version, items)
 
-    def decode_items(self, data: Buffer) -> tuple[Pod, ...]:
-        """A JSON array of pods (a run of a list's items)."""
-        wires = self._items.decode(data)
+    def decode_items(self, data: Buffer, *, listed: bool = False) -> tuple[Pod, ...]:
+        """A JSON array of pods: a run of a PodList's items, or with `listed` of a `kind: List`'s
+        (each must then name its kind, Pod, and an apiVersion of the core group)."""
+        wires = (self._listed if listed else self._items).decode(data)
         try:
             return tuple(map(self._assemble, wires))
         except msgspec.DecodeError:

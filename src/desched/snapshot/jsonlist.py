@@ -134,6 +134,7 @@ class Items:
         # Compact layouts: `}`, the separator and the next item's first key (or apiVersion and
         # kind, then in `head`), once learnt; `lead` is where the next item starts in it.
         self.joint = b""
+        self.run_joint = b""  # the joint up to the next item's kind: any item's end
         self.lead = 0
         self.head: tuple[str, str] | None = None
         self.follows = -1  # the next item's start when the last guess came from the joint
@@ -157,13 +158,18 @@ class Items:
             return found + 1
         return None
 
-    def run_end(self, start: int, length: int) -> int:
+    def run_end(self, start: int, length: int) -> int | None:
         """Where the first item that ends `length` or more bytes after `start` ends, by the
-        layout learnt (the end of the last item when none does). A guess, as guess_end's."""
-        marker = self.closer or self.joint
-        found = self.data.find(marker, start + length, self.layout.end) if marker else -1
+        layout learnt, whatever the next item's kind (the end of the last item when the list
+        ends first); None when no item end is found within another `length` bytes. A guess,
+        as guess_end's."""
+        marker = self.closer or self.run_joint
+        stop = min(start + 2 * length, self.layout.end)
+        found = self.data.find(marker, start + length, stop) if marker else -1
         if found >= 0:
             return found + (len(marker) if self.closer else 1)
+        if stop < self.layout.end:
+            return None
         end = self.layout.end
         while end > start and self.data[end - 1] in _WHITESPACE:
             end -= 1
@@ -178,11 +184,13 @@ class Items:
         head = ITEM_HEAD.match(self.data, following, limit)
         key = head or _FIRST_KEY.match(self.data, following, limit)
         self.joint = self.data[end - 1: key.end()] if key is not None else b""
+        self.run_joint = self.joint
         self.lead = following - (end - 1)
         self.head = None
         if head is not None:
             version, kind = head.group(1, 2)
             self.head = kind.decode(), version.decode()
+            self.run_joint = self.data[end - 1: head.start(2)]  # up to the kind's value
 
     def exact_end(self, start: int, index: int) -> int:
         return skip_item(self.view, start, index)

@@ -91,7 +91,8 @@ _BATCH = 500  # objects handed to the snapshot at a time, and pages released bet
 # whole line holds all its objects at once. Larger than a page `desched snapshot` writes (500
 # items, ~2.5 MB of production-like pods), which decodes faster in one call.
 _STREAM_LINE = 16 << 20
-# The bytes of a PodList's items decoded in one call (about 400 production-like pods).
+# The bytes of a list's items decoded in one call (about 400 production-like pods), at most a
+# 64th of the list: what a run holds at once stays small beside what the list decodes to.
 _RUN = 4 << 20
 # Lines are looked for this much at a time (see _line_end).
 _SCAN_CHUNK = 64 << 20
@@ -255,14 +256,16 @@ class _Reader:
         pos: int | None = items.start if items.start < layout.end else None
         index = 0
         head: tuple[str, str] | None = None  # the item's kind and version, when the joint said
-        # A PodList's items are decoded a run at a time once their layout is known.
-        runs = typed == "Pod" and self._accept(typed, layout.api_version)
+        # A PodList's items, or a `kind: List`'s while they are pods, are decoded a run at a
+        # time once their layout is known.
+        runs = typed == "" or (typed == "Pod" and self._accept(typed, layout.api_version))
         single_until = -1  # where a run that did not decode ended: its items are read singly
+        run_bytes = max(1 << 16, min(_RUN, (layout.end - layout.first) // 64))
         try:
             while pos is not None:
                 pods: Batch | None = None
-                if runs and pos >= single_until and (items.closer or items.joint):
-                    pods, end = self._pod_run(items, pos)
+                if runs and pos >= single_until and (items.closer or items.run_joint):
+                    pods, end = self._pod_run(items, pos, run_bytes, listed=not typed)
                     if pods is None:
                         single_until = end
                 if pods is not None:
@@ -274,7 +277,7 @@ class _Reader:
                     mm.madvise(mmap.MADV_DONTNEED, start, end - start)
                     released = self.position = end
                     index += len(pods)
-                    pos = items.next_start(end, index - 1)
+                    pos, head = items.next_start(end, index - 1), None
                     continue
                 kind, version = typed, layout.api_version
                 if not typed:
@@ -320,21 +323,24 @@ class _Reader:
             yield tuple(batch)
         self.position = layout.end
 
-    def _pod_run(self, items: Items, pos: int) -> tuple[Batch | None, int]:
-        """The pods of about _RUN bytes of a PodList's items from `pos`, decoded in one call, and
+    def _pod_run(self, items: Items, pos: int, length: int,
+                 listed: bool) -> tuple[Batch | None, int]:
+        """The pods of about `length` bytes of a list's items from `pos`, decoded in one call, and
         where the last of them ends; no pods when the run does not decode (an item end guessed
-        inside an item, or a bad item: the caller reads those items one at a time). One call
-        for hundreds of items instead of a search and a call for each: a fifth of the load of
-        the API server's compact List at 150,000 pods (bench/README.md)."""
-        end = items.run_end(pos, _RUN)
+        inside an item, a bad item, or in a `kind: List` (`listed`) an item that is no pod:
+        the caller reads those items one at a time). One call for hundreds of items instead of
+        a search and a call for each (bench/README.md, "Load in two steps")."""
+        end = items.run_end(pos, length)
+        if end is None:
+            return None, pos + length
         size = end - pos + 2
         if len(self._run) < size:
-            self._run = bytearray(size + _RUN)
+            self._run = bytearray(size + size // 2)
         text = memoryview(self._run)[:size]  # the run as a JSON array: `[` items `]`
         text[0], text[-1] = ord("["), ord("]")
         text[1:-1] = items.view[pos:end]
         try:
-            return self._pods.decode_items(text), end
+            return self._pods.decode_items(text, listed=listed), end
         except (msgspec.DecodeError, RecursionError):
             return None, end
 
