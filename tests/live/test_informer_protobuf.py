@@ -174,6 +174,23 @@ async def test_a_watch_list_stream_fills_the_store_as_pages_do(kind: str, protob
         [comparable(o) for o in paged.values()]
 
 
+@pytest.mark.parametrize("version", ["33", "36"])
+async def test_json_pods_share_what_replicas_repeat(version: str) -> None:
+    """Pods listed as JSON (pages, or a watch-list stream from 1.34 on) are decoded in two
+    steps: replicas of one owner hold one copy of each repeated part, and only the annotations
+    a decision reads."""
+    store = await listed(Server(protobuf=False, version=version), "Pod")
+    web = sorted((pod for pod in store.values() if pod.name.startswith("web-")),
+                 key=lambda pod: pod.name)
+    assert len(web) == 3
+    for other in web[1:]:
+        assert other.spec.containers is web[0].spec.containers
+        assert other.metadata.owner_references is web[0].metadata.owner_references
+        assert other.metadata.labels is web[0].metadata.labels
+    assert set(web[0].metadata.annotations) == {"descheduler.alpha.kubernetes.io/evict",
+                                                "kubernetes.io/config.source"}
+
+
 async def test_older_servers_are_listed_page_by_page() -> None:
     server = Server(version="33")
     await listed(server, "Pod")

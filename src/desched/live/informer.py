@@ -42,6 +42,7 @@ from desched.live.client import (
 from desched.model import proto_decode
 from desched.model.kinds import JSON_DECODERS, TYPES
 from desched.model.meta import shared_hook, trim_annotations
+from desched.model.pod_decoder import PodDecoder
 from desched.model.proto_decode import ProtobufError
 from desched.model.resources import Resource, resources_for
 from desched.model.sharing import detach
@@ -157,6 +158,9 @@ class Informer:
         self.handlers: list[Handler] = []
         self._decoder = JSON_DECODERS[resource.kind]
         self._page_decoder = PAGE_DECODERS[resource.kind]
+        # Pods listed as JSON are decoded in two steps, their repeated parts once per owner
+        # (model/pod_decoder.py), by a decoder that lives for one list.
+        self._two_step = resource.kind == "Pod"
         # Pods and nodes (the bulk of a cluster) are listed as protobuf where the server speaks
         # it: a fifth of the API server's JSON encoding time, a third of the bytes. A stand-in
         # client without the attribute (benchmarks, tests) gets JSON.
@@ -307,6 +311,7 @@ class Informer:
         store: dict[str, Any] = {}
         params = {"limit": str(self.page_size)}
         rv = ""
+        pods = PodDecoder() if self._two_step else None
         while True:
             what = f"list {resource.label}"
             try:
@@ -319,7 +324,7 @@ class Informer:
                     raise Gone from None  # the continue token expired: start over
                 raise self._list_error(err) from None
             try:
-                items, page_rv, token = self._decode_page(body)
+                items, page_rv, token, detached = self._decode_page(body, pods)
             except (msgspec.DecodeError, ProtobufError) as err:
                 raise InputError(self.client.server,
                                  f"cannot decode the list of {resource.label}: {err}") from None
@@ -327,7 +332,8 @@ class Informer:
             for obj in items:
                 key, kept = self._kept(old, obj, fresh)
                 store[key] = kept
-            detach(fresh)  # the page's body must not stay alive with its pods
+            if not detached:
+                detach(fresh)  # the page's body must not stay alive with its pods
             rv = page_rv or rv
             if not token:
                 break
@@ -346,13 +352,14 @@ class Informer:
                   "resourceVersionMatch": "NotOlderThan", "allowWatchBookmarks": "true",
                   "timeoutSeconds": str(max(1, int(self.watch_timeout)))}
         options = {"protobuf": True} if self._protobuf else {}
+        pods = PodDecoder() if self._two_step and not self._protobuf else None
         try:
             async with self.client.stream(resource.path, params, what=what,
                                           read_timeout=self.watch_timeout * 2 + 30,
                                           **options) as events:
                 async for frame in events:
                     try:
-                        kind, obj, rv, end = self._decode_event(frame)
+                        kind, obj, rv, end = self._decode_event(frame, pods)
                     except (msgspec.DecodeError, ProtobufError) as err:
                         raise InputError(self.client.server,
                                          f"cannot decode the {what} stream: {err}") from None
@@ -360,7 +367,8 @@ class Informer:
                         code, reason, message = obj
                         raise ApiError(code, reason, message, what)
                     if end:
-                        detach(fresh)
+                        if pods is None:
+                            detach(fresh)
                         self._listed(store, rv)
                         return
                     if obj is None:
@@ -371,7 +379,8 @@ class Informer:
                     key, kept = self._kept(old, obj, fresh)
                     store[key] = kept
                     if len(fresh) >= self.page_size:
-                        detach(fresh)
+                        if pods is None:
+                            detach(fresh)
                         fresh = []
         except ApiError as err:
             if err.code in (400, 422):  # the server does not take sendInitialEvents
@@ -379,10 +388,12 @@ class Informer:
             raise self._list_error(err) from None
         raise ConnectionLost(f"{what}: the stream ended before its initial events")
 
-    def _decode_event(self, frame: bytes) -> tuple[str, Any, str, bool]:
+    def _decode_event(self, frame: bytes,
+                      pods: PodDecoder | None = None) -> tuple[str, Any, str, bool]:
         """(type, lean object or None, resourceVersion, ends the initial events) of a watch
         event, a JSON line or a protobuf frame (a WatchEvent message starts with field 1,
-        never with "{"). An ERROR's object is its (code, reason, message)."""
+        never with "{"); JSON pods through `pods` when given. An ERROR's object is its (code,
+        reason, message)."""
         if frame[:1] != b"{":
             return proto_decode.decode_event(frame, self.resource.kind)
         event = _event_decoder.decode(frame)
@@ -395,14 +406,18 @@ class Informer:
             meta = _bookmark_decoder.decode(event.object).metadata
             end = meta.annotations.get(proto_decode.INITIAL_EVENTS_END) == "true"
             return "BOOKMARK", None, meta.resource_version, end
-        return event.type, self._decoder.decode(event.object), "", False
+        decoder = self._decoder if pods is None else pods
+        return event.type, decoder.decode(event.object), "", False
 
-    def _decode_page(self, body: bytes) -> tuple[Sequence[Any], str, str]:
-        """(objects, resourceVersion, continue token) of a list page, JSON or protobuf."""
+    def _decode_page(self, body: bytes,
+                     pods: PodDecoder | None) -> tuple[Sequence[Any], str, str, bool]:
+        """(objects, resourceVersion, continue token, whether the objects are detached from
+        `body` already) of a list page, JSON or protobuf; JSON pods through `pods`."""
         if body.startswith(proto_decode.MAGIC):
-            return proto_decode.decode_list(body, self.resource.kind)
-        page = self._page_decoder.decode(body)
-        return page.items or (), page.metadata.resource_version, page.metadata.continue_
+            return (*proto_decode.decode_list(body, self.resource.kind), False)
+        page = self._page_decoder.decode(body) if pods is None else pods.decode_page(body)
+        return (page.items or (), page.metadata.resource_version, page.metadata.continue_,
+                pods is not None)
 
     async def _watch(self, rv: str) -> None:
         """Apply watch events from `rv` until the stream ends (self.resource_version follows

@@ -112,10 +112,18 @@ _WireListedPod = msgspec.defstruct(
      ("spec", _WireSpec, msgspec.field(default_factory=_WireSpec)),
      ("status", PodStatus, msgspec.field(default_factory=PodStatus))],
     gc=False, module=__name__)
+class ListMeta(msgspec.Struct, rename="camel", gc=False):
+    """A list page's metadata: where its version stands, and how to ask for the next page."""
+
+    resource_version: str = ""
+    continue_: str = msgspec.field(default="", name="continue")
+
+
 _WirePodList = msgspec.defstruct(
     "WirePodList",
     [("kind", str, ""), ("api_version", str, ""),
-     ("items", tuple[_WirePod, ...], ())],  # type: ignore[valid-type]
+     ("metadata", ListMeta, msgspec.field(default_factory=ListMeta)),
+     ("items", tuple[_WirePod, ...] | None, ())],  # type: ignore[valid-type]
     rename="camel", module=__name__)
 
 
@@ -123,11 +131,13 @@ _EXACT_ITEMS = msgspec.json.Decoder(tuple[Pod, ...], dec_hook=shared_hook)
 
 
 class PodPage(msgspec.Struct, gc=False):
-    """A decoded PodList page, read as the page decoders' own (kind, apiVersion, items)."""
+    """A decoded PodList page, read as the page decoders' own (kind, apiVersion, items), and
+    its list metadata (an API server's page)."""
 
     kind: str
     api_version: str
     items: tuple[Pod, ...]
+    metadata: ListMeta
 
 
 class _First:
@@ -188,11 +198,11 @@ class PodDecoder:
     def decode_page(self, data: Buffer) -> PodPage:
         page = self._page.decode(data)
         try:
-            items = tuple(map(self._assemble, page.items))
+            items = tuple(map(self._assemble, page.items or ()))
         except msgspec.DecodeError:
             PAGE_DECODERS["PodList"].decode(data)
             raise
-        return PodPage(page.kind, page.api_version, items)
+        return PodPage(page.kind, page.api_version, items, page.metadata)
 
     def decode_items(self, data: Buffer, *, listed: bool = False) -> tuple[Pod, ...]:
         """A JSON array of pods: a run of a PodList's items, or with `listed` of a `kind: List`'s
