@@ -5,9 +5,11 @@ JSON is decoded from bytes straight into the lean structs. A file whose lines ar
 document (what `desched snapshot` writes: one list page per line) is memory-mapped and decoded in
 place, page by page, so a 150,000-pod cluster never has to sit in memory as text; a line too
 large to be a page (the API server's own compact List, one line for the whole cluster) and a
-multi-line List (kubectl's) are decoded in place an item at a time. YAML is parsed
-with the C loader and goes through the same JSON decoders, so both formats give identical objects
-and error messages.
+multi-line List (kubectl's) are decoded in place a run of pods or an item at a time. Pods go
+through one PodDecoder per load (model/pod_decoder.py), which shares what replicas repeat. YAML
+is read an item at a time through rapidyaml (snapshot/yamlstream.py; PyYAML's C loader where
+YAML 1.1 reads the text otherwise) and goes through the same JSON decoders, so every format
+gives identical objects and error messages.
 """
 
 from __future__ import annotations
