@@ -32,11 +32,9 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
              "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
             for d in log.decisions if d.outcome == "dry-run"
         ],
-        "refusals": [
-            {"cycle": d.cycle, "outcome": d.outcome, "namespace": d.namespace, "pod": d.pod,
-             "node": d.node, "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
-            for d in log.decisions if d.outcome in REFUSED_OUTCOMES
-        ],
+        # A Decision encodes as a refusal's object (its fields, in their order): no dict per
+        # refusal (161,000 of them in an unlimited cycle at 150,000 pods).
+        "refusals": [d for d in log.decisions if d.outcome in REFUSED_OUTCOMES],
         "skipped": kept,  # the name of the first version; "kept" is what the text says
         "kept": kept,
         "notes": [{"cycle": n.cycle, "node": n.node, "profile": n.profile, "plugin": n.plugin,
