@@ -13,13 +13,20 @@ from protobuf_fixtures import MINIMAL_POD, NODE, RICH_POD, comparable, envelope,
 
 from desched.errors import InputError
 from desched.live.client import ApiClient, ApiError, ConnectionLost
-from desched.live.informer import Informer
+from desched.live.informer import WATCH_LIST_GATE, Informer
 from desched.model.resources import BY_KIND
 from desched.util.backoff import Backoff
 
 pytestmark = pytest.mark.asyncio
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+@pytest.fixture(autouse=True)
+def _watch_list_gate_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream tests below need client-go's WatchListClient gate on, as a user sets it
+    (off by default: test_pages_unless_the_watch_list_gate_is_on)."""
+    monkeypatch.setenv(WATCH_LIST_GATE, "true")
 
 
 def named(obj: dict[str, Any], name: str) -> dict[str, Any]:
@@ -189,6 +196,27 @@ async def test_json_pods_share_what_replicas_repeat(version: str) -> None:
         assert other.metadata.labels is web[0].metadata.labels
     assert set(web[0].metadata.annotations) == {"descheduler.alpha.kubernetes.io/evict",
                                                 "kubernetes.io/config.source"}
+
+
+@pytest.mark.parametrize("value", [None, "false", "0", "maybe"])
+async def test_pages_unless_the_watch_list_gate_is_on(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        value: str | None) -> None:
+    """A server that offers the stream (1.36) is still listed page by page unless
+    KUBE_FEATURE_WatchListClient is true, as client-go reads its gate; a value that is no
+    boolean is said once in the log."""
+    if value is None:
+        monkeypatch.delenv(WATCH_LIST_GATE)
+    else:
+        monkeypatch.setenv(WATCH_LIST_GATE, value)
+    server = Server(version="36")
+    store = await listed(server, "Pod")
+    assert server.watch_lists == 0 and lists(server, "/api/v1/pods") == 2 and store
+    warned = [r.getMessage() for r in caplog.records if WATCH_LIST_GATE in r.getMessage()]
+    assert len(warned) == (1 if value == "maybe" else 0)
+    monkeypatch.setenv(WATCH_LIST_GATE, "True")
+    await listed(server, "Pod")
+    assert server.watch_lists == 1
 
 
 async def test_older_servers_are_listed_page_by_page() -> None:

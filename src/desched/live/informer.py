@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -114,6 +115,24 @@ class _WatchListRefused(Exception):
     """The server refused a watch-list request (400/422: sendInitialEvents not enabled)."""
 
 
+WATCH_LIST_GATE = "KUBE_FEATURE_WatchListClient"
+_TRUE, _FALSE = ("1", "t", "true"), ("0", "f", "false")
+
+
+def watch_list_gate() -> bool:
+    """Whether the initial state is streamed by a watch (sendInitialEvents) where the server
+    offers it: client-go's WatchListClient gate, read as client-go reads it from the
+    environment (`KUBE_FEATURE_WatchListClient=true`). Off unless set: at 150,000 pods on
+    kube-apiserver 1.36 the stream cost desched twice the CPU of protobuf pages and the server
+    more too, and the sync took longer; it spares the server only the pages' transient memory
+    (bench/README.md, "A real API server")."""
+    value = os.environ.get(WATCH_LIST_GATE, "").strip().lower()
+    if value and value not in _TRUE + _FALSE:
+        log.warning("%s=%s is not a boolean; the initial state is listed page by page",
+                    WATCH_LIST_GATE, os.environ[WATCH_LIST_GATE])
+    return value in _TRUE
+
+
 def _same_content(kept: Any, listed: Any) -> bool:
     """Whether a listed object equals the one the store holds, leaving out the values a Pod
     caches from its own fields (requests, QoS, signatures...)."""
@@ -138,14 +157,15 @@ class Informer:
 
     def __init__(self, client: ApiClient, resource: Resource, *, page_size: int = 500,
                  backoff: Backoff | None = None, watch_timeout: float = 300.0,
-                 poll_interval: float = 60.0, watch_list: bool = True) -> None:
+                 poll_interval: float = 60.0, watch_list: bool | None = None) -> None:
         self.client = client
         self.resource = resource
         self.page_size = page_size
         self.backoff = backoff or Backoff()
         self.watch_timeout = watch_timeout
         self.poll_interval = poll_interval
-        self.watch_list = watch_list  # the initial state by a watch stream, where offered
+        # The initial state by a watch stream where offered; None: as the environment says.
+        self.watch_list = watch_list_gate() if watch_list is None else watch_list
         self.store: dict[str, Any] = {}
         self.resource_version = ""
         self.synced = asyncio.Event()
@@ -254,9 +274,10 @@ class Informer:
         """Fill a fresh store with every object of the kind, swapped in whole, so a snapshot
         never sees a half-listed kind; the list's resourceVersion is where watching starts.
 
-        Where the server offers it (watch_list, ApiClient.offers_watch_list) the initial state
-        comes as a watch stream (sendInitialEvents) that ends at a bookmark, which spares the
-        server building list pages; otherwise, or if the server refuses it, page by page.
+        With watch_list (watch_list_gate) and where the server offers it
+        (ApiClient.offers_watch_list), the initial state comes as a watch stream
+        (sendInitialEvents) that ends at a bookmark, which spares the server building list
+        pages; otherwise, or if the server refuses it, page by page.
 
         An object the old store holds unchanged is kept rather than its new copy: a relist
         (after a 410, every few minutes on a busy cluster) then never holds two copies of the
