@@ -1,12 +1,13 @@
 """Pods decoded in two steps, so the replicas of a workload decode their repeated parts once.
 
-The wire form leaves each part that replicas repeat (labels, owner references, containers,
-volumes, tolerations, node selector, affinity, spread constraints) as raw JSON text, which costs
-msgspec little more than skipping it. A pod is then assembled part by part against its owner's
-first pod: a part whose text equals that pod's is that pod's decoded part, with no decoding at
-all; one that differs is decoded, and still shared when it decodes equal (the same values
-written in another order). This replaces decoding every part and then comparing it
-(model/sharing.py), which cost twice as much at 150,000 pods (bench/README.md, "Load").
+The wire form leaves each part that replicas repeat (owner references, labels, annotations,
+containers, init containers, volumes, tolerations, node selector, affinity, spread constraints)
+as raw JSON text, which costs msgspec little more than skipping it. A pod is then assembled
+against its owner's first pod: a part whose text equals that pod's is that pod's decoded part,
+with no decoding at all; one that differs is decoded, and still shared when it decodes equal
+(the same values written in another order). This replaces decoding every part and then
+comparing it (model/sharing.py, still used for watch events and protobuf), which cost twice as
+much at 150,000 pods (bench/README.md, "Load in two steps").
 
 Annotations are a part like the others, kept reduced to the ones a decision reads (as
 meta.trim_annotations keeps them): replicas' annotations are decoded and reduced once.
