@@ -210,3 +210,21 @@ def test_any_document_pyyaml_writes_reads_alike(value: Any, width: int, style: s
     text = yaml.safe_dump([{"v": value}], width=width, default_style=style,
                           default_flow_style=flow, allow_unicode=True)
     _assert_read_alike(text)
+
+
+def test_an_items_kind_is_read_whatever_its_keys_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubectl sorts keys (apiVersion, kind first), and the kind is read off them; an item
+    written otherwise, or of another API group, is read as PyYAML reading the whole file
+    reads it."""
+    unsorted = "- kind: Pod\n  apiVersion: v1\n" + "\n".join(
+        "  " + line for line in yaml.safe_dump({k: v for k, v in pod("late").items()
+                                                if k not in ("kind", "apiVersion")}).splitlines())
+    grouped = dict(pod("grouped"), apiVersion="example.com/v1")
+    head, _, tail = kubectl_yaml([NODE, pod("early"), grouped]).partition("kind: List\n")
+    path = write(tmp_path, "order.yaml", head.rstrip("\n") + "\n" + unsorted + "\nkind: List\n"
+                 + tail)
+    objects = read(path)
+    assert [type(o).__name__ for o in objects] == ["Node", "Pod", "Pod"]
+    assert [o.metadata.name for o in objects[1:]] == ["early", "late"]
+    assert objects == read_whole(path, monkeypatch)
