@@ -32,10 +32,20 @@ _SEPARATOR = re.compile(rb"[ \t\r\n]*(?:(,)[ \t\r\n]*|$)")
 _TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
 _FIRST_KEY = re.compile(rb'\{[ \t\r\n]*"[^"\\]*"[ \t\r\n]*:')
 # An item whose first keys are apiVersion then kind (kubectl sorts keys); plain names only.
-ITEM_HEAD = re.compile(
+_ITEM_HEAD = re.compile(
     rb'\{\s*"apiVersion"\s*:\s*"([A-Za-z0-9./-]*)"\s*,\s*"kind"\s*:\s*"([A-Za-z0-9]*)"')
 _HEAD_WINDOW = 1 << 16  # the top-level keys before `items` (apiVersion, kind, metadata)
 _TAIL_WINDOW = 1 << 16  # and after it
+
+
+def item_head(data: bytes | memoryview | mmap.mmap, pos: int = 0) -> tuple[str, str] | None:
+    """(kind, apiVersion) of the item at `pos`, read off its first keys when they are
+    apiVersion then kind (kubectl sorts keys); None otherwise (decode the item's header)."""
+    match = _ITEM_HEAD.match(data, pos, pos + 512)
+    if match is None:
+        return None
+    version, kind = match.group(1, 2)
+    return kind.decode(), version.decode()
 
 
 class _Header(msgspec.Struct, rename="camel"):
@@ -181,7 +191,7 @@ class Items:
         if self.closer:
             return
         limit = min(following + 512, self.layout.end)
-        head = ITEM_HEAD.match(self.data, following, limit)
+        head = _ITEM_HEAD.match(self.data, following, limit)
         key = head or _FIRST_KEY.match(self.data, following, limit)
         self.joint = self.data[end - 1: key.end()] if key is not None else b""
         self.run_joint = self.joint

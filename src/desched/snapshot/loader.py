@@ -43,11 +43,11 @@ from desched.model.pod_decoder import PodDecoder
 from desched.snapshot import yamlstream
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.jsonlist import (
-    ITEM_HEAD,
     ItemError,
     Items,
     ListLayout,
     find_list,
+    item_head,
     skip_item,
 )
 from desched.util import yamlguard
@@ -102,6 +102,13 @@ _SCAN_CHUNK = 64 << 20
 _GUESS_SLACK = 64 << 10
 
 
+def _release(mm: mmap.mmap, start: int, end: int) -> None:
+    """Drop the pages of the mapping from `start` (rounded down to a page) to `end` from
+    resident memory; they are read again from the page cache if touched."""
+    aligned = start - start % mmap.PAGESIZE
+    mm.madvise(mmap.MADV_DONTNEED, aligned, end - aligned)
+
+
 def _line_end(mm: mmap.mmap, pos: int, size: int) -> int:
     """Where the line at `pos` ends. Searching faults the pages in and a line may be the whole
     file (the API server's compact List: measured, 700 MB resident before the first item was
@@ -111,8 +118,7 @@ def _line_end(mm: mmap.mmap, pos: int, size: int) -> int:
         found = mm.find(b"\n", pos, stop)
         if found >= 0:
             return found
-        start = pos - pos % mmap.PAGESIZE
-        mm.madvise(mmap.MADV_DONTNEED, start, stop - start)
+        _release(mm, pos, stop)
         pos = stop
     return size
 
@@ -199,12 +205,11 @@ class _Reader:
         """One item of a List whose items are `item_kind` ("" for `kind: List`: each names its
         own), or None when its kind is not one desched reads."""
         kind, version = item_kind, api_version
-        # Read off its first keys when they are apiVersion and kind (kubectl sorts keys): a
-        # header decode skims the whole item, 5 % of a YAML List's load.
-        match = ITEM_HEAD.match(raw, 0, 512) if item_kind == "" and isinstance(raw, bytes) \
-            else None
-        if match is not None:
-            version, kind = match.group(1).decode(), match.group(2).decode()
+        # Read off its first keys when it can be: a header decode skims the whole item (5 % of
+        # a YAML List's load).
+        known = item_head(raw) if item_kind == "" else None
+        if known is not None:
+            kind, version = known
         elif item_kind == "":
             try:
                 head = _item_header.decode(raw)
@@ -281,8 +286,7 @@ class _Reader:
                         yield tuple(batch)
                         batch = []
                     yield pods
-                    start = released - released % mmap.PAGESIZE
-                    mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+                    _release(mm, released, end)
                     released = self.position = end
                     index += len(pods)
                     pos, head = items.next_start(end, index - 1), None
@@ -313,8 +317,7 @@ class _Reader:
                 if len(batch) >= _BATCH:
                     yield tuple(batch)
                     batch = []
-                    start = released - released % mmap.PAGESIZE
-                    mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+                    _release(mm, released, end)
                     released = end
                 if follows >= 0:  # the joint found holds the next item's start (and kind)
                     pos, head = follows, items.head
@@ -356,10 +359,9 @@ class _Reader:
                    where: str) -> tuple[str, str]:
         """An item's kind and apiVersion: read off its first keys when they are those two (as
         kubectl sorts them), else by decoding its header."""
-        match = ITEM_HEAD.match(mm, pos, pos + 512)
-        if match is not None:
-            version, kind = match.group(1, 2)
-            return kind.decode(), version.decode()
+        known = item_head(mm, pos)
+        if known is not None:
+            return known
         try:
             head = _item_header.decode(view[pos:skip_item(view, pos, index)])
         except msgspec.DecodeError as err:
@@ -384,8 +386,7 @@ class _Reader:
                 else:
                     self.position = end
                     yield from self.json_document(view[pos:end], f"line {line_no}")
-                start = pos - pos % mmap.PAGESIZE
-                mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+                _release(mm, pos, end)
             pos, line_no = end + 1, line_no + 1
 
     def _split_json(self, data: bytes) -> list[bytes]:
@@ -497,8 +498,7 @@ class _Reader:
                         batch.append(obj)
             self.position = end = span.end
             yield tuple(batch)
-            start = released - released % mmap.PAGESIZE
-            mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+            _release(mm, released, end)
             released = end
 
     def _yaml_item(self, parser: yamlstream.Parser, piece: memoryview, item_kind: str,
