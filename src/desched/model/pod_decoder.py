@@ -74,12 +74,13 @@ def _decoders(real: type, names: tuple[str, ...]) -> list[tuple[int, Decode, Any
     order = [info.name for info in infos]
     out: list[tuple[int, Decode, Any]] = []
     for name in names:
-        info = infos[order.index(name)]
+        position = order.index(name)
+        info = infos[position]
         default = info.default if info.default_factory is msgspec.NODEFAULT \
             else info.default_factory()
         decode = _kept_annotations if name == "annotations" \
             else msgspec.json.Decoder(info.type, dec_hook=shared_hook).decode
-        out.append((order.index(name), decode, default))
+        out.append((position, decode, default))
     return out
 
 
@@ -95,24 +96,23 @@ _META_AT = [(index, position) for index, (position, _, _) in enumerate(_META)]
 _SPEC_AT = [(len(_META) + index, position) for index, (position, _, _) in enumerate(_SPEC)]
 
 
-# The status is decoded whole: what desched reads of it differs from pod to pod. Only what
-# the JSON of a pod carries: Pod's derived fields are never read from input.
-_WirePod = msgspec.defstruct(
-    "WirePod",
-    [("metadata", _WireMeta, msgspec.field(default_factory=_WireMeta)),
-     ("spec", _WireSpec, msgspec.field(default_factory=_WireSpec)),
-     ("status", PodStatus, msgspec.field(default_factory=PodStatus))],
-    tag_field="kind", tag="Pod", gc=False, module=__name__)
+# What the JSON of a pod carries (Pod's derived fields are never read from input). The status
+# is decoded whole: what desched reads of it differs from pod to pod.
+_BODY = [("metadata", _WireMeta, msgspec.field(default_factory=_WireMeta)),
+         ("spec", _WireSpec, msgspec.field(default_factory=_WireSpec)),
+         ("status", PodStatus, msgspec.field(default_factory=PodStatus))]
+_WirePod = msgspec.defstruct("WirePod", _BODY, tag_field="kind", tag="Pod", gc=False,
+                             module=__name__)
 # An item of a `kind: List` (kubectl's form): a pod only if it says so, in the core group.
 _WireListedPod = msgspec.defstruct(
     "WireListedPod",
     [("kind", Literal["Pod"]),
      ("api_version", Annotated[str, msgspec.Meta(pattern="^[^/]*$")],
       msgspec.field(default="", name="apiVersion")),
-     ("metadata", _WireMeta, msgspec.field(default_factory=_WireMeta)),
-     ("spec", _WireSpec, msgspec.field(default_factory=_WireSpec)),
-     ("status", PodStatus, msgspec.field(default_factory=PodStatus))],
+     *_BODY],
     gc=False, module=__name__)
+
+
 class ListMeta(msgspec.Struct, rename="camel", gc=False):
     """A list page's metadata: where its version stands, and how to ask for the next page."""
 
@@ -219,12 +219,12 @@ class PodDecoder:
         meta = msgspec.structs.astuple(wire.metadata)
         spec = msgspec.structs.astuple(wire.spec)
         raws = _META_RAWS(meta) + _SPEC_RAWS(spec)
-        refs = raws[0]
-        first = self._firsts.get(bytes(refs)) if refs else None
+        owner = bytes(raws[0]) if raws[0] else None  # the owner references' text
+        first = self._firsts.get(owner) if owner is not None else None
         if first is None:
             values = _decoded(raws)
-            if refs:
-                first = remember(self._firsts, bytes(refs), _First(raws, values),
+            if owner is not None:
+                first = remember(self._firsts, owner, _First(raws, values),
                                  limit=_OWNERS_LIMIT)
         elif raws == first.raws:  # replicas: every part written as the first pod's
             values = first.values
