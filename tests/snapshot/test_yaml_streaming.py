@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import desched.snapshot.loader as loader
@@ -129,6 +129,33 @@ def test_a_quoted_scalar_running_across_an_entry_line_is_read_whole(
     assert objects[1].metadata.labels == {"app": "a - b"}
 
 
+@pytest.mark.parametrize("brk", ["\x85", "\u2028", "\u2029"])
+def test_unicode_line_breaks_read_as_pyyaml_reads_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, brk: str) -> None:
+    # PyYAML (YAML 1.1, like kubectl's go-yaml) breaks lines at NEL, LS and PS; rapidyaml does
+    # not. Written raw in a literal block, the item goes to PyYAML.
+    text = kubectl_yaml([NODE, pod("a")]).replace(
+        "      app: a\n", f"      app: |\n        a{brk}          b\n", 1)
+    path = write(tmp_path, "breaks.yaml", text)
+    # PyYAML keeps LS and PS in a literal block, normalises NEL; either way the next line's
+    # indentation is the block's.
+    expected = "a\n  b\n" if brk == "\x85" else f"a{brk}  b\n"
+    assert read(path)[1].metadata.labels["app"] == expected
+    assert read(path) == read_whole(path, monkeypatch)
+    # A break before column-0 text ends the List's items to PyYAML: read whole, alike.
+    text = kubectl_yaml([NODE, pod("a")]).replace(
+        "  kind: Pod\n", f"  kind: Pod{brk}extra: x\n", 1)
+    path = write(tmp_path, "column0.yaml", text)
+    assert _outcome(read, path) == _outcome(lambda path: read_whole(path, monkeypatch), path)
+
+
+def _outcome(reading: Any, path: str) -> Any:
+    try:
+        return reading(path)
+    except InputError as err:
+        return str(err)
+
+
 def test_anchors_within_and_across_items(tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     first = kubectl_yaml([NODE, pod("a"), pod("b")])
@@ -205,6 +232,12 @@ _VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(value=_VALUES, width=st.sampled_from([20, 80]),
        style=st.sampled_from([None, '"', "'", "|"]), flow=st.sampled_from([False, None]))
+# NEL, LS and PS written raw (PyYAML writes them so in single quotes and literal blocks) are
+# line breaks to PyYAML, text to rapidyaml.
+@example(value="\x85", width=20, style=None, flow=False)
+@example(value="a\x85  b", width=80, style="|", flow=False)
+@example(value="a\u2028  b", width=80, style="|", flow=False)
+@example(value="a\u2029  b", width=80, style="|", flow=None)
 def test_any_document_pyyaml_writes_reads_alike(value: Any, width: int, style: str | None,
                                                 flow: bool | None) -> None:
     text = yaml.safe_dump([{"v": value}], width=width, default_style=style,
