@@ -222,6 +222,15 @@ def test_a_plain_token_reads_as_pyyaml_reads_it_or_goes_to_pyyaml(token: str, fo
     _assert_read_alike(form.format(token))
 
 
+@pytest.mark.parametrize("text", ["- k: a\r  b\n", "- k: 'a\r  b'\n", "- a: 1\r  b: 2\n",
+                                  "- k: |\n    a\r    b\n", "- k: a\rb: c\n"])
+def test_a_carriage_return_alone_reads_as_pyyaml_reads_it(text: str) -> None:
+    """A line break to PyYAML, text to rapidyaml; a CR before LF is neither's concern."""
+    assert yamlstream.suspect(text.encode())
+    assert not yamlstream.suspect(text.replace("\r", "\r\n").encode())
+    _assert_read_alike(text)
+
+
 _SCALARS = st.one_of(st.text(max_size=30), st.integers(), st.booleans(), st.none(),
                      st.floats(allow_nan=False, allow_infinity=False))
 _VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(

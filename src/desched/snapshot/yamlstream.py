@@ -56,9 +56,9 @@ _SUSPECT = re2.compile(
     + rb"|[\[{](?:[^\]}]|$)"  # a flow collection with content (kubectl writes only [] and {})
     + rb"|[?:](?:[ \t\r\n]|$))"  # a complex key, an empty key
     + rb"|\t"  # PyYAML takes `:` and a tab for a key's end; rapidyaml does not
-    # NEL, LS and PS: line breaks to PyYAML (YAML 1.1), text to rapidyaml (YAML 1.2). RE2 reads
-    # the pattern as UTF-8, so they are written as code points.
-    + rb"|[\x{85}\x{2028}\x{2029}]")
+    # NEL, LS, PS and a carriage return alone: line breaks to PyYAML (YAML 1.1), text to
+    # rapidyaml. RE2 reads the pattern as UTF-8, so they are written as code points.
+    + rb"|[\x{85}\x{2028}\x{2029}]|\r(?:[^\n]|\z)")
 
 # A line in column 0 starting with something other than a space or a line break.
 _COLUMN0 = re.compile(rb"\n(?=[^ \t\r\n])")
