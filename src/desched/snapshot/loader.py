@@ -485,14 +485,13 @@ class _Reader:
         if not (isinstance(kind, str) and kind.endswith("List") and isinstance(version, str)):
             raise _WholeFile
         item_kind = kind[: -len("List")]
-        view = memoryview(mm)
         released = shape.items[0].start
         for first in range(0, len(shape.items), _BATCH):
             batch: list[KubeObject] = []
             with parser.quiet():
                 for index in range(first, min(first + _BATCH, len(shape.items))):
                     span = shape.items[index]
-                    obj = self._yaml_item(parser, view[span.start:span.end], item_kind, version,
+                    obj = self._yaml_item(parser, mm, span, item_kind, version,
                                           f"{where} item {index}")
                     if obj is not None:
                         batch.append(obj)
@@ -501,9 +500,9 @@ class _Reader:
             _release(mm, released, end)
             released = end
 
-    def _yaml_item(self, parser: yamlstream.Parser, piece: memoryview, item_kind: str,
-                   version: str, where: str) -> KubeObject | None:
-        text = parser.to_json(piece, item=True)
+    def _yaml_item(self, parser: yamlstream.Parser, mm: mmap.mmap, span: yamlstream.Span,
+                   item_kind: str, version: str, where: str) -> KubeObject | None:
+        text = parser.item_to_json(mm, span)
         if text is not None:
             try:
                 obj = self._list_item(item_kind, version, text, where)
@@ -511,7 +510,7 @@ class _Reader:
                 return obj
             except InputError:
                 pass  # PyYAML decides (a kind not read is counted before any error)
-        items = _pyyaml_piece(piece)
+        items = _pyyaml_piece(memoryview(mm)[span.start:span.end])
         if items is None or len(items) != 1 or not isinstance(items[0], list) \
                 or len(items[0]) != 1:
             raise _WholeFile

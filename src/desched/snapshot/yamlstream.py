@@ -14,7 +14,16 @@ rapidyaml reads YAML 1.2; desched has read snapshots with PyYAML's YAML 1.1 rule
 plain `yes`, `0x1F`, `1_000`, `1:20`, `~` or `.inf` is not a string and `1e3` is. A piece whose
 text holds such a plain token (or a tag, an anchor or alias, a merge key, a tab) is not given
 to rapidyaml: the loader parses it with PyYAML within its bounds (nesting, alias expansion).
-The check is conservative: quoted text that looks like one costs only the slower parse.
+The check is conservative: quoted text that looks like one costs only the slower parse. One
+such token is read alike once quoted, a plain value of digits and `e`s (a pod-template-hash like
+41152685e7, a number to rapidyaml, a string to PyYAML): rapidyaml's JSON gets it quoted.
+
+A List item as kubectl prints it has its `metadata.managedFields` cut out of its text before it
+is parsed: a third to a half of a pod's text that no plugin reads. The cut is made only where
+nothing before or inside those lines (a quoted scalar left open at a line's end, a flow
+collection, a tab, a Unicode line break) could run past their end; otherwise the item is parsed
+whole. What managedFields hold is then not parsed at all, so an item whose only fault is there
+is read where PyYAML would refuse the file.
 """
 
 from __future__ import annotations
@@ -49,8 +58,8 @@ _NUMBER = (rb"[-+]?(?:0b[01_]+|0o?[0-7_]+|0x[0-9a-fA-F_]+)"
 _KEYWORD_KEY = rb"(?:true|false|null|-0|-?[0-9]+\.[0-9]+)[ \t]*:(?:[ \t]|$)"
 # RE2: one pass of a finite automaton, about as fast as rapidyaml's parse; Python's `re` took
 # five times longer over the same pods.
-_SUSPECT = re2.compile(
-    rb"(?m)" + _BEFORE + rb"(?:(?:" + _WORDS + rb"|" + _NUMBER + rb")" + _AFTER
+_SUSPECT_TEXT = (
+    _BEFORE + rb"(?:(?:" + _WORDS + rb"|" + _NUMBER + rb")" + _AFTER
     + rb"|" + _KEYWORD_KEY
     + rb"|[&*!][^ \t\r\n]"  # an anchor, an alias or a tag
     + rb"|[\[{](?:[^\]}]|$)"  # a flow collection with content (kubectl writes only [] and {})
@@ -59,6 +68,94 @@ _SUSPECT = re2.compile(
     # NEL, LS, PS and a carriage return alone: line breaks to PyYAML (YAML 1.1), text to
     # rapidyaml. RE2 reads the pattern as UTF-8, so they are written as code points.
     + rb"|[\x{85}\x{2028}\x{2029}]|\r(?:[^\n]|\z)")
+_SUSPECT = re2.compile(rb"(?m)" + _SUSPECT_TEXT)
+
+# Text that could carry a scalar or a collection past the end of its line into a less indented
+# one: a quoted scalar left open at a line's end (PyYAML does not hold its continuation lines to
+# the indentation), a flow collection with content, a tab, a Unicode line break, a lone CR.
+_NODE_START = rb"(?:^[ \t]*|[-:?][ \t]+|[ \t][!&][^ \t\r\n]*[ \t]+)"
+_OPEN = (_NODE_START + rb"(?:'(?:[^'\n]|'')*|\"(?:[^\"\\\n]|\\.)*\\?)$"
+         rb"|(?:^|[ \t\[{,])[\[{](?:[^\]}]|$)|\t|[\x{85}\x{2028}\x{2029}]|\r(?:[^\n]|\z)")
+_OPENS = re2.compile(rb"(?m)" + _OPEN)
+_OPENS_OR_SUSPECT = re2.compile(rb"(?m)" + _OPEN + rb"|" + _SUSPECT_TEXT)
+# kubectl's item: its keys sorted, so apiVersion and kind come before metadata, whose keys are
+# at column 4; managedFields (3-7 KB of a pod's 10-14 KB, read by no plugin) is one of them.
+_ITEM_HEAD = re.compile(rb"- apiVersion:[^\n]*\n  kind:[^\n]*\n  metadata:\r?\n")
+_MANAGED_FIELDS = b"\n    managedFields:"
+_LINE_END = re.compile(rb"[ \t]*\r?\n")
+# A line above column 4 within metadata: not a metadata key's.
+_SHALLOW = re.compile(rb"\n {0,3}[^ \r\n]")
+# The first line after managedFields' value: in column 4 or less, not one of its `- ` entries
+# (kubectl does not indent a sequence under its key), not blank.
+_AFTER_VALUE = re.compile(rb"\n(?! {5}| {4}-[ \r\n]|[ \t]*\r?\n)")
+_KEY_LINE = re.compile(rb"(?:  |    )[^ #\r\n-]")
+
+
+# A plain value of digits and `e`s (a pod-template-hash like 41152685e7), at a line's end: the
+# one suspect token read alike once quoted. PyYAML's floats need a dot, so it is a string to
+# PyYAML; rapidyaml writes it as a JSON number when it is one (`_quote_exponents`).
+_EXPONENT_VALUE = re.compile(rb"[ ]?[0-9]+[eE][0-9eE]*[ ]*(?:\r?\n)?")
+# A bare number of that form in rapidyaml's JSON, which writes a block collection's scalars one
+# to a line: a key's value or a sequence's entry, ending its line. (A JSON string holds no line
+# break, and one cannot end a line: its closing quote comes first.)
+_BARE_EXPONENT_VALUE = re.compile(rb'(": )([0-9]+[eE][0-9]+)(?=,?\r?\n)')
+_BARE_EXPONENT_ENTRY = re.compile(rb'(\n +)([0-9]+[eE][0-9]+)(?=,?\r?\n)')
+_BARE_EXPONENT_ALONE = re.compile(rb'[0-9]+[eE][0-9]+\s*')
+
+
+def _exponents_only(pattern: re2._Regexp, text: memoryview | bytes) -> bool | None:
+    """None when the pattern finds suspect text other than exponent-like plain values, else
+    whether it found those (then the JSON must go through `_quote_exponents`)."""
+    found = False
+    for match in pattern.finditer(text):
+        if _EXPONENT_VALUE.fullmatch(match.group()) is None:
+            return None
+        found = True
+    return found
+
+
+def _quote_exponents(text: memoryview) -> bytes:
+    if _BARE_EXPONENT_ALONE.fullmatch(text):
+        return b'"' + bytes(text).strip() + b'"'
+    quoted = _BARE_EXPONENT_VALUE.sub(rb'\1"\2"', bytes(text))
+    return _BARE_EXPONENT_ENTRY.sub(rb'\1"\2"', quoted)
+
+
+class Kept(NamedTuple):
+    """An item's text less its managedFields, and whether it holds exponent-like values."""
+
+    text: bytes
+    exponents: bool
+
+
+def without_managed_fields(mm: mmap.mmap, start: int, end: int) -> Kept | None:
+    """The item in mm[start:end] with its `metadata.managedFields` cut out, or None when the
+    item is not kubectl's shape or the cut could change what the rest reads as: then the whole
+    item is parsed. Nothing but the lines of managedFields' value is cut, and only where no
+    scalar or flow collection before or inside them can run past their end; the text kept is
+    checked as `to_json` checks a piece."""
+    head = _ITEM_HEAD.match(mm, start, end)
+    if head is None:
+        return None
+    cut = mm.find(_MANAGED_FIELDS, head.end() - 1, end)
+    if cut < 0 or _LINE_END.match(mm, cut + len(_MANAGED_FIELDS), end) is None \
+            or _SHALLOW.search(mm, head.end() - 1, cut) is not None:
+        return None
+    after = _AFTER_VALUE.search(mm, cut + 1, end)
+    resume = end if after is None else after.end()
+    if resume < end and _KEY_LINE.match(mm, resume, end) is None:
+        return None
+    view = memoryview(mm)
+    if _OPENS.search(view[cut + 1:resume]) is not None:
+        return None
+    before = _exponents_only(_OPENS_OR_SUSPECT, view[start:cut + 1])
+    if before is None:
+        return None
+    rest = _exponents_only(_SUSPECT, view[resume:end])
+    if rest is None:
+        return None
+    return Kept(mm[start:cut + 1] + mm[resume:end], before or rest)
+
 
 # A line in column 0 starting with something other than a space or a line break.
 _COLUMN0 = re.compile(rb"\n(?=[^ \t\r\n])")
@@ -190,12 +287,25 @@ class Parser:
 
     quiet = staticmethod(_quiet_stderr)
 
+    def item_to_json(self, mm: mmap.mmap, span: Span) -> bytes | None:
+        """A List item's JSON text, as `to_json` gives it, less its managedFields where they can
+        be cut out of the text (without_managed_fields): a third to a half of a pod's text is
+        then neither checked, parsed, written as JSON nor decoded."""
+        kept = without_managed_fields(mm, span.start, span.end)
+        if kept is None:
+            return self.to_json(memoryview(mm)[span.start:span.end], item=True)
+        return self._parsed(kept.text, item=True, exponents=kept.exponents)
+
     def to_json(self, piece: memoryview | bytes, item: bool) -> bytes | None:
         """The piece as JSON text (`item`: the one entry of a `- ` piece), `null` for an empty
         document, or None when rapidyaml cannot parse it or the text is suspect: PyYAML must
         decide. Call within `quiet()`."""
-        if suspect(piece):
+        exponents = _exponents_only(_SUSPECT, piece)
+        if exponents is None:
             return None
+        return self._parsed(piece, item, exponents)
+
+    def _parsed(self, piece: memoryview | bytes, item: bool, exponents: bool) -> bytes | None:
         tree = self._tree
         tree.clear()
         tree.clear_arena()
@@ -217,4 +327,4 @@ class Parser:
             return None
         # A copy: the buffer is written over by the next piece, and decoded objects may keep
         # slices of their text (msgspec.Raw) until the loader detaches them.
-        return bytes(out)
+        return _quote_exponents(out) if exponents else bytes(out)
