@@ -835,8 +835,10 @@ def to_kubectl_yaml(lines: Path, out: Path) -> None:
     with out.open("w") as dst:
         dst.write("apiVersion: v1\nitems:\n")
         for item in _kubectl_items(lines):
+            # kubectl's YAML writer (go-yaml v2) folds long strings at 80 columns, as PyYAML's
+            # does by default: a long condition message runs over several lines.
             text = yaml.dump(item, Dumper=yaml.CSafeDumper, default_flow_style=False,
-                             sort_keys=True, width=10**9)
+                             sort_keys=True)
             dst.write("- " + text.rstrip("\n").replace("\n", "\n  ") + "\n")
         dst.write('kind: List\nmetadata:\n  resourceVersion: ""\n')
 
