@@ -76,20 +76,19 @@ _SUSPECT = re2.compile(rb"(?m)" + _SUSPECT_TEXT)
 _NODE_START = rb"(?:^[ \t]*|[-:?][ \t]+|[ \t][!&][^ \t\r\n]*[ \t]+)"
 _OPEN = (_NODE_START + rb"(?:'(?:[^'\n]|'')*|\"(?:[^\"\\\n]|\\.)*\\?)$"
          rb"|(?:^|[ \t\[{,])[\[{](?:[^\]}]|$)|\t|[\x{85}\x{2028}\x{2029}]|\r(?:[^\n]|\z)")
-_OPENS = re2.compile(rb"(?m)" + _OPEN)
-_OPENS_OR_SUSPECT = re2.compile(rb"(?m)" + _OPEN + rb"|" + _SUSPECT_TEXT)
 # kubectl's item: its keys sorted, so apiVersion and kind come before metadata, whose keys are
 # at column 4; managedFields (3-7 KB of a pod's 10-14 KB, read by no plugin) is one of them.
 _ITEM_HEAD = re.compile(rb"- apiVersion:[^\n]*\n  kind:[^\n]*\n  metadata:\r?\n")
 _MANAGED_FIELDS = b"\n    managedFields:"
 _LINE_END = re.compile(rb"[ \t]*\r?\n")
-# A line above column 4 within metadata: not a metadata key's.
-_SHALLOW = re.compile(rb"\n {0,3}[^ \r\n]")
-# The first line after managedFields' value: in column 4 or less, not one of its `- ` entries
-# (kubectl does not indent a sequence under its key), not blank.
-_AFTER_VALUE = re.compile(rb"\n(?! {5}| {4}-[ \r\n]|[ \t]*\r?\n)")
+# Within metadata before managedFields: open text, suspect text, or a line above column 4 (not
+# a metadata key's: metadata has ended).
+_BEFORE_CUT = re2.compile(rb"(?m)" + _OPEN + rb"|" + _SUSPECT_TEXT + rb"|^ {0,3}[^ \r\n]")
+# From managedFields' value on: the first line in column 4 or less that is not one of its `- `
+# entries (kubectl does not indent a sequence under its key) nor blank, where the cut ends
+# (group 1), unless open text comes first.
+_CUT_END = re2.compile(rb"(?m)(^(?: {0,3}[^ \r\n]| {4}[^ \r\n-]| {4}-[^ \r\n]))|" + _OPEN)
 _KEY_LINE = re.compile(rb"(?:  |    )[^ #\r\n-]")
-
 
 # A plain value of digits and `e`s (a pod-template-hash like 41152685e7), at a line's end: the
 # one suspect token read alike once quoted. PyYAML's floats need a dot, so it is a string to
@@ -138,23 +137,26 @@ def without_managed_fields(mm: mmap.mmap, start: int, end: int) -> Kept | None:
     if head is None:
         return None
     cut = mm.find(_MANAGED_FIELDS, head.end() - 1, end)
-    if cut < 0 or _LINE_END.match(mm, cut + len(_MANAGED_FIELDS), end) is None \
-            or _SHALLOW.search(mm, head.end() - 1, cut) is not None:
-        return None
-    after = _AFTER_VALUE.search(mm, cut + 1, end)
-    resume = end if after is None else after.end()
-    if resume < end and _KEY_LINE.match(mm, resume, end) is None:
+    line = None if cut < 0 else _LINE_END.match(mm, cut + len(_MANAGED_FIELDS), end)
+    if line is None:
         return None
     view = memoryview(mm)
-    if _OPENS.search(view[cut + 1:resume]) is not None:
-        return None
-    before = _exponents_only(_OPENS_OR_SUSPECT, view[start:cut + 1])
-    if before is None:
-        return None
+    value = line.end()
+    after = _CUT_END.search(view[value:end])
+    if after is None:
+        resume = end
+    elif after.start(1) < 0:
+        return None  # open text within managedFields
+    else:
+        resume = value + after.start()
+        if _KEY_LINE.match(mm, resume, end) is None:
+            return None
+    head_exponents = _exponents_only(_SUSPECT, view[start:head.end()])
+    before = _exponents_only(_BEFORE_CUT, view[head.end():cut + 1])
     rest = _exponents_only(_SUSPECT, view[resume:end])
-    if rest is None:
+    if head_exponents is None or before is None or rest is None:
         return None
-    return Kept(mm[start:cut + 1] + mm[resume:end], before or rest)
+    return Kept(mm[start:cut + 1] + mm[resume:end], head_exponents or before or rest)
 
 
 # A line in column 0 starting with something other than a space or a line break.
