@@ -231,6 +231,32 @@ def test_a_carriage_return_alone_reads_as_pyyaml_reads_it(text: str) -> None:
     _assert_read_alike(text)
 
 
+@pytest.mark.parametrize(("text", "fast"), [
+    # kubectl folds a long message at 80 columns: a line may end in a YAML 1.1 boolean, text
+    ("- message: '0/5000 nodes are available: No\n    preemption victims found.'\n", True),
+    ("- message: 0/5000 nodes are available, or\n    not at all\n", True),
+    ("- message: |\n    on\n    off\n", True),
+    # a plain value of digits and e's, or with a leading zero, a string to PyYAML: quoted
+    ("- hash: 41152685e7\n  zero: 0844300466\n  list:\n  - 9512e17067\n", True),
+    # the same tokens as whole values PyYAML types otherwise: PyYAML reads the item
+    ("- message: No\n", False),
+    ("- flag: on  # a comment\n", False),
+    ("- mode: 0755\n", False),
+    ("- No: x\n", False),
+    ("- message: 'say No'\n  other: No\n", False),
+    # in a flow collection, or rewritten by rapidyaml (`inf` as `.inf`): PyYAML reads it
+    ("- list: [No, 1e5]\n", False),
+    ("- value: inf\n", False),
+])
+def test_suspect_tokens_inside_longer_text_or_read_alike_stay_with_rapidyaml(
+        text: str, fast: bool) -> None:
+    parser = yamlstream.Parser()
+    with parser.quiet():
+        out = parser.to_json(text.encode(), item=True)
+    assert (out is not None) is fast
+    _assert_read_alike(text)
+
+
 _SCALARS = st.one_of(st.text(max_size=30), st.integers(), st.booleans(), st.none(),
                      st.floats(allow_nan=False, allow_infinity=False))
 _VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(

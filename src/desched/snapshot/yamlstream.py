@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 import re2  # type: ignore[import-untyped]
 import ryml  # type: ignore[import-untyped]
+import yaml
 
 # A plain scalar starts a line or follows a space or a flow indicator, and ends a line or
 # precedes a space, a comment, a flow indicator or a key's colon.
@@ -90,41 +91,58 @@ _BEFORE_CUT = re2.compile(rb"(?m)" + _OPEN + rb"|" + _SUSPECT_TEXT + rb"|^ {0,3}
 _CUT_END = re2.compile(rb"(?m)(^(?: {0,3}[^ \r\n]| {4}[^ \r\n-]| {4}-[^ \r\n]))|" + _OPEN)
 _KEY_LINE = re.compile(rb"(?:  |    )[^ #\r\n-]")
 
-# A plain value of digits and `e`s (a pod-template-hash like 41152685e7), at a line's end: the
-# one suspect token read alike once quoted. PyYAML's floats need a dot, so it is a string to
-# PyYAML; rapidyaml writes it as a JSON number when it is one (`_quote_exponents`).
-_EXPONENT_VALUE = re.compile(rb"[ ]?[0-9]+[eE][0-9eE]*[ ]*(?:\r?\n)?")
-# A bare number of that form in rapidyaml's JSON, which writes a block collection's scalars one
-# to a line: a key's value or a sequence's entry, ending its line. (A JSON string holds no line
-# break, and one cannot end a line: its closing quote comes first.)
-_BARE_EXPONENT_VALUE = re.compile(rb'(": )([0-9]+[eE][0-9]+)(?=,?\r?\n)')
-_BARE_EXPONENT_ENTRY = re.compile(rb'(\n +)([0-9]+[eE][0-9]+)(?=,?\r?\n)')
-_BARE_EXPONENT_ALONE = re.compile(rb'[0-9]+[eE][0-9]+\s*')
+# A suspect plain token in block context: after a space or at a line's start, ending its line or
+# before a comment or a key's colon. Where it is a scalar of its own, rapidyaml's JSON holds it
+# whole, written as it stands (quoted, or bare when it is a JSON number), and PyYAML's resolver
+# says what it is; where it is part of a longer scalar (a message folded at 80 columns whose line
+# ends in `No`), both read it as text (`_reconcile`). Tokens rapidyaml rewrites (`inf` as
+# `.inf`, `.5` as `0.5`) are left to PyYAML.
+_BLOCK_TOKEN = re.compile(rb"(?:[ \t]|^)(" + _WORDS + rb"|" + _NUMBER + rb")[ \t]*(?:[#:\n]|$)")
+_REWRITTEN = re.compile(rb"[-+]?\.?(?:inf|Inf|INF|nan|NaN|NAN)|[-+]?\.[0-9].*|.*[0-9]\.")
 
 
-def _exponents_only(pattern: re2._Regexp, text: memoryview | bytes) -> bool | None:
-    """None when the pattern finds suspect text other than exponent-like plain values, else
-    whether it found those (then the JSON must go through `_quote_exponents`)."""
-    found = False
+class _Resolver(yaml.resolver.Resolver):
+    """PyYAML's implicit types as the loader reads them (timestamps are strings)."""
+
+
+_Resolver.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
+}
+_STR = "tag:yaml.org,2002:str"
+
+
+def _tokens(pattern: re2._Regexp, text: memoryview | bytes) -> frozenset[bytes] | None:
+    """The suspect plain tokens the pattern finds, or None when it finds other suspect text."""
+    found = set()
     for match in pattern.finditer(text):
-        if _EXPONENT_VALUE.fullmatch(match.group()) is None:
+        token = _BLOCK_TOKEN.fullmatch(match.group())
+        if token is None or token.group(1).endswith(b":") or _REWRITTEN.fullmatch(token.group(1)):
             return None
-        found = True
-    return found
+        found.add(token.group(1))
+    return frozenset(found)
 
 
-def _quote_exponents(text: memoryview) -> bytes:
-    if _BARE_EXPONENT_ALONE.fullmatch(text):
-        return b'"' + bytes(text).strip() + b'"'
-    quoted = _BARE_EXPONENT_VALUE.sub(rb'\1"\2"', bytes(text))
-    return _BARE_EXPONENT_ENTRY.sub(rb'\1"\2"', quoted)
+def _reconcile(text: bytes, tokens: frozenset[bytes]) -> bytes | None:
+    """rapidyaml's JSON read as PyYAML reads the YAML, or None when that cannot be told: a token
+    that is a string to PyYAML is quoted where rapidyaml wrote it as a number; one that is not a
+    string must not be a whole JSON value (then it is inside longer text)."""
+    resolver = _Resolver()
+    for token in tokens:
+        whole = re.compile(rb'(^|: |\n +)(' + re.escape(token) + rb')(?=,?\n|\Z)')
+        resolve = resolver.resolve  # PyYAML's own implicit typing
+        if resolve(yaml.ScalarNode, token.decode(), (True, False)) == _STR:  # type: ignore[no-untyped-call]
+            text = whole.sub(rb'\1"\2"', text)
+        elif b'"' + token + b'"' in text or whole.search(text):
+            return None
+    return text
 
 
 class Kept(NamedTuple):
-    """An item's text less its managedFields, and whether it holds exponent-like values."""
+    """An item's text less its managedFields, and the suspect tokens it holds."""
 
     text: bytes
-    exponents: bool
+    tokens: frozenset[bytes]
 
 
 def without_managed_fields(mm: mmap.mmap, start: int, end: int) -> Kept | None:
@@ -151,12 +169,12 @@ def without_managed_fields(mm: mmap.mmap, start: int, end: int) -> Kept | None:
         resume = value + after.start()
         if _KEY_LINE.match(mm, resume, end) is None:
             return None
-    head_exponents = _exponents_only(_SUSPECT, view[start:head.end()])
-    before = _exponents_only(_BEFORE_CUT, view[head.end():cut + 1])
-    rest = _exponents_only(_SUSPECT, view[resume:end])
-    if head_exponents is None or before is None or rest is None:
+    head_tokens = _tokens(_SUSPECT, view[start:head.end()])
+    before = _tokens(_BEFORE_CUT, view[head.end():cut + 1])
+    rest = _tokens(_SUSPECT, view[resume:end])
+    if head_tokens is None or before is None or rest is None:
         return None
-    return Kept(mm[start:cut + 1] + mm[resume:end], head_exponents or before or rest)
+    return Kept(mm[start:cut + 1] + mm[resume:end], head_tokens | before | rest)
 
 
 # A line in column 0 starting with something other than a space or a line break.
@@ -296,18 +314,19 @@ class Parser:
         kept = without_managed_fields(mm, span.start, span.end)
         if kept is None:
             return self.to_json(memoryview(mm)[span.start:span.end], item=True)
-        return self._parsed(kept.text, item=True, exponents=kept.exponents)
+        return self._parsed(kept.text, item=True, tokens=kept.tokens)
 
     def to_json(self, piece: memoryview | bytes, item: bool) -> bytes | None:
         """The piece as JSON text (`item`: the one entry of a `- ` piece), `null` for an empty
         document, or None when rapidyaml cannot parse it or the text is suspect: PyYAML must
         decide. Call within `quiet()`."""
-        exponents = _exponents_only(_SUSPECT, piece)
-        if exponents is None:
+        tokens = _tokens(_SUSPECT, piece)
+        if tokens is None:
             return None
-        return self._parsed(piece, item, exponents)
+        return self._parsed(piece, item, tokens)
 
-    def _parsed(self, piece: memoryview | bytes, item: bool, exponents: bool) -> bytes | None:
+    def _parsed(self, piece: memoryview | bytes, item: bool,
+                tokens: frozenset[bytes]) -> bytes | None:
         tree = self._tree
         tree.clear()
         tree.clear_arena()
@@ -329,4 +348,4 @@ class Parser:
             return None
         # A copy: the buffer is written over by the next piece, and decoded objects may keep
         # slices of their text (msgspec.Raw) until the loader detaches them.
-        return _quote_exponents(out) if exponents else bytes(out)
+        return _reconcile(bytes(out), tokens) if tokens else bytes(out)
