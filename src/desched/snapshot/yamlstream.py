@@ -129,13 +129,26 @@ def _reconcile(text: bytes, tokens: frozenset[bytes]) -> bytes | None:
     string must not be a whole JSON value (then it is inside longer text)."""
     resolver = _Resolver()
     for token in tokens:
-        whole = re.compile(rb'(^|: |\n +)(' + re.escape(token) + rb')(?=,?\n|\Z)')
+        bare = _bare(text, token)
         resolve = resolver.resolve  # PyYAML's own implicit typing
         if resolve(yaml.ScalarNode, token.decode(), (True, False)) == _STR:  # type: ignore[no-untyped-call]
-            text = whole.sub(rb'\1"\2"', text)
-        elif b'"' + token + b'"' in text or whole.search(text):
+            for at in reversed(bare):
+                text = text[:at] + b'"' + token + b'"' + text[at + len(token):]
+        elif bare or b'"' + token + b'"' in text:
             return None
     return text
+
+
+def _bare(text: bytes, token: bytes) -> list[int]:
+    """Where the token is a whole bare value in rapidyaml's JSON: after a key's `: ` or alone on
+    its line, before a comma or the line's end."""
+    found = []
+    for match in re.finditer(re.escape(token) + rb"(?=,?\n|\Z)", text):
+        at = match.start()
+        line = text.rfind(b"\n", 0, at) + 1
+        if text.endswith(b": ", line, at) or not text[line:at].strip(b" "):
+            found.append(at)
+    return found
 
 
 class Kept(NamedTuple):
