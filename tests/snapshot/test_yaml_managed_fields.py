@@ -92,6 +92,21 @@ def test_a_kubectl_pod_is_read_without_its_managed_fields(tmp_path: Path) -> Non
     # managedFields under spec, not metadata
     b"- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n  spec:\n    managedFields:\n"
     b"    - x\n    nodeName: n\n",
+    # metadata a block scalar whose text holds the managedFields line (found in review)
+    b"- apiVersion: v1\n  kind: Pod\n  metadata:\n    |\n    name: p\n    managedFields:\n"
+    b"    - x\n    note: y\n  spec: s\n",
+    # metadata's keys deeper than column 4, or metadata a sequence: PyYAML refuses the item
+    b"- apiVersion: v1\n  kind: Pod\n  metadata:\n      name: p\n    managedFields:\n"
+    b"    - x\n  spec: s\n",
+    b"- apiVersion: v1\n  kind: Pod\n  metadata:\n    - a\n    managedFields:\n    - x\n",
+    # managedFields metadata's only key: cut, metadata would read as null, not {}
+    b"- apiVersion: v1\n  kind: Pod\n  metadata:\n    managedFields:\n    - manager: m\n"
+    b"  spec: {}\n",
+    # a quote left open in the head, and one after a suspect key whose colon the check takes
+    b'- apiVersion: "v1\n  kind: Pod\n  metadata:\n    managedFields:\n    - x\n'
+    b'    name: p\n  spec: s"\n',
+    b"- apiVersion: v1\n  kind: Pod\n  metadata:\n    0o17: 'x\n    managedFields:\n"
+    b"    - y\n    name: z'\n",
     # a tab, a NEL, a lone CR inside managedFields' value
     b"- apiVersion: v1\n  kind: Pod\n  metadata:\n    managedFields:\n    - manager:\tx\n"
     b"    name: p\n",

@@ -244,6 +244,19 @@ def test_a_carriage_return_alone_reads_as_pyyaml_reads_it(text: str) -> None:
     ("- mode: 0755\n", False),
     ("- No: x\n", False),
     ("- message: 'say No'\n  other: No\n", False),
+    # what PyYAML refuses and rapidyaml reads (found in review): characters outside YAML's
+    # printable set, a reserved indicator starting a scalar, text after a block header
+    ("- k: a\x7fb\n", False),
+    ("- k: a\x01b\n", False),
+    ("- k: a\ufffeb\n", False),
+    ("- k: @a\n", False),
+    ("- k: `a\n", False),
+    ("- k: |1x\n    a\n     b\n  j: y\n", False),
+    ("- k: > x\n", False),
+    ("- k: >=1.0\n", False),
+    # block headers PyYAML reads, and a pipe inside a plain scalar
+    ("- k: |-\n    a\n  j: |+\n    b\n\n  l: >  # c\n    d\n", True),
+    ("- cmd: cat x | grep y\n", True),
     # in a flow collection, or rewritten by rapidyaml (`inf` as `.inf`): PyYAML reads it
     ("- list: [No, 1e5]\n", False),
     ("- value: inf\n", False),

@@ -64,11 +64,18 @@ _SUSPECT_TEXT = (
     + rb"|" + _KEYWORD_KEY
     + rb"|[&*!][^ \t\r\n]"  # an anchor, an alias or a tag
     + rb"|[\[{](?:[^\]}]|$)"  # a flow collection with content (kubectl writes only [] and {})
-    + rb"|[?:](?:[ \t\r\n]|$))"  # a complex key, an empty key
+    + rb"|[?:](?:[ \t\r\n]|$)"  # a complex key, an empty key
+    + rb"|[@`])"  # reserved indicators: PyYAML refuses them at a scalar's start
+    # A block scalar's header with more than its chomping indicator (an indentation digit, or
+    # text, which PyYAML refuses and rapidyaml ignores).
+    + rb"|(?:^[ \t]*|[-:?][ \t]+)[|>]"
+    + rb"(?:[-+](?:[^ \t\r\n]|[ \t]+[^ \t\r\n#])|[^-+ \t\r\n]|[ \t]+[^ \t\r\n#])"
     + rb"|\t"  # PyYAML takes `:` and a tab for a key's end; rapidyaml does not
     # NEL, LS, PS and a carriage return alone: line breaks to PyYAML (YAML 1.1), text to
     # rapidyaml. RE2 reads the pattern as UTF-8, so they are written as code points.
-    + rb"|[\x{85}\x{2028}\x{2029}]|\r(?:[^\n]|\z)")
+    + rb"|[\x{85}\x{2028}\x{2029}]|\r(?:[^\n]|\z)"
+    # Characters PyYAML refuses anywhere in a stream, which rapidyaml passes on.
+    + rb"|[\x{00}-\x{08}\x{0B}\x{0C}\x{0E}-\x{1F}\x{7F}-\x{84}\x{86}-\x{9F}\x{FFFE}\x{FFFF}]")
 _SUSPECT = re2.compile(rb"(?m)" + _SUSPECT_TEXT)
 
 # Text that could carry a scalar or a collection past the end of its line into a less indented
@@ -82,9 +89,13 @@ _OPEN = (_NODE_START + rb"(?:'(?:[^'\n]|'')*|\"(?:[^\"\\\n]|\\.)*\\?)$"
 _ITEM_HEAD = re.compile(rb"- apiVersion:[^\n]*\n  kind:[^\n]*\n  metadata:\r?\n")
 _MANAGED_FIELDS = b"\n    managedFields:"
 _LINE_END = re.compile(rb"[ \t]*\r?\n")
-# Within metadata before managedFields: open text, suspect text, or a line above column 4 (not
-# a metadata key's: metadata has ended).
-_BEFORE_CUT = re2.compile(rb"(?m)" + _OPEN + rb"|" + _SUSPECT_TEXT + rb"|^ {0,3}[^ \r\n]")
+_OPEN_OR_SUSPECT = re2.compile(rb"(?m)" + _OPEN + rb"|" + _SUSPECT_TEXT)
+# Within metadata before managedFields: open text, suspect text, a line above column 4 (not a
+# metadata key's: metadata has ended) or one in column 4 that is not a plain key (a block
+# scalar's header, a sequence's entry: metadata is not a mapping of keys in column 4).
+_BEFORE_CUT = re2.compile(rb"(?m)" + _OPEN + rb"|" + _SUSPECT_TEXT
+                          + rb"|^ {0,3}[^ \r\n]|^ {4}[^a-zA-Z \r\n]")
+_FIRST_KEY = re.compile(rb" {4}[a-zA-Z]")
 # From managedFields' value on: the first line in column 4 or less that is not one of its `- `
 # entries (kubectl does not indent a sequence under its key) nor blank, where the cut ends
 # (group 1), unless open text comes first.
@@ -92,12 +103,12 @@ _CUT_END = re2.compile(rb"(?m)(^(?: {0,3}[^ \r\n]| {4}[^ \r\n-]| {4}-[^ \r\n]))|
 _KEY_LINE = re.compile(rb"(?:  |    )[^ #\r\n-]")
 
 # A suspect plain token in block context: after a space or at a line's start, ending its line or
-# before a comment or a key's colon. Where it is a scalar of its own, rapidyaml's JSON holds it
-# whole, written as it stands (quoted, or bare when it is a JSON number), and PyYAML's resolver
-# says what it is; where it is part of a longer scalar (a message folded at 80 columns whose line
-# ends in `No`), both read it as text (`_reconcile`). Tokens rapidyaml rewrites (`inf` as
-# `.inf`, `.5` as `0.5`) are left to PyYAML.
-_BLOCK_TOKEN = re.compile(rb"(?:[ \t]|^)(" + _WORDS + rb"|" + _NUMBER + rb")[ \t]*(?:[#:\n]|$)")
+# before a comment (not a key: its colon, taken by the match, could hide what follows). Where it
+# is a scalar of its own, rapidyaml's JSON holds it whole, written as it stands (quoted, or bare
+# when it is a JSON number), and PyYAML's resolver says what it is; where it is part of a longer
+# scalar (a message folded at 80 columns whose line ends in `No`), both read it as text
+# (`_reconcile`). Tokens rapidyaml rewrites (`inf` as `.inf`, `.5` as `0.5`) are left to PyYAML.
+_BLOCK_TOKEN = re.compile(rb"(?:[ \t]|^)(" + _WORDS + rb"|" + _NUMBER + rb")[ \t]*(?:[#\n]|$)")
 _REWRITTEN = re.compile(rb"[-+]?\.?(?:inf|Inf|INF|nan|NaN|NAN)|[-+]?\.[0-9].*|.*[0-9]\.")
 
 
@@ -182,7 +193,11 @@ def without_managed_fields(mm: mmap.mmap, start: int, end: int) -> Kept | None:
         resume = value + after.start()
         if _KEY_LINE.match(mm, resume, end) is None:
             return None
-    head_tokens = _tokens(_SUSPECT, view[start:head.end()])
+    if cut + 1 > head.end() and _FIRST_KEY.match(mm, head.end(), cut) is None:
+        return None  # metadata's keys are not in column 4
+    if cut + 1 == head.end() and not (resume < end and mm[resume:resume + 4] == b"    "):
+        return None  # managedFields is metadata's only key: cut, metadata would read as null
+    head_tokens = _tokens(_OPEN_OR_SUSPECT, view[start:head.end()])
     before = _tokens(_BEFORE_CUT, view[head.end():cut + 1])
     rest = _tokens(_SUSPECT, view[resume:end])
     if head_tokens is None or before is None or rest is None:
