@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import desched.snapshot.loader as loader
+from desched.errors import InputError
 from desched.snapshot import yamlstream
 
 MANAGED = [{"apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "kubelet",
@@ -168,3 +169,33 @@ def test_any_managed_fields_are_cut_or_the_item_read_whole(
         if kept is None:
             got["metadata"].pop("managedFields")
         assert got == pyyaml_less_managed(text)
+
+
+def _loaded(path: Path, whole: bool) -> Any:
+    """The loader's objects, or its error (InputError), with or without the item pieces."""
+    with pytest.MonkeyPatch.context() as patch:
+        if whole:  # PyYAML reads the whole file, as before rapidyaml
+            patch.setattr(yamlstream, "documents", lambda mm, size: None)
+        try:
+            return list(loader.read_objects(str(path), warn=lambda message: None))
+        except InputError:
+            return InputError
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(_TEXT, min_size=1, max_size=5))
+def test_a_kubectl_list_loads_as_pyyaml_reading_it_whole_loads(
+        values: list[str], tmp_path_factory: pytest.TempPathFactory) -> None:
+    """End to end, through the loader's runs of items and its PyYAML fallbacks: pods whose
+    labels, annotations, managers and messages (folded at 80 columns) hold any text."""
+    pods = [item({"name": f"p{i}", "uid": f"u{i}", "labels": {"app": "a", "v": value},
+                  "annotations": {"note": value}},
+                 [{**MANAGED[0], "manager": value}],
+                 status={"phase": "Pending", "conditions": [
+                     {"type": "PodScheduled", "status": "False", "message": value * 4}]})
+            for i, value in enumerate(values)]
+    text = yaml.safe_dump({"apiVersion": "v1", "items": pods, "kind": "List",
+                           "metadata": {"resourceVersion": ""}}, allow_unicode=True)
+    path = tmp_path_factory.mktemp("list") / "cluster.yaml"
+    path.write_text(text)
+    assert _loaded(path, whole=False) == _loaded(path, whole=True)
