@@ -14,9 +14,11 @@ rapidyaml reads YAML 1.2; desched has read snapshots with PyYAML's YAML 1.1 rule
 plain `yes`, `0x1F`, `1_000`, `1:20`, `~` or `.inf` is not a string and `1e3` is. A piece whose
 text holds such a plain token (or a tag, an anchor or alias, a merge key, a tab) is not given
 to rapidyaml: the loader parses it with PyYAML within its bounds (nesting, alias expansion).
-The check is conservative: quoted text that looks like one costs only the slower parse. One
-such token is read alike once quoted, a plain value of digits and `e`s (a pod-template-hash like
-41152685e7, a number to rapidyaml, a string to PyYAML): rapidyaml's JSON gets it quoted.
+The check is conservative, with one refinement: a suspect word or number in block context
+(`No` ending a line of a message folded at 80 columns, a pod-template-hash like 41152685e7) is
+looked up in rapidyaml's JSON and typed by PyYAML's own resolver. Inside longer text it is text
+to both; a whole value PyYAML reads as a string is quoted where rapidyaml wrote a number; any
+other whole value sends the piece to PyYAML.
 
 A List item as kubectl prints it has its `metadata.managedFields` cut out of its text before it
 is parsed: a third to a half of a pod's text that no plugin reads. The cut is made only where
@@ -128,6 +130,7 @@ def _tokens(pattern: re2._Regexp, text: memoryview | bytes) -> frozenset[bytes] 
     found = set()
     for match in pattern.finditer(text):
         token = _BLOCK_TOKEN.fullmatch(match.group())
+        # (A number may end in a colon, `1:`, which PyYAML takes for a key's end.)
         if token is None or token.group(1).endswith(b":") or _REWRITTEN.fullmatch(token.group(1)):
             return None
         found.add(token.group(1))
@@ -138,10 +141,9 @@ def _reconcile(text: bytes, tokens: frozenset[bytes]) -> bytes | None:
     """rapidyaml's JSON read as PyYAML reads the YAML, or None when that cannot be told: a token
     that is a string to PyYAML is quoted where rapidyaml wrote it as a number; one that is not a
     string must not be a whole JSON value (then it is inside longer text)."""
-    resolver = _Resolver()
+    resolve = _Resolver().resolve  # PyYAML's own implicit typing
     for token in tokens:
         bare = _bare(text, token)
-        resolve = resolver.resolve  # PyYAML's own implicit typing
         if resolve(yaml.ScalarNode, token.decode(), (True, False)) == _STR:  # type: ignore[no-untyped-call]
             for at in reversed(bare):
                 text = text[:at] + b'"' + token + b'"' + text[at + len(token):]
