@@ -1,5 +1,5 @@
 """A YAML List item's managedFields are cut out of its text before rapidyaml parses it
-(yamlstream.without_managed_fields): what is kept must read as PyYAML reads the whole item, less
+(yamlcheck.without_managed_fields): what is kept must read as PyYAML reads the whole item, less
 managedFields, and any text that could run across the cut keeps the item whole."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import desched.snapshot.loader as loader
 from desched.errors import InputError
-from desched.snapshot import yamlstream
+from desched.snapshot import yamlcheck, yamlstream
 
 MANAGED = [{"apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "kubelet",
             "operation": "Update", "time": "2026-10-21T07:21:15Z",
@@ -42,13 +42,13 @@ def pyyaml_less_managed(text: bytes) -> Any:
     return msgspec.json.decode(msgspec.json.encode(obj))
 
 
-def fast(text: bytes, tmp_path: Path) -> tuple[yamlstream.Kept | None, Any]:
+def fast(text: bytes, tmp_path: Path) -> tuple[yamlcheck.Kept | None, Any]:
     """What the cut keeps, and rapidyaml's reading of the item through it (None: PyYAML's)."""
     path = tmp_path / "item.yaml"
     path.write_bytes(text)
     with path.open("rb") as handle:
         mm = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        kept = yamlstream.without_managed_fields(mm, 0, len(text))
+        kept = yamlcheck.without_managed_fields(mm, 0, len(text))
         parser = yamlstream.Parser()
         with parser.quiet():
             out = parser.item_to_json(mm, yamlstream.Span(0, len(text)))
