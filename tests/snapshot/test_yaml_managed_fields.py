@@ -56,7 +56,7 @@ def fast(text: bytes, tmp_path: Path) -> tuple[yamlcheck.Kept | None, Any]:
     try:
         return kept, None if out is None else msgspec.json.decode(out)
     except msgspec.DecodeError:
-        return kept, None  # not JSON (a control character written raw): PyYAML decides
+        return kept, None  # not JSON: the loader's decoding fails, and PyYAML decides
 
 
 def test_a_kubectl_pod_is_read_without_its_managed_fields(tmp_path: Path) -> None:
