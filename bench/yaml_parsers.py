@@ -28,7 +28,7 @@ import json, sys, time
 name, path = sys.argv[1], sys.argv[2]
 import msgspec
 from desched.model.kinds import JSON_DECODERS
-from desched.snapshot import loader
+from desched.snapshot import loader, yamlcheck
 
 def hwm():
     with open("/proc/self/status") as fh:
@@ -67,7 +67,7 @@ elif name == "rapidyaml":
 else:
     if name == "pyyaml":
         import yaml
-        doc = yaml.load(text, Loader=loader._YamlLoader)
+        doc = yaml.load(text, Loader=yamlcheck.SnapshotLoader)
     elif name == "ruamel":
         from ruamel.yaml import YAML
         doc = YAML(typ="safe", pure=False).load(text)

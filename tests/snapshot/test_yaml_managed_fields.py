@@ -37,7 +37,7 @@ def as_list_item(obj: dict[str, Any], width: int = 80, style: str | None = None)
 
 
 def pyyaml_less_managed(text: bytes) -> Any:
-    (obj,) = yaml.load(text.decode(), Loader=loader._YamlLoader)
+    (obj,) = yaml.load(text.decode(), Loader=yamlcheck.SnapshotLoader)
     obj["metadata"].pop("managedFields", None)
     return msgspec.json.decode(msgspec.json.encode(obj))
 

@@ -194,7 +194,8 @@ _TOKEN = st.text(alphabet="0123456789._:+-eExXoObBinfaINFAyYsnNO~<=tTrRuUlL ",
 
 def _pyyaml_json(text: str) -> Any:
     try:
-        return msgspec.json.decode(msgspec.json.encode(yaml.load(text, Loader=loader._YamlLoader)))
+        read = yaml.load(text, Loader=yamlcheck.SnapshotLoader)
+        return msgspec.json.decode(msgspec.json.encode(read))
     except (yaml.YAMLError, TypeError, msgspec.EncodeError):
         return "PyYAML refuses"
 

@@ -50,6 +50,7 @@ from desched.snapshot.jsonlist import (
     item_head,
     skip_item,
 )
+from desched.snapshot.yamlcheck import SnapshotLoader
 from desched.util import yamlguard
 from desched.util.progress import Progress
 
@@ -518,7 +519,7 @@ class _Reader:
 
     def _yaml_text(self, text: str) -> Iterator[Batch]:
         try:
-            documents = yamlguard.load_all(text, _YamlLoader)
+            documents = yamlguard.load_all(text, SnapshotLoader)
         except yaml.YAMLError as err:
             raise InputError(self.path, f"invalid YAML: {describe_yaml_error(err)}") from None
         except yamlguard.YamlLimitError as err:
@@ -544,7 +545,7 @@ def _pyyaml_piece(piece: Buffer) -> list[Any] | None:
     """PyYAML's documents in one piece, within the loader's bounds; None when it cannot read
     the piece alone. A single document, or none, in practice: the pieces have no `---`."""
     try:
-        docs = yamlguard.load_all(bytes(piece).decode("utf-8"), _YamlLoader)
+        docs = yamlguard.load_all(bytes(piece).decode("utf-8"), SnapshotLoader)
     except (UnicodeDecodeError, yaml.YAMLError, yamlguard.YamlLimitError):
         raise _WholeFile from None
     if len(docs) > 1:
@@ -584,16 +585,6 @@ def describe_yaml_error(err: yaml.YAMLError) -> str:
     where = f"line {mark.line + 1}: " if mark is not None else ""
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
     return f"{where}{problem}"
-
-
-class _YamlLoader(yaml.CSafeLoader):
-    """The C safe loader, keeping timestamps as strings so they decode like the JSON path."""
-
-
-_YamlLoader.yaml_implicit_resolvers = {
-    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for key, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 STDIN = "-"

@@ -44,13 +44,18 @@ _NUMBER = (rb"[-+]?(?:0b[01_]+|0o?[0-7_]+|0x[0-9a-fA-F_]+)"
            rb"|-?[0-9][0-9.]*[_:eE][0-9_.:eE+-]*|-?[0-9]+\.")
 # Keys that PyYAML makes booleans, null or numbers written otherwise than read (`-0`, `1.50`).
 _KEYWORD_KEY = rb"(?:true|false|null|-0|-?[0-9]+\.[0-9]+)[ \t]*:(?:[ \t]|$)"
+# A flow collection with content (kubectl writes only [] and {}), after _BEFORE.
+_FLOW = rb"[\[{](?:[^\]}]|$)"
+# NEL, LS, PS and a carriage return alone: line breaks to PyYAML (YAML 1.1), text to rapidyaml.
+# RE2 reads the pattern as UTF-8, so they are written as code points.
+_BREAKS = rb"[\x{85}\x{2028}\x{2029}]|\r(?:[^\n]|\z)"
 # RE2: one pass of a finite automaton, about as fast as rapidyaml's parse; Python's `re` took
 # five times longer over the same pods.
 _SUSPECT_TEXT = (
     _BEFORE + rb"(?:(?:" + _WORDS + rb"|" + _NUMBER + rb")" + _AFTER
     + rb"|" + _KEYWORD_KEY
     + rb"|[&*!][^ \t\r\n]"  # an anchor, an alias or a tag
-    + rb"|[\[{](?:[^\]}]|$)"  # a flow collection with content (kubectl writes only [] and {})
+    + rb"|" + _FLOW
     + rb"|[?:](?:[ \t\r\n]|$)"  # a complex key, an empty key
     + rb"|[@`])"  # reserved indicators: PyYAML refuses them at a scalar's start
     # A block scalar's header with more than its chomping indicator (an indentation digit, or
@@ -58,9 +63,7 @@ _SUSPECT_TEXT = (
     + rb"|(?:^[ \t]*|[-:?][ \t]+)[|>]"
     + rb"(?:[-+](?:[^ \t\r\n]|[ \t]+[^ \t\r\n#])|[^-+ \t\r\n]|[ \t]+[^ \t\r\n#])"
     + rb"|\t"  # PyYAML takes `:` and a tab for a key's end; rapidyaml does not
-    # NEL, LS, PS and a carriage return alone: line breaks to PyYAML (YAML 1.1), text to
-    # rapidyaml. RE2 reads the pattern as UTF-8, so they are written as code points.
-    + rb"|[\x{85}\x{2028}\x{2029}]|\r(?:[^\n]|\z)"
+    + rb"|" + _BREAKS
     # Characters PyYAML refuses anywhere in a stream, which rapidyaml passes on.
     + rb"|[\x{00}-\x{08}\x{0B}\x{0C}\x{0E}-\x{1F}\x{7F}-\x{84}\x{86}-\x{9F}\x{FFFE}\x{FFFF}]")
 _SUSPECT = re2.compile(rb"(?m)" + _SUSPECT_TEXT)
@@ -70,7 +73,7 @@ _SUSPECT = re2.compile(rb"(?m)" + _SUSPECT_TEXT)
 # the indentation), a flow collection with content, a tab, a Unicode line break, a lone CR.
 _NODE_START = rb"(?:^[ \t]*|[-:?][ \t]+|[ \t][!&][^ \t\r\n]*[ \t]+)"
 _OPEN = (_NODE_START + rb"(?:'(?:[^'\n]|'')*|\"(?:[^\"\\\n]|\\.)*\\?)$"
-         rb"|(?:^|[ \t\[{,])[\[{](?:[^\]}]|$)|\t|[\x{85}\x{2028}\x{2029}]|\r(?:[^\n]|\z)")
+         + rb"|" + _BEFORE + _FLOW + rb"|\t|" + _BREAKS)
 # kubectl's item: its keys sorted, so apiVersion and kind come before metadata, whose keys are
 # at column 4; managedFields (3-7 KB of a pod's 10-14 KB, read by no plugin) is one of them.
 _ITEM_HEAD = re.compile(rb"- apiVersion:[^\n]*\n  kind:[^\n]*\n  metadata:\r?\n")
@@ -99,13 +102,14 @@ _BLOCK_TOKEN = re.compile(rb"(?:[ \t]|^)(" + _WORDS + rb"|" + _NUMBER + rb")[ \t
 _REWRITTEN = re.compile(rb"[-+]?\.?(?:inf|Inf|INF|nan|NaN|NAN)|[-+]?\.[0-9].*|.*[0-9]\.")
 
 
-class _Resolver(yaml.resolver.Resolver):
-    """PyYAML's implicit types as the loader reads them (timestamps are strings)."""
+class SnapshotLoader(yaml.CSafeLoader):
+    """PyYAML's reading of a snapshot, the reference for rapidyaml's: the C safe loader,
+    keeping timestamps as strings so they decode like the JSON path."""
 
 
-_Resolver.yaml_implicit_resolvers = {
+SnapshotLoader.yaml_implicit_resolvers = {
     key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for key, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
+    for key, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
 }
 _STR = "tag:yaml.org,2002:str"
 
@@ -126,7 +130,7 @@ def reconcile(text: bytes, tokens: frozenset[bytes]) -> bytes | None:
     """rapidyaml's JSON read as PyYAML reads the YAML, or None when that cannot be told: a token
     that is a string to PyYAML is quoted where rapidyaml wrote it as a number; one that is not a
     string must not be a whole JSON value (then it is inside longer text)."""
-    resolve = _Resolver().resolve  # PyYAML's own implicit typing
+    resolve = SnapshotLoader("").resolve  # PyYAML's own implicit typing
     for token in tokens:
         bare = _bare(text, token)
         if resolve(yaml.ScalarNode, token.decode(), (True, False)) == _STR:  # type: ignore[no-untyped-call]
@@ -169,6 +173,8 @@ def without_managed_fields(mm: mmap.mmap, start: int, end: int) -> Kept | None:
     line = None if cut < 0 else _LINE_END.match(mm, cut + len(_MANAGED_FIELDS), end)
     if line is None:
         return None
+    if cut + 1 > head.end() and _FIRST_KEY.match(mm, head.end(), cut) is None:
+        return None  # metadata's keys are not in column 4
     view = memoryview(mm)
     value = line.end()
     after = _CUT_END.search(view[value:end])
@@ -180,8 +186,6 @@ def without_managed_fields(mm: mmap.mmap, start: int, end: int) -> Kept | None:
         resume = value + after.start()
         if _KEY_LINE.match(mm, resume, end) is None:
             return None
-    if cut + 1 > head.end() and _FIRST_KEY.match(mm, head.end(), cut) is None:
-        return None  # metadata's keys are not in column 4
     if cut + 1 == head.end() and not (resume < end and mm[resume:resume + 4] == b"    "):
         return None  # managedFields is metadata's only key: cut, metadata would read as null
     head_tokens = _found(_OPEN_OR_SUSPECT, view[start:head.end()])
