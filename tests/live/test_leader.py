@@ -52,8 +52,8 @@ class FakeLeases:
         self.electors: dict[str, LeaseElector] = {}
         self.violations: list[str] = []
         self.written_at: dict[str, float] = {}  # holder -> time of its last write
-        # (time, holder, renewTime) of every write.
-        self.history: list[tuple[float, str, datetime | None]] = []
+        # (time, holder, renewTime, wall-clock time) of every write, as the server stored it.
+        self.history: list[tuple[float, str, datetime | None, datetime]] = []
         self.gather_gets: asyncio.Barrier | None = None  # hold GETs until this many arrived
         server[kmock.action.FETCH, LEASES] << self._wrap(self._get)
         server[kmock.action.CREATE, LEASES] << self._wrap(self._create)
@@ -130,7 +130,8 @@ class FakeLeases:
         if after:
             self.written_at[after] = self.monotonic()
         self.history.append((self.monotonic(), after,
-                             parse_micro_time(obj.get("spec", {}).get("renewTime"))))
+                             parse_micro_time(obj.get("spec", {}).get("renewTime")),
+                             self.wall()))
         obj["metadata"] = {**obj["metadata"], "resourceVersion": str(next(self.rvs))}
         self.objects[key] = obj
         return obj
