@@ -35,6 +35,9 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 import placement_fidelity as fidelity  # noqa: E402
 
+# One worker takes these in turn (they share the cluster's nodes: a lock), the others go on.
+pytestmark = [pytest.mark.needs("kube-scheduler", "kube-controller-manager"),
+              pytest.mark.xdist_group("fidelity"), pytest.mark.timeout(600)]
 SCENARIO = "guard"
 MAX_AGE = 1  # PodLifeTime's maxPodLifeTimeSeconds
 REASON = "replacement would land on {node} again (kube-default)"

@@ -21,6 +21,9 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 import placement_fidelity as fidelity  # noqa: E402
 
+# One worker takes these in turn (they share the cluster's nodes: a lock), the others go on.
+pytestmark = [pytest.mark.needs("kube-scheduler", "kube-controller-manager"),
+              pytest.mark.xdist_group("fidelity"), pytest.mark.timeout(600)]
 SHARE = 0.95  # of the replacements, on a node of the predicted class
 POINTS = 0.5  # balance after the cycle: |predicted - real|, std and max, percentage points
 
