@@ -77,6 +77,10 @@ class Kubelet:
         self.nodes.add(name)
 
     def __enter__(self) -> Kubelet:
+        # lightkube's msgspec decoders are built on first use, and building them from two
+        # threads at once has crashed the interpreter: build them here, before the watch.
+        list(self.client.list(Pod, namespace=self.namespace or "*", chunk_size=1))
+        list(self.client.list(Node, chunk_size=1))
         self._thread.start()
         return self
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -34,6 +35,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
 KUBECONFIG_ENV = "DESCHED_E2E_KUBECONFIG"
@@ -94,6 +96,7 @@ class ControlPlane:
     api_port: int = 0
     etcd_port: int = 0
     tokens: dict[str, str] = field(default_factory=dict)
+    audit_from: int = 0  # where a test's share of the audit log starts (the fault tests)
 
     # -- what runs ---------------------------------------------------------------------------------
     @property
@@ -196,8 +199,10 @@ class ControlPlane:
                           "-extfile", "san.ext")
             self._openssl("genrsa", "-out", "sa.key", "2048")
             self._openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub")
+        # desched-a and desched-b: two replicas of desched the audit log tells apart.
         users = {"admin": "system:masters", "system:kube-controller-manager": "system:masters",
-                 "system:kube-scheduler": "system:masters", "viewer": ""}
+                 "system:kube-scheduler": "system:masters", "viewer": "",
+                 "desched-a": "system:masters", "desched-b": "system:masters"}
         self.tokens = {user: secrets.token_hex(24) for user in users}
         rows = [f'{self.tokens[u]},{u},{u}-uid{"," + g if g else ""}' for u, g in users.items()]
         tokens = w / "tokens.csv"
@@ -216,6 +221,21 @@ class ControlPlane:
         path.write_text(text)
         path.chmod(0o600)
         return path
+
+    def audit(self) -> list[dict[str, Any]]:
+        """The audit log's events so far (ResponseComplete), oldest first."""
+        path = self.workdir / "audit.log"
+        if not path.exists():
+            return []
+        events = []
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:  # the last line may be half written
+                continue
+            if event.get("stage") == "ResponseComplete":
+                events.append(event)
+        return events
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         log = (self.workdir / "logs" / f"{name}.log").open("ab")
