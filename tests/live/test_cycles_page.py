@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import html
+import itertools
 import json
 import re
 import shutil
@@ -91,10 +92,38 @@ def write_policy(tmp_path: Path, text: str = LIMITED) -> str:
     return str(path)
 
 
-def hostile_cluster(api: FakeApiServer) -> Any:
-    evictions = cluster(api, old=3)
-    api.add_now("Pod", owned(HOSTILE, "n1", OLD, app="evil"))
-    return evictions
+async def hostile_pods(api: FakeApiServer, keep: int = 4) -> None:
+    """Old pods with a hostile name, `keep` of them on the server at all times: every cycle has
+    one to evict (the limit is one) and others the limit refuses, however many cycles ran."""
+    serials = itertools.count()
+    while True:
+        while sum(1 for key in api.kinds["Pod"].objects
+                  if key.startswith(f"default/{HOSTILE}")) < keep:
+            await api.add("Pod", owned(f"{HOSTILE}{next(serials)}", "n1", OLD, app="evil"))
+        await asyncio.sleep(0.05)
+
+
+async def read_log(stream: asyncio.StreamReader, lines: list[dict[str, Any]]) -> None:
+    """The command's JSON log lines as they come, until it closes its stderr."""
+    while line := await stream.readline():
+        if line.startswith(b"{"):
+            lines.append(json.loads(line))
+
+
+def ended(lines: list[dict[str, Any]]) -> set[int]:
+    """The cycles the log told as over, run or skipped: each is kept on the page."""
+    return {e["cycle"] for e in lines if e["event"] == "descheduling cycle finished"
+            or e["event"].startswith("descheduling cycle skipped")}
+
+
+def kept_window(newest: int) -> list[int]:
+    """The cycles a page whose newest is `newest` holds, newest first: every cycle is kept,
+    run or skipped, and only the last KEPT_CYCLES of them."""
+    return list(range(newest, max(0, newest - KEPT_CYCLES), -1))
+
+
+# The log's line for each decision a kept cycle holds, and the outcome it stands for.
+DECISION_LINES = {"Evicted pod": "evicted", "Eviction refused by a limit": "limited"}
 
 
 # -- the command, its page in chromium, its JSON against its log ------------------------------
@@ -103,20 +132,23 @@ def hostile_cluster(api: FakeApiServer) -> Any:
 @pytest.mark.browser
 async def test_the_command_serves_its_cycles_as_its_log_tells_them(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
-    hostile_cluster(api)
+    """Cycles go on every second while chromium loads the page, however long that takes, so
+    the page and the JSON are judged against the cycles the log tells, not against a number
+    of cycles assumed to have run by then."""
+    cluster(api, old=0)
+    feeder = asyncio.create_task(hostile_pods(api))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "desched", "run", "--policy", write_policy(tmp_path),
         "--kubeconfig", kubeconfig(tmp_path, str(emulator.url).rstrip("/")),
         "--interval", "1s", "--log-format", "json", "--metrics-address", "127.0.0.1:0",
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=command_env())
+    assert proc.stderr is not None
     lines: list[dict[str, Any]] = []
+    reader = asyncio.create_task(read_log(proc.stderr, lines))
     try:
-        assert proc.stderr is not None
-        while sum(1 for e in lines if e["event"] == "descheduling cycle finished") < 3:
-            line = await asyncio.wait_for(proc.stderr.readline(), 30)
-            assert line, "the command ended"
-            if line.startswith(b"{"):
-                lines.append(json.loads(line))
+        await until(lambda: reader.done() or len(ended(lines)) >= 3, timeout=120)
+        assert not reader.done(), "the command ended"
+        told = max(ended(lines))  # before the page was read: it holds this cycle at least
         [port] = [int(e["address"].rpartition(":")[2]) for e in lines
                   if e["event"] == "listening"]
         url = f"http://127.0.0.1:{port}/cycles"
@@ -129,20 +161,27 @@ async def test_the_command_serves_its_cycles_as_its_log_tells_them(
         assert status == 200 and headers["Content-Type"].startswith("application/json")
         body = json.loads(text)
     finally:
+        feeder.cancel()
         proc.send_signal(signal.SIGTERM)
-        _, rest = await asyncio.wait_for(proc.communicate(), 30)
+        await asyncio.wait_for(proc.wait(), 30)
+        await asyncio.wait_for(reader, 30)
     assert proc.returncode == 0
-    lines += [json.loads(line) for line in rest.splitlines() if line.startswith(b"{")]
     logged: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    decided: dict[int, Counter[str]] = defaultdict(Counter)
     for e in lines:
         if e["event"] == "Evicted pod":
             logged[e["cycle"]].append((e["pod"], e["node"]))
+        if e["event"] in DECISION_LINES:
+            decided[e["cycle"]][DECISION_LINES[e["event"]]] += 1
+        elif e["event"] == "Error evicting pod":
+            decided[e["cycle"]][e["outcome"]] += 1
 
-    # The JSON: newest first, each cycle the simulate shape plus its live facts, and its
-    # evictions those its log lines told.
+    # The JSON: the kept cycles newest first, each the simulate shape plus its live facts, and
+    # its evictions and refusals those its log lines told.
     cycles = body["cycles"]
     numbers = [c["cycle"] for c in cycles]
-    assert numbers == sorted(numbers, reverse=True) and numbers[-1] == 1
+    assert numbers[0] >= told and numbers == kept_window(numbers[0]), (told, numbers)
+    assert set(numbers) <= ended(lines)
     for c in cycles:
         assert {"evictions", "refusals", "kept", "notes", "balance", "churn",
                 "cyclesSkipped"} <= set(c)
@@ -150,24 +189,28 @@ async def test_the_command_serves_its_cycles_as_its_log_tells_them(
             logged.get(c["cycle"], []), c["cycle"]
         assert c["live"]["mode"] == "live"
         assert c["live"]["evictionRequests"]["sent"] >= len(c["evictions"])
-    assert HOSTILE in [e["pod"] for c in cycles for e in c["evictions"]]
-    first = cycles[-1]
-    assert first["live"]["evictionRequests"]["outcomes"]["limited"] >= 1
-    assert [b["cycle"] for b in first["balance"]] == [1] * len(first["balance"])
+        assert c["live"]["evictionRequests"]["outcomes"] == decided[c["cycle"]], c["cycle"]
+        assert [b["cycle"] for b in c["balance"]] == [c["cycle"]] * len(c["balance"])
+    assert any(e["pod"].startswith(HOSTILE) for c in cycles for e in c["evictions"])
+    assert any(c["live"]["evictionRequests"]["outcomes"].get("limited", 0) >= 1
+               for c in cycles)
     assert body["instance"]["leaderElection"]["enabled"] is False
-    assert body["instance"]["kept"]["max"] == KEPT_CYCLES
+    kept = body["instance"]["kept"]
+    assert (kept["cycles"], kept["max"]) == (len(cycles), KEPT_CYCLES)
 
     # The page, built by the browser under its Content-Security-Policy: the script ran (it
     # only runs if its hash is the one the header allows), tables and plots are there.
     assert 'data-ready="1"' in dom, "the page's script did not run"
     shown_cycles = [int(n) for n in re.findall(r'<section class="cycle" id="cycle-(\d+)"', dom)]
-    assert shown_cycles == sorted(shown_cycles, reverse=True) and shown_cycles[-1] == 1
+    assert shown_cycles[0] >= told and shown_cycles == kept_window(shown_cycles[0])
     assert len(shown_cycles) >= 3
-    one = dom[dom.index('id="c1-evictions"'):dom.index('id="c1-refusals"')]
-    [(pod, node_name)] = logged[1]
-    shown = html.escape(pod, quote=False)  # as the DOM serialises a text node
-    assert f'<tr><td class="n">1</td><td>{shown}</td><td>{node_name}</td>' in one
-    assert "1 row(s)" in one
+    for n in shown_cycles:  # each cycle's evictions table holds what its log lines told
+        table = dom[dom.index(f'id="c{n}-evictions"'):dom.index(f'id="c{n}-refusals"')]
+        for pod, node_name in logged[n]:
+            shown = html.escape(pod, quote=False)  # as the DOM serialises a text node
+            assert f'<tr><td class="n">{n}</td><td>{shown}</td><td>{node_name}</td>' in table
+        assert f"{len(logged[n])} row(s)" in table
+    assert any(logged[n] for n in shown_cycles)
     assert dom.count("<svg") >= 3 * 2  # three series per cycle's report, two reports at least
     # A live cycle's report says nothing a live run does not know: where replacements went.
     assert "--reschedule" not in dom and "replacements placed" not in dom
