@@ -97,6 +97,7 @@ class ControlPlane:
     etcd_port: int = 0
     tokens: dict[str, str] = field(default_factory=dict)
     audit_from: int = 0  # where a test's share of the audit log starts (the fault tests)
+    apiserver_args: list[str] = field(default_factory=list)
 
     # -- what runs ---------------------------------------------------------------------------------
     @property
@@ -296,6 +297,7 @@ class ControlPlane:
             f"--audit-log-path={w / 'audit.log'}",
             "--audit-log-format=json",
             *os.environ.get("DESCHED_E2E_APISERVER_ARGS", "").split(),
+            *self.apiserver_args,
         ]
         self._spawn("kube-apiserver", args)
         self.write_kubeconfig(self.kubeconfig, "admin")
@@ -355,12 +357,13 @@ def _http_ok(request: str | urllib.request.Request,
 
 
 @contextlib.contextmanager
-def running(assets: Path, workdir: Path | None = None) -> Iterator[ControlPlane]:
+def running(assets: Path, workdir: Path | None = None,
+            apiserver_args: list[str] | None = None) -> Iterator[ControlPlane]:
     """A started control plane in `workdir` (a fresh temporary directory when None, removed
-    afterwards)."""
+    afterwards); `apiserver_args` are extra kube-apiserver flags."""
     owned = workdir is None
     path = Path(tempfile.mkdtemp(prefix="desched-e2e-")) if workdir is None else workdir
-    plane = ControlPlane(assets, path)
+    plane = ControlPlane(assets, path, apiserver_args=list(apiserver_args or []))
     try:
         plane.start()
         yield plane

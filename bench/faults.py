@@ -1,0 +1,447 @@
+"""Faults on a real control plane, judged by the API server's own audit log: what desched (and the
+Go descheduler v0.36, where the fault applies) does when kube-apiserver dies mid-cycle, etcd
+stalls past the request timeout, the leader is paused past its lease, or the descheduler itself
+is killed mid-cycle.
+
+The cluster (its own control plane from tests/e2e/controlplane.py, kube-apiserver with
+`--request-timeout=10s`): two 16-cpu nodes served by the stand-in kubelet (bench/kubelet.py: a
+pod is Ready 1 s after it is bound and gone 1 s after its deletion), a Deployment of 12 pods that
+kube-scheduler places, a PodDisruptionBudget of at most 3 unavailable, and PodLifeTime at 6 s:
+the descheduler evicts all the time, paced by the budget, while the Deployment brings
+replacements back.
+
+Per fault: evictions requested and succeeded (audit log), pods that received two successful
+evictions (must be 0), the lowest count of Ready pods against the budget's floor of 9 (sampled
+every 100 ms; below it is a breach), whether two replicas evicted in overlapping windows, and the
+seconds from the end of the fault to the next successful eviction (and, for desched, to the next
+clean cycle in its log).
+
+    python bench/faults.py --assets DIR [--fault NAME ...] [--descheduler desched|go ...] [--out F]
+
+tests/e2e/test_e2e_faults.py runs the same scenarios against desched and asserts the judgments."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from kubelet import Kubelet
+from lightkube import ApiError, Client, codecs
+from lightkube.config.kubeconfig import KubeConfig
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Namespace, Node, Pod
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+import controlplane  # noqa: E402
+
+NS = "faults"
+REPLICAS, MAX_UNAVAILABLE = 12, 3
+FLOOR = REPLICAS - MAX_UNAVAILABLE
+APISERVER_ARGS = ["--request-timeout=10s"]
+LEASE = ["--leader-elect", "--leader-elect-resource-namespace", NS,
+         "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+         "--leader-elect-retry-period", "500ms"]
+POLICY = f"""\
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+nodeSelector: fault={NS}
+profiles:
+- name: faults
+  pluginConfig:
+  - name: DefaultEvictor
+  - name: PodLifeTime
+    args:
+      maxPodLifeTimeSeconds: 6
+      namespaces:
+        include: [{NS}]
+  plugins:
+    deschedule:
+      enabled: [PodLifeTime]
+"""
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.2)
+
+
+# -- the cluster ----------------------------------------------------------------------------------
+
+def ready_count(client: Client) -> int:
+    count = 0
+    for pod in client.list(Pod, namespace=NS):
+        if pod.metadata is None or pod.metadata.deletionTimestamp is not None:
+            continue
+        conditions = pod.status.conditions if pod.status is not None else None
+        if any(c.type == "Ready" and c.status == "True" for c in conditions or []):
+            count += 1
+    return count
+
+
+@contextmanager
+def churn(plane: controlplane.ControlPlane) -> Iterator[Client]:
+    """The namespace, nodes, Deployment and budget described above, every pod Ready; removed
+    afterwards. The plane's audit log is judged from here on."""
+    client = Client(config=KubeConfig.from_file(str(plane.kubeconfig)),
+                    field_manager="desched-faults")
+    with Kubelet(client, [], ready_after=1.0, namespace=NS) as kubelet:
+        try:
+            client.create(codecs.from_dict({"apiVersion": "v1", "kind": "Namespace",
+                                            "metadata": {"name": NS}}))
+            for i in range(2):
+                kubelet.add_node(f"fault-n{i}", cpu="16", labels={"fault": NS})
+            labels = {"app": "churn"}
+            client.create(codecs.from_dict({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "churn", "namespace": NS},
+                "spec": {"replicas": REPLICAS, "selector": {"matchLabels": labels},
+                         "template": {"metadata": {"labels": labels}, "spec": {
+                             "terminationGracePeriodSeconds": 1,
+                             "automountServiceAccountToken": False,
+                             "containers": [{"name": "app",
+                                             "image": "registry.k8s.io/pause:3.10",
+                                             "resources": {"requests": {"cpu": "100m"}}}]}}}}))
+            client.create(codecs.from_dict({
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "churn", "namespace": NS},
+                "spec": {"maxUnavailable": MAX_UNAVAILABLE,
+                         "selector": {"matchLabels": labels}}}))
+            wait_until("the Deployment's pods to be Ready",
+                       lambda: ready_count(client) == REPLICAS, timeout=120)
+            plane.audit_from = len(plane.audit())
+            yield client
+        finally:
+            _cleanup(client, kubelet.nodes)
+            client.close()
+
+
+def _cleanup(client: Client, nodes: set[str]) -> None:
+    def quietly(action: Callable[[], object]) -> None:
+        try:
+            action()
+        except ApiError as err:
+            if err.status.code != 404:
+                raise
+    quietly(lambda: client.delete(Namespace, NS))
+    for node in nodes:
+        quietly(lambda n=node: client.delete(Node, n))
+    for pod in client.list(Pod, namespace=NS):
+        quietly(lambda p=pod: client.delete(Pod, p.metadata.name, namespace=NS, grace_period=0))
+    wait_until("the namespace to go", lambda: not any(
+        ns.metadata is not None and ns.metadata.name == NS
+        for ns in client.list(Namespace)), timeout=120)
+
+
+class ReadyWatch:
+    """The lowest count of Ready pods seen, sampled every 100 ms (the budget's healthy count)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client, self.lowest = client, REPLICAS
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> ReadyWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            try:
+                self.lowest = min(self.lowest, ready_count(self.client))
+            except Exception:  # the API server is down: no sample
+                continue
+
+
+# -- the descheduler ------------------------------------------------------------------------------
+
+@dataclass
+class Replica:
+    user: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+
+@dataclass
+class Runner:
+    plane: controlplane.ControlPlane
+    workdir: Path
+    which: str = "desched"  # or go
+    replicas: list[Replica] = field(default_factory=list)
+
+    def start(self, user: str, *extra: str) -> Replica:
+        kubeconfig = self.plane.write_kubeconfig(self.workdir / f"{user}.kubeconfig", user)
+        policy = self.workdir / "policy.yaml"
+        policy.write_text(POLICY)
+        if self.which == "go":
+            command = [str(self.plane.assets / "descheduler"), "--kubeconfig", str(kubeconfig),
+                       "--policy-config-file", str(policy), "--descheduling-interval", "1s",
+                       "--v=3", *extra]
+        else:
+            command = [sys.executable, "-m", "desched.cli", "run", "--policy", str(policy),
+                       "--kubeconfig", str(kubeconfig), "--interval", "1s",
+                       "--log-format", "json", *extra]
+        log = self.workdir / f"{user}-{len(self.replicas)}.log"
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        with log.open("wb") as out:
+            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    start_new_session=True)
+        replica = Replica(user, proc, log)
+        self.replicas.append(replica)
+        return replica
+
+    def stop_all(self) -> None:
+        for r in self.replicas:
+            if r.proc.poll() is None:
+                r.proc.send_signal(signal.SIGCONT)
+                r.proc.terminate()
+        for r in self.replicas:
+            try:
+                r.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                r.proc.kill()
+                r.proc.wait()
+
+
+def log_lines(log: Path) -> list[dict[str, Any]]:
+    lines = []
+    for text in log.read_text(errors="replace").splitlines():
+        if text.startswith("{"):
+            try:
+                lines.append(json.loads(text))
+            except ValueError:
+                continue
+    return lines
+
+
+def finished_cycles(log: Path) -> int:
+    """desched's clean cycles so far: finished with result `completed`."""
+    return sum(1 for e in log_lines(log) if e.get("event") == "descheduling cycle finished"
+               and e.get("result") == "completed")
+
+
+# -- the judge ------------------------------------------------------------------------------------
+
+def when(event: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00"))
+
+
+def evictions(plane: controlplane.ControlPlane, ok: bool = True) -> list[dict[str, Any]]:
+    """This scenario's eviction requests in the audit log (successful ones by default), oldest
+    first."""
+    found = [e for e in plane.audit()[plane.audit_from:]
+             if (e.get("objectRef") or {}).get("subresource") == "eviction"
+             and e["objectRef"].get("namespace") == NS and e.get("verb") == "create"
+             and (not ok or e.get("responseStatus", {}).get("code") in (200, 201))]
+    return sorted(found, key=when)
+
+
+def judge(plane: controlplane.ControlPlane, users: set[str], lowest_ready: int,
+          fault_ended: datetime | None) -> dict[str, Any]:
+    done = evictions(plane)
+    counts: dict[str, int] = {}
+    for e in done:
+        counts[e["objectRef"]["name"]] = counts.get(e["objectRef"]["name"], 0) + 1
+    deletes = [e for e in plane.audit()[plane.audit_from:] if e.get("verb") == "delete"
+               and (e.get("objectRef") or {}).get("resource") == "pods"
+               and e["user"]["username"] in users]
+    # Overlapping leaders: the successful evictions, in time order, change hands more than once
+    # (a hand-over is one change; back and forth is two replicas acting at once).
+    hands = [e["user"]["username"] for e in done]
+    changes = sum(1 for a, b in itertools.pairwise(hands) if a != b)
+    after = [e for e in done if fault_ended is not None and when(e) >= fault_ended]
+    return {
+        "evictionsRequested": len(evictions(plane, ok=False)),
+        "evictionsSucceeded": len(done),
+        "podsEvictedTwice": sum(1 for n in counts.values() if n > 1),
+        "podsDeleted": len(deletes),
+        "lowestReady": lowest_ready, "budgetFloor": FLOOR,
+        "budgetBreached": lowest_ready < FLOOR,
+        "overlappingLeaders": max(0, changes - 1) if len(users) > 1 else 0,
+        "secondsToNextEviction": (round((when(after[0]) - fault_ended).total_seconds(), 1)
+                                  if after and fault_ended is not None else None),
+    }
+
+
+def server_now(plane: controlplane.ControlPlane) -> datetime:
+    """The API server's clock, as the audit log stamps it (one host here: the local clock)."""
+    return datetime.now().astimezone()
+
+
+# -- the faults -----------------------------------------------------------------------------------
+
+def _first_evictions(plane: controlplane.ControlPlane, n: int = 3) -> None:
+    wait_until(f"{n} evictions", lambda: len(evictions(plane)) >= n, timeout=120)
+
+
+def _recovered(plane: controlplane.ControlPlane, runner: Runner, replica: Replica,
+               more: int = 3) -> float:
+    """Seconds until the descheduler has evicted `more` pods after now and (desched) finished two
+    cycles: the first may have started before the fault ended."""
+    started = time.monotonic()
+    before = len(evictions(plane))
+    cycles = finished_cycles(replica.log) if runner.which == "desched" else 0
+    wait_until("evictions and a clean cycle after the fault", lambda: (
+        len(evictions(plane)) >= before + more
+        and (runner.which != "desched" or finished_cycles(replica.log) >= cycles + 2)),
+        timeout=180)
+    return round(time.monotonic() - started, 1)
+
+
+def apiserver_restart(plane: controlplane.ControlPlane, runner: Runner) -> dict[str, Any]:
+    """kube-apiserver SIGKILLed mid-cycle, back 3 s later (its watch cache starts over: the
+    informers' resourceVersions are too old, 410 Gone)."""
+    replica = runner.start("desched-a")
+    _first_evictions(plane)
+    plane.restart_apiserver(down_for=3.0)
+    ended = server_now(plane)
+    return {"fault": "apiserver-restart", "ended": ended,
+            "recovery": _recovered(plane, runner, replica), "users": {"desched-a"}}
+
+
+def etcd_pause(plane: controlplane.ControlPlane, runner: Runner) -> dict[str, Any]:
+    """etcd SIGSTOPped for 15 s, longer than kube-apiserver's 10 s request timeout, resumed."""
+    replica = runner.start("desched-a")
+    _first_evictions(plane)
+    plane.pause("etcd")
+    time.sleep(15)
+    plane.resume("etcd")
+    ended = server_now(plane)
+    return {"fault": "etcd-pause", "ended": ended,
+            "recovery": _recovered(plane, runner, replica), "users": {"desched-a"}}
+
+
+def descheduler_kill(plane: controlplane.ControlPlane, runner: Runner) -> dict[str, Any]:
+    """The descheduler SIGKILLed mid-cycle and started again."""
+    first = runner.start("desched-a")
+    _first_evictions(plane)
+    first.proc.kill()
+    first.proc.wait()
+    ended = server_now(plane)
+    replica = runner.start("desched-a")
+    return {"fault": "descheduler-kill", "ended": ended,
+            "recovery": _recovered(plane, runner, replica), "users": {"desched-a"}}
+
+
+def leader_pause(plane: controlplane.ControlPlane, runner: Runner) -> dict[str, Any]:
+    """Two replicas with leader election (lease 4 s); the leader SIGSTOPped until the other has
+    taken over and evicted, then resumed: it must not evict again (fencing)."""
+    client = Client(config=KubeConfig.from_file(str(plane.kubeconfig)))
+    lease_name = "descheduler" if runner.which == "go" else "desched"
+
+    def holder() -> str | None:
+        try:
+            lease = client.get(Lease, lease_name, namespace=NS)
+        except ApiError:
+            return None
+        return lease.spec.holderIdentity if lease.spec is not None else None
+
+    a = runner.start("desched-a", *LEASE)
+    wait_until("replica a to lead and evict", lambda: any(
+        e["user"]["username"] == "desched-a" for e in evictions(plane)), timeout=120)
+    b = runner.start("desched-b", *LEASE)
+    leader = holder()
+    time.sleep(2)  # b is up and waiting for the lease
+    a.proc.send_signal(signal.SIGSTOP)
+    wait_until("replica b to take over", lambda: holder() not in (None, leader), timeout=60)
+    wait_until("replica b to evict", lambda: any(
+        e["user"]["username"] == "desched-b" for e in evictions(plane)), timeout=120)
+    a.proc.send_signal(signal.SIGCONT)
+    ended = server_now(plane)
+    resumed = len(evictions(plane, ok=False))
+    recovery = _recovered(plane, runner, b)
+    late = [e for e in evictions(plane, ok=False)[resumed:]
+            if e["user"]["username"] == "desched-a"]
+    client.close()
+    return {"fault": "leader-pause", "ended": ended, "recovery": recovery,
+            "users": {"desched-a", "desched-b"}, "lateOldLeaderRequests": len(late)}
+
+
+FAULTS: dict[str, Callable[[controlplane.ControlPlane, Runner], dict[str, Any]]] = {
+    "apiserver-restart": apiserver_restart, "etcd-pause": etcd_pause,
+    "leader-pause": leader_pause, "descheduler-kill": descheduler_kill,
+}
+
+
+def run_fault(plane: controlplane.ControlPlane, name: str, which: str,
+              workdir: Path) -> dict[str, Any]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    with churn(plane) as client, ReadyWatch(client) as ready:
+        runner = Runner(plane, workdir, which)
+        try:
+            outcome = FAULTS[name](plane, runner)
+        finally:
+            runner.stop_all()
+        exits = [r.proc.returncode for r in runner.replicas]
+    users = outcome.pop("users")
+    ended = outcome.pop("ended")
+    result = {"descheduler": which, **outcome,
+              **judge(plane, users, ready.lowest, ended), "exitCodes": exits}
+    result["logs"] = [str(r.log) for r in runner.replicas]
+    return result
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    rows = ["| fault | descheduler | evictions requested / succeeded | pods evicted twice | "
+            "lowest ready (floor 9) | overlapping leaders | s to next eviction | "
+            "s to recovery |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        rows.append(f"| {r['fault']} | {r['descheduler']} | {r['evictionsRequested']} / "
+                    f"{r['evictionsSucceeded']} | {r['podsEvictedTwice']} | {r['lowestReady']} | "
+                    f"{r['overlappingLeaders']} | {r['secondsToNextEviction']} | "
+                    f"{r['recovery']} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--assets", default=os.environ.get(controlplane.ASSETS_ENV))
+    parser.add_argument("--fault", action="append", choices=list(FAULTS))
+    parser.add_argument("--descheduler", action="append", choices=["desched", "go"])
+    parser.add_argument("--out")
+    opts = parser.parse_args(argv)
+    if not opts.assets:
+        parser.error(f"need --assets or ${controlplane.ASSETS_ENV}")
+    assets = Path(opts.assets).resolve()
+    which = opts.descheduler or (["desched", "go"] if (assets / "descheduler").exists()
+                                 else ["desched"])
+    results = []
+    with tempfile.TemporaryDirectory(prefix="desched-faults-") as tmp:
+        for fault in opts.fault or list(FAULTS):
+            for w in which:
+                # A fresh control plane per run: a fault leaves no trace on the next.
+                with controlplane.running(assets, Path(tmp) / f"{fault}-{w}-plane",
+                                          APISERVER_ARGS) as plane:
+                    print(f"{fault} {w} ...", file=sys.stderr, flush=True)
+                    result = run_fault(plane, fault, w, Path(tmp) / f"{fault}-{w}")
+                    results.append(result)
+                    print(table([result]), file=sys.stderr, flush=True)
+    print(table(results))
+    if opts.out:
+        Path(opts.out).write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
