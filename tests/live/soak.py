@@ -333,7 +333,11 @@ async def run_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer, kubec
     finally:
         await _stop(background)
     result.seconds = time.monotonic() - started
-    await asyncio.sleep(0.1)  # let closed connections' callbacks run
+    # Closed connections' callbacks end their tasks on this loop: waited for (bounded, for a
+    # loaded machine), not given a guessed time; what is left then is counted.
+    deadline = time.monotonic() + 30
+    while len(asyncio.all_tasks()) > baseline_tasks and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
     result.tasks_left = len(asyncio.all_tasks()) - baseline_tasks
     result.fds_grown = _fds() - baseline_fds
     result.pod_deletes += _pod_deletes(emulator)
