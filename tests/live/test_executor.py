@@ -270,8 +270,11 @@ async def test_timeout_is_not_followed_by_a_second_eviction(
         api: FakeApiServer, client: ApiClient) -> None:
     snap, pods = setup(api, "a")
     evictions = Evictions(api).install()
-    evictions.script = [("hang", 1.0)]  # carried out, answered after the client gave up
-    ex = executor(client, snap, timeout=0.2)
+    # Carried out, answered long after the client gave up. The timeout also bounds the read
+    # back, answered at once: 1 s is ample on a loaded machine (0.1 s was not, on the cycles
+    # page's retry test).
+    evictions.script = [("hang", 10.0)]
+    ex = executor(client, snap, timeout=1.0)
     result = await evict(ex, pods["a"])
     assert result.ok, result
     assert len(evictions.bodies) == 1  # the pod was found gone: no second request

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
 import pytest
 
+from desched.live import migration
 from desched.live.client import ApiClient, ConnectionLost
 from desched.live.informer import Informer
 from desched.live.migration import MigrationService, Verdicts
@@ -78,7 +80,11 @@ async def test_one_job_failing_does_not_stop_the_others() -> None:
     assert svc.rounds == 2
 
 
-async def test_unchanged_jobs_wait_for_the_requeue_and_backoff_wins_over_changes() -> None:
+async def test_unchanged_jobs_wait_for_the_requeue_and_backoff_wins_over_changes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The rounds run at one instant of the service's clock: "not again before 3 s" does not
+    # depend on how fast a loaded machine runs them.
+    monkeypatch.setattr(migration, "time", SimpleNamespace(monotonic=lambda: 1_000.0))
     a, b = job("a"), job("b")
     svc, fake = service(a, b)
     await svc.round()
