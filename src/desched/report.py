@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from desched import whatif
-from desched.framework.decisions import REFUSED_OUTCOMES
+from desched.framework.decisions import REFUSED_OUTCOMES, Decision, DecisionLog, Restart
 from desched.model.meta import json_encoder
 from desched.simulation import CycleSummary, SimulationResult
 from desched.utilization import Balance, balance, thresholds
@@ -51,6 +51,53 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
     groups = whatif.groups_json(result)
     if groups is not None:
         out["groups"] = groups
+    if result.policy.plans_moves:
+        out.update(moves_json(log))
+    return out
+
+
+def moves_json(log: DecisionLog) -> dict[str, Any]:
+    """With the policy's `moves`: `evictions` lists every pod that left its node, each with
+    its `mode` (evict, or restart for a pod a Deployment restart replaced), and `restarts`,
+    `deferred` and `waitTimeouts` say the rest (docs/moves.md)."""
+    return {
+        "evictions": [
+            {"cycle": d.cycle, "namespace": d.namespace, "pod": d.pod, "node": d.node,
+             "profile": d.profile, "plugin": d.plugin, "reason": d.reason,
+             "mode": "restart" if d.outcome == "restarted" else "evict"}
+            for d in log.moved()
+        ],
+        "restarts": [
+            {"cycle": r.cycle, "namespace": r.namespace, "deployment": r.name,
+             "replicas": r.replicas, "maxSurge": r.max_surge,
+             "maxUnavailable": r.max_unavailable, "pods": list(r.pods), "profile": r.profile,
+             "plugin": r.plugin, "reason": r.reason}
+            for r in log.restarts
+        ],
+        "deferred": [
+            {"cycle": d.cycle, "namespace": d.namespace, "pod": d.pod, "node": d.node,
+             "profile": d.profile, "plugin": d.plugin, "reason": d.reason}
+            for d in log.of_outcome("deferred")
+        ],
+        "waitTimeouts": [
+            {"cycle": t.cycle, "workload": f"{t.kind} {t.namespace}/{t.name}",
+             "waitedSeconds": round(t.waited, 3), "profile": t.profile, "plugin": t.plugin,
+             "note": t.text}
+            for t in log.timeouts
+        ],
+    }
+
+
+def moves_counts(log: DecisionLog, cycle: int | None = None) -> str:
+    """", 4 moved by 2 restart(s), 7 deferred" (of one cycle, or all), or "" when none."""
+    restarts = [r for r in log.restarts if cycle is None or r.cycle == cycle]
+    deferred = sum(1 for d in log.decisions
+                   if d.outcome == "deferred" and (cycle is None or d.cycle == cycle))
+    out = ""
+    if restarts:
+        out += f", {sum(len(r.pods) for r in restarts)} moved by {len(restarts)} restart(s)"
+    if deferred:
+        out += f", {deferred} deferred"
     return out
 
 
@@ -77,7 +124,8 @@ def summary_lines(result: SimulationResult) -> list[str]:
     """Counts per plugin and node, and the balance before and after: what a reader wants
     first."""
     evictions = result.evictions
-    lines = [f"summary: {len(evictions)} pod(s) evicted in {result.cycles} cycle(s)"]
+    lines = [f"summary: {len(evictions)} pod(s) evicted{moves_counts(result.log)} in "
+             f"{result.cycles} cycle(s)"]
     if evictions:
         by_plugin = Counter(f"{d.profile}/{d.plugin}" for d in evictions)
         lines.append("  by plugin: " + ", ".join(f"{name} {n}" for name, n in
@@ -165,9 +213,17 @@ def render_text(result: SimulationResult) -> str:
              *(f"  warning: {line}" for line in result.warnings),
              f"clock: {result.clock.describe()}", *summary_lines(result)]
     by_cycle: dict[int, list[str]] = {}
+    restarts = _restart_lines(result.log)
     for d in result.log.decisions:
         if d.outcome == "evicted":
             text = (f"  evict   {d.namespace}/{d.pod} on {d.node} [{d.profile}/{d.plugin}]: "
+                    f"{d.reason}")
+        elif d.outcome == "restarted":
+            text = restarts.pop((d.cycle, f"{d.namespace}/{d.pod}"), "")
+            if not text:
+                continue
+        elif d.outcome == "deferred":
+            text = (f"  defer   {d.namespace}/{d.pod} on {d.node} [{d.profile}/{d.plugin}]: "
                     f"{d.reason}")
         elif d.outcome in ("limited", "pdb-blocked", "failed", "dry-run"):
             text = (f"  {d.outcome:7} {d.namespace}/{d.pod} on {d.node} "
@@ -178,7 +234,8 @@ def render_text(result: SimulationResult) -> str:
     for summary in result.summaries:
         evicted = sum(1 for d in result.log.decisions
                       if d.cycle == summary.cycle and d.outcome == "evicted")
-        head = f"cycle {summary.cycle}: {evicted} pod(s) evicted"
+        head = (f"cycle {summary.cycle}: {evicted} pod(s) evicted"
+                f"{moves_counts(result.log, summary.cycle)}")
         if summary.skipped:
             head += f" ({summary.skipped})"
         lines.append(head)
@@ -205,8 +262,34 @@ def render_text(result: SimulationResult) -> str:
         for count, text in sorted(kept[cycle], key=lambda entry: (-entry[0], entry[1])):
             lines.append(f"  {count:6} {text}")
     total = len(result.evictions)
-    lines.append(f"total: {total} pod(s) evicted in {result.cycles} cycle(s)")
+    lines.append(f"total: {total} pod(s) evicted{moves_counts(result.log)} in {result.cycles} "
+                 f"cycle(s)")
     return "\n".join(lines) + "\n"
+
+
+def _restart_lines(log: DecisionLog) -> dict[tuple[int, str], str]:
+    """Each restart's text, keyed by its first pod's decision (where it is told): the restart,
+    then each pod it replaces with what the plugin said of it."""
+    if not log.restarts:
+        return {}
+    said: dict[tuple[int, str], Decision] = {
+        (d.cycle, f"{d.namespace}/{d.pod}"): d for d in log.decisions if d.outcome == "restarted"}
+    out = {}
+    for r in log.restarts:
+        lines = [_restart_head(r)]
+        for key in r.pods:
+            d = said.get((r.cycle, key))
+            if d is not None:
+                why = d.reason.removesuffix(f"; {r.reason}").removeprefix("replaced with the "
+                                                                         "others: " + r.reason)
+                lines.append(f"    replaces {key} on {d.node}" + (f": {why}" if why else ""))
+        if r.pods:
+            out[(r.cycle, r.pods[0])] = "\n".join(lines)
+    return out
+
+
+def _restart_head(r: Restart) -> str:
+    return f"  {r.reason} [{r.profile}/{r.plugin}]"
 
 
 def render(result: SimulationResult, output: str) -> str:

@@ -10,6 +10,8 @@ from datetime import datetime, timedelta
 from desched.errors import InputError, quote
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
+from desched.framework.moves import MoveTracker
+from desched.framework.moves.inflight import vanished
 from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock
@@ -177,7 +179,8 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
     nodes, pods = len(snapshot.nodes), len(snapshot.pods)
     executor = SimulationExecutor(snapshot)
     clock = Clock(now)
-    descheduler = Descheduler(policy, snapshot, executor, clock, log or DecisionLog())
+    descheduler = Descheduler(policy, snapshot, executor, clock, log or DecisionLog(),
+                              moves=MoveTracker(simulated=True))
     found, warnings = _preflight(descheduler, model if do_reschedule else None)
     for line in warnings:
         warn(line)
@@ -203,6 +206,10 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                 snapshot.add_pod(pod)
             executor = descheduler.executor = SimulationExecutor(snapshot)
             descheduler.evictor.executor = executor
+        elif not do_reschedule and executor.evicted and policy.plans_moves:
+            # Pacing reads a workload's missing pods: gone for good here, they count as
+            # replaced and Ready by the next cycle (docs/moves.md).
+            vanished(descheduler.moves, executor.evicted, resolver)
         elif do_reschedule and executor.evicted:
             # kube-scheduler places on any node, whatever nodes the policy descheduled.
             placed = reschedule(executor.evicted, snapshot, cycle, snapshot.ready_nodes(), model,

@@ -113,9 +113,15 @@ def churn(result: SimulationResult) -> Churn:
             old = summary.came_back(key, node)
             if old is not None and node is not None:
                 found.back_on_source.append(BackOnSource(summary.cycle, key, old, node))
+    # A workload paced by `moves` (a pod deferred, then moved) moves over several cycles by
+    # design: that is not churn.
+    deferred = {f"{d.namespace}/{d.pod}" for d in result.log.of_outcome("deferred")}
+    paced = {e.workload for s in result.summaries for key, e in s.evicted.items()
+             if key in deferred} if deferred else set()
     found.repeated = sorted(
         (Repeated(workload, tuple(sorted(set(cycles))), len(cycles))
-         for workload, cycles in by_workload.items() if len(set(cycles)) > 1),
+         for workload, cycles in by_workload.items()
+         if len(set(cycles)) > 1 and workload not in paced),
         key=lambda r: (-r.evictions, r.workload))
     frames = result.frames
     limits = thresholds(result.policy)

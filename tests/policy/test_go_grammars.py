@@ -94,6 +94,21 @@ DURATIONS: dict[str, tuple[Build, str]] = {
     "DeschedulerConfiguration.leaderElection.retryPeriod": (
         lambda v: {**KOORD, "leaderElection": {"retryPeriod": v}},
         "leaderElection.retryPeriod"),
+    # desched's `moves` block, the same in both formats (framework/moves/args.py).
+    "DeschedulerConfiguration.moves.minDelayBetweenMoves": (
+        lambda v: {**KOORD, "moves": {"minDelayBetweenMoves": v}},
+        "moves.minDelayBetweenMoves"),
+    "DeschedulerConfiguration.moves.minDelayBetweenMoves (upstream)": (
+        lambda v: upstream({"deschedule": ["PodLifeTime"]}, PLT,
+                           moves={"minDelayBetweenMoves": v}),
+        "moves.minDelayBetweenMoves"),
+    "DeschedulerConfiguration.moves.replacementTimeout": (
+        lambda v: {**KOORD, "moves": {"maxUnavailablePerWorkload": 1, "replacementTimeout": v}},
+        "moves.replacementTimeout"),
+    "DeschedulerConfiguration.moves.replacementTimeout (upstream)": (
+        lambda v: upstream({"deschedule": ["PodLifeTime"]}, PLT,
+                           moves={"maxUnavailablePerWorkload": 1, "replacementTimeout": v}),
+        "moves.replacementTimeout"),
 }
 
 

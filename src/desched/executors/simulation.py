@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from desched.executors.pdb import BudgetTracker
-from desched.framework.evictor import ExecutionResult
+from desched.framework.evictor import ExecutionResult, RestartOrder
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
 
 _EVICTED = ExecutionResult(True)  # frozen: one instance serves every eviction
+_RESTARTED = ExecutionResult(True, "restarted")
 
 
 class SimulationExecutor:
@@ -31,3 +32,21 @@ class SimulationExecutor:
         self.snapshot.remove_pod(pod)
         self.evicted.append(pod)
         return _EVICTED
+
+    def check_budget(self, pod: Pod) -> ExecutionResult:
+        """What the API would answer a dry-run eviction: the budget is asked, not used."""
+        _, refusal = self.budgets.check(pod)
+        if refusal is not None:
+            return ExecutionResult(False, "pdb-blocked", refusal)
+        return _EVICTED
+
+    def restart(self, order: RestartOrder) -> ExecutionResult:
+        """The Deployment's pods leave the snapshot as evicted ones do (with --reschedule they
+        are recreated and placed like any replacement). A rollout is not an eviction: no
+        budget is used up, but the pods count as expected, and missing, until replaced."""
+        for pod in order.pods:
+            if self.snapshot.pods.get(pod.key) is pod:
+                self.budgets.record_removal(pod)
+                self.snapshot.remove_pod(pod)
+                self.evicted.append(pod)
+        return _RESTARTED

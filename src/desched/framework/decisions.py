@@ -15,10 +15,12 @@ from typing import Any, Literal
 import msgspec
 
 Outcome = Literal["evicted", "filtered", "limited", "pdb-blocked", "failed", "skipped",
-                  "dry-run", "considered"]
-# The pod leaves (or, in a dry run, would leave) its node.
-EVICTED_OUTCOMES = frozenset({"evicted", "dry-run"})
+                  "dry-run", "considered", "restarted", "deferred"]
+# The pod leaves (or, in a dry run, would leave) its node: evicted, or replaced by a surge-first
+# restart of its Deployment (framework/moves).
+EVICTED_OUTCOMES = frozenset({"evicted", "dry-run", "restarted"})
 # An eviction a plugin wanted that did not happen: a limit, a PodDisruptionBudget, an error.
+# ("deferred", a move paced to a later cycle, is not refused: it is told apart.)
 REFUSED_OUTCOMES = frozenset({"limited", "pdb-blocked", "failed"})
 
 
@@ -42,6 +44,37 @@ class Note(msgspec.Struct, frozen=True, gc=False):
     node: str
     profile: str
     plugin: str
+    text: str
+
+
+class Restart(msgspec.Struct, frozen=True, gc=False):
+    """A Deployment restarted surge-first instead of evicting its pods (one per restart; each
+    pod it replaces has a "restarted" Decision too)."""
+
+    cycle: int
+    profile: str
+    plugin: str
+    namespace: str
+    name: str
+    uid: str
+    replicas: int
+    max_surge: int
+    max_unavailable: int
+    pods: tuple[str, ...]  # the pods it replaces, namespace/name
+    reason: str  # "restart Deployment ns/name (...): <what the rollout guarantees>"
+
+
+class WaitTimeout(msgspec.Struct, frozen=True, gc=False):
+    """desched stopped waiting for a workload's replacement (moves.replacementTimeout)."""
+
+    cycle: int
+    profile: str
+    plugin: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    waited: float  # seconds
     text: str
 
 
@@ -72,6 +105,9 @@ class DecisionLog:
     # (cycle, profile, plugin, node) -> what a utilization plugin's run found an explained node
     # to be (its role: source, target, neither), asked of the plugin after its run.
     node_roles: dict[tuple[int, str, str, str], str] = field(default_factory=dict)
+    # Surge-first restarts, and the waits for a replacement desched gave up (framework/moves).
+    restarts: list[Restart] = field(default_factory=list)
+    timeouts: list[WaitTimeout] = field(default_factory=list)
 
     def wants_detail(self, pod_key: str, node: str) -> bool:
         return pod_key in self.explain_pods or node in self.explain_nodes
@@ -128,5 +164,20 @@ class DecisionLog:
         return Counter({reason: n for (c, p, name, reason), n in self.kept.items()
                         if c == cycle and p == profile and name == plugin})
 
+    def restarted(self, restart: Restart) -> None:
+        self.restarts.append(restart)
+
+    def timed_out(self, timeout: WaitTimeout) -> None:
+        """A wait given up: recorded, and told as a run-level note."""
+        self.timeouts.append(timeout)
+        self.note("", timeout.profile, timeout.plugin, timeout.text)
+
     def evictions(self) -> list[Decision]:
         return [d for d in self.decisions if d.outcome == "evicted"]
+
+    def moved(self) -> list[Decision]:
+        """Every pod that left its node, evicted or replaced by a restart, in order."""
+        return [d for d in self.decisions if d.outcome in ("evicted", "restarted")]
+
+    def of_outcome(self, outcome: Outcome) -> list[Decision]:
+        return [d for d in self.decisions if d.outcome == outcome]

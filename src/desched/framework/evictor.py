@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 from desched.framework.decisions import DecisionLog
 from desched.model.pod import Pod
+
+if TYPE_CHECKING:
+    from desched.framework.moves.planner import MovePlanner
 
 LimitScope = Literal["total", "node", "namespace"]
 
@@ -35,7 +39,7 @@ class ExecutionResult(msgspec.Struct, frozen=True, gc=False):
     __init__ costs ten times as much."""
 
     ok: bool
-    outcome: Literal["evicted", "pdb-blocked", "failed"] = "evicted"
+    outcome: Literal["evicted", "pdb-blocked", "failed", "restarted"] = "evicted"
     message: str = ""
 
 
@@ -43,6 +47,34 @@ class Executor(Protocol):
     """Carries an eviction out: simulation mutates the snapshot, live calls the API."""
 
     def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult: ...
+
+
+@dataclass(frozen=True)
+class RestartOrder:
+    """Restart Deployment namespace/name as `kubectl rollout restart` does, replacing `pods`
+    (framework/moves). `uid` and `resource_version` are the snapshot's: the restart applies to
+    that Deployment as the cycle saw it, or not at all."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    at: datetime
+    pods: tuple[Pod, ...]
+    profile: str
+    plugin: str
+    reason: str
+
+
+@runtime_checkable
+class MoveExecutor(Protocol):
+    """An executor that can also move pods without evicting them (framework/moves)."""
+
+    def check_budget(self, pod: Pod) -> ExecutionResult:
+        """Whether the pod's PodDisruptionBudget allows evicting it now; evicts nothing."""
+
+    def restart(self, order: RestartOrder) -> ExecutionResult:
+        """Restart the Deployment; its pods leave the cycle's snapshot (they are replaced)."""
 
 
 @dataclass
@@ -63,6 +95,9 @@ class Evictor:
     total: int = 0
     by_node: dict[str, int] = field(default_factory=dict)
     by_namespace: dict[str, int] = field(default_factory=dict)
+    # The policy's `moves`: evictions are planned and carried out after each plugin's run
+    # (framework/moves). None: each eviction is carried out at once, as upstream does.
+    moves: MovePlanner | None = None
 
     def new_cycle(self) -> None:
         self.total = 0
@@ -89,12 +124,20 @@ class Evictor:
                             LIMIT_MESSAGES[scope])
             raise EvictionLimitError(scope)
 
-    def _count(self, pod: Pod) -> None:
+    def _count(self, pod: Pod, step: int = 1) -> None:
         node = pod.node_name
-        self.total += 1
+        self.total += step
         if node:
-            self.by_node[node] = self.by_node.get(node, 0) + 1
-        self.by_namespace[pod.namespace] = self.by_namespace.get(pod.namespace, 0) + 1
+            self.by_node[node] = self.by_node.get(node, 0) + step
+        self.by_namespace[pod.namespace] = self.by_namespace.get(pod.namespace, 0) + step
+
+    def count(self, pod: Pod) -> None:
+        """A move made other than by `execute` (a restart counts once against the limits)."""
+        self._count(pod)
+
+    def refund(self, pod: Pod) -> None:
+        """Take back a planned pod's count: the move it was counted for is decided anew."""
+        self._count(pod, -1)
 
     def execute(self, pod: Pod, profile: str, plugin: str, reason: str) -> bool:
         """Carry an eviction out (limits already checked): the executor, counters, record.
@@ -127,7 +170,19 @@ class Evictor:
 
     def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> bool:
         self.check_limits(pod, profile, plugin)
+        if self.moves is not None:
+            return self.moves.plan(pod, profile, plugin, reason)
         return self.execute(pod, profile, plugin, reason)
+
+    def flush_moves(self) -> None:
+        """Carry out what the plugin that just ran planned (nothing without `moves`)."""
+        if self.moves is not None:
+            self.moves.flush()
+
+    def drop_moves(self) -> None:
+        """The plugin's run failed: what it planned stays undone."""
+        if self.moves is not None:
+            self.moves.drop()
 
 
 @runtime_checkable

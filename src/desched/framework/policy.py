@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from desched.framework.evictor import Limits
+from desched.framework.moves.args import MovesArgs
 from desched.framework.registry import Plugins
 from desched.model.labels import Matcher
 
@@ -47,6 +48,13 @@ class Policy:
     descheduling_interval: float = 0.0  # seconds; Koordinator's deschedulingInterval
     # Koordinator's leaderElection.leaderElect: only reported, --leader-elect decides.
     leader_elect: bool = False
+    # desched's `moves` block (framework/moves): None when absent.
+    moves: MovesArgs | None = None
     # Things that load but do less than the file says (ignored keys, nothing enabled), one
     # sentence each naming the file; the commands print or log them, nothing else reads them.
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def plans_moves(self) -> bool:
+        """Whether evictions are planned and carried out as moves (restarts, pacing)."""
+        return self.moves is not None and self.moves.active

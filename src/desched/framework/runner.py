@@ -19,6 +19,7 @@ from desched.framework.evictor import (
     Executor,
     ProfileEvictor,
 )
+from desched.framework.moves import MovePlanner, MoveTracker
 from desched.framework.policy import Policy, ProfileConfig
 from desched.framework.types import BalancePlugin, Clock, DeschedulePlugin, FilterPlugin, Handle
 from desched.framework.verdicts import ask_node_roles, ask_verdicts
@@ -100,11 +101,17 @@ class Descheduler:
     clock: Clock
     log: DecisionLog = field(default_factory=DecisionLog)
     profiles: list[Profile] = field(default_factory=list)
+    # What moves carry across cycles (framework/moves): a live run hands its own to each
+    # cycle's Descheduler; otherwise one lives as long as this Descheduler.
+    moves: MoveTracker = field(default_factory=MoveTracker)
     evictor: Evictor = field(init=False)
 
     def __post_init__(self) -> None:
         self.evictor = Evictor(self.policy.limits, self.executor, self.log,
                                dry_run=self.policy.dry_run)
+        if self.policy.moves is not None and self.policy.plans_moves:
+            self.evictor.moves = MovePlanner(self.policy.moves, self.evictor, self.snapshot,
+                                             self.clock, self.log, self.moves)
         self.profiles = [build_profile(cfg, self.snapshot, self.evictor, self.clock, self.log,
                                        self.policy)
                          for cfg in self.policy.profiles]
@@ -146,14 +153,27 @@ class Descheduler:
         for profile in self.profiles:
             profile_nodes = scoped(profile)
             for name, plugin in profile.deschedule:
-                with self._says_why(cycle, profile.name, name, plugin, profile_nodes):
+                with self._says_why(cycle, profile.name, name, plugin, profile_nodes), \
+                        self._moves():
                     plugin.deschedule(profile_nodes)
         for profile in self.profiles:
             profile_nodes = scoped(profile)
             for name, balancer in profile.balance:
-                with self._says_why(cycle, profile.name, name, balancer, profile_nodes):
+                with self._says_why(cycle, profile.name, name, balancer, profile_nodes), \
+                        self._moves():
                     balancer.balance(profile_nodes)
         return None
+
+    @contextmanager
+    def _moves(self) -> Iterator[None]:
+        """The moves a plugin's run planned are carried out once it ends (framework/moves);
+        a run that fails leaves them undone."""
+        try:
+            yield
+        except BaseException:
+            self.evictor.drop_moves()
+            raise
+        self.evictor.flush_moves()
 
     @contextmanager
     def _says_why(self, cycle: int, profile: str, plugin: str, instance: object,

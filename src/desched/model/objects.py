@@ -91,10 +91,47 @@ def _workload(kind: str) -> type:
 
 
 ReplicaSet = _workload("ReplicaSet")
-Deployment = _workload("Deployment")
 StatefulSet = _workload("StatefulSet")
 DaemonSet = _workload("DaemonSet")
 Job = _workload("Job")
+class DeploymentMeta(ObjectMeta, kw_only=True):
+    """A Deployment's metadata with what a surge-first restart reads: `generation` (a rollout
+    in progress is one the controller has not observed yet) and `resourceVersion` (the restart's
+    patch is conditional on it). Kept off ObjectMeta, which every pod carries."""
+
+    generation: int | None = None
+    resource_version: str = ""
+
+
+class RollingUpdate(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    max_surge: IntOrString | None = None
+    max_unavailable: IntOrString | None = None
+
+
+class DeploymentStrategy(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    type: str = ""  # "" reads as RollingUpdate, the API server's default
+    rolling_update: RollingUpdate | None = None
+
+
+class DeploymentSpec(WorkloadSpec, kw_only=True):
+    strategy: DeploymentStrategy | None = None
+    paused: bool = False
+
+
+class DeploymentStatus(WorkloadStatus, kw_only=True):
+    observed_generation: int | None = None
+    updated_replicas: int | None = None
+
+
+class Deployment(msgspec.Struct, tag_field="kind", tag="Deployment", rename="camel",
+                 omit_defaults=True):
+    """Like the other workloads, plus its rollout strategy and progress (framework/moves)."""
+
+    metadata: DeploymentMeta = msgspec.field(default_factory=DeploymentMeta)
+    spec: DeploymentSpec = msgspec.field(default_factory=DeploymentSpec)
+    status: DeploymentStatus = msgspec.field(default_factory=DeploymentStatus)
+
+
 class RCSpec(msgspec.Struct, rename="camel", omit_defaults=True):
     replicas: int | None = None
     selector: Mapping[str, str] | None = None  # a plain label map, unlike the apps/v1 kinds

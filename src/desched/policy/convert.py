@@ -56,7 +56,7 @@ _LIMIT_KEYS = ("maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPerNamespace",
                "maxNoOfPodsToEvictTotal")
 # The keys of a DeschedulerConfiguration the conversion reads (or refuses).
 _KOORDINATOR_POLICY_KEYS = ("apiVersion", "kind", "profiles", "nodeSelector", "dryRun",
-                            *_LIMIT_KEYS)
+                            "moves", *_LIMIT_KEYS)
 
 
 @dataclass
@@ -157,7 +157,7 @@ def _from_koordinator(policy: Policy, doc: dict[str, Any]) -> Converted:
         raise InputError(policy.path, "dryRun: true has no v1alpha2 DeschedulerPolicy key, and "
                                       "dropping it would make the policy evict; remove it and "
                                       "run the converted policy with `desched run --dry-run`")
-    top = {k: doc.get(k) for k in _LIMIT_KEYS}
+    top = {k: doc.get(k) for k in (*_LIMIT_KEYS, "moves")}
     selector = doc.get("nodeSelector")
     if selector:
         top = {"nodeSelector": _selector_text(policy.path, selector) or None, **top}

@@ -9,6 +9,8 @@ import msgspec
 
 from desched.errors import quote, shown
 from desched.framework.evictor import Limits
+from desched.framework.moves import args as moves_args
+from desched.framework.moves.args import MovesArgs
 from desched.framework.policy import Policy, ProfileConfig
 from desched.framework.registry import Plugins
 from desched.model.labels import SelectorError, compile_selector, selector_is_empty
@@ -18,7 +20,7 @@ from desched.policy.decoding import DecodingError, convert
 from desched.policy.errors import DecodeError, PolicyError, aggregate
 from desched.policy.hints import did_you_mean, plugin_hint
 from desched.policy.unknown import describe, plugin_args_fields, unknown_fields
-from desched.policy.upstream import check_default_evictor
+from desched.policy.upstream import check_default_evictor, moves_warnings
 from desched.util.duration import Duration, parse_duration
 
 DEFAULT_PROFILE = "koord-descheduler"
@@ -90,6 +92,8 @@ class _Config(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     max_no_of_pods_to_evict_per_node: int | None = None
     max_no_of_pods_to_evict_per_namespace: int | None = None
     max_no_of_pods_to_evict_total: int | None = None
+    # desched's extension (framework/moves); koord-descheduler would refuse the key.
+    moves: MovesArgs | None = None
 
 
 def _merge(defaults: list[str], user: _PluginSet | None) -> list[str]:
@@ -153,6 +157,8 @@ def load_koordinator(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy
         except SelectorError as err:
             errs.append(f"nodeSelector: Invalid value: {err}")
     interval = parse_duration(cfg.descheduling_interval) if cfg.descheduling_interval else 0.0
+    if cfg.moves is not None:
+        errs.extend(moves_args.validate(cfg.moves))
     if errs:
         raise PolicyError(path, errs)
 
@@ -171,9 +177,24 @@ def load_koordinator(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy
                       total=cfg.max_no_of_pods_to_evict_total),
         node_selector=node_selector, dry_run=cfg.dry_run, descheduling_interval=interval,
         leader_elect=bool(cfg.leader_election and cfg.leader_election.leader_elect),
+        moves=cfg.moves,
         # Decoding is strict: only the label selectors (lenient) can hold unknown keys.
-        warnings=describe(path, unknown_fields(doc, _Config) + plugin_args_fields(doc, plugins)),
+        warnings=describe(path, unknown_fields(doc, _Config) + plugin_args_fields(doc, plugins))
+        + moves_warnings(path, cfg.moves) + _migrating_moves(path, cfg.moves, profiles),
     )
+
+
+def _migrating_moves(path: str, moves: MovesArgs | None,
+                     profiles: list[ProfileConfig]) -> list[str]:
+    """MigrationController paces its own jobs: `moves` leaves the profiles it evicts for."""
+    if moves is None or not moves.active:
+        return []
+    named = [p.name for p in profiles if "MigrationController" in p.enabled.get("evict", [])]
+    if not named:
+        return []
+    return [f"{path}: moves: profile(s) {', '.join(named)} evict through MigrationController, "
+            f"whose own limits (maxMigratingPerWorkload, maxUnavailablePerWorkload) pace its "
+            f"PodMigrationJobs; moves applies to the profiles that evict with DefaultEvictor"]
 
 
 def _build_profile(path: str, index: int, profile: _Profile,

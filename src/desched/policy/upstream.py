@@ -16,6 +16,8 @@ import msgspec
 
 from desched.errors import quote, shown
 from desched.framework.evictor import Limits
+from desched.framework.moves import args as moves_args
+from desched.framework.moves.args import MovesArgs
 from desched.framework.policy import MetricsProvider, Policy, ProfileConfig
 from desched.framework.registry import Plugins, PluginSpec
 from desched.model.labels import SelectorError, parse_selector_string
@@ -91,6 +93,8 @@ class PolicySchema(msgspec.Struct, rename="camel"):
     metrics_collector: _MetricsCollector | None = None
     metrics_providers: list[_MetricsProvider] = []
     grace_period_seconds: int | None = None
+    # desched's extension (framework/moves), strict where the rest of the top level is not.
+    moves: MovesArgs | None = None
 
 
 def _go_url_parse_error(url: str) -> str | None:
@@ -230,6 +234,8 @@ def load_v1alpha2(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy:
             if plugin_errs:
                 errs.append(f"in profile {shown(profile.name)}: {aggregate(plugin_errs)}")
     errs.extend(_validate_top_level(pol))
+    if pol.moves is not None:
+        errs.extend(moves_args.validate(pol.moves))
     if errs:
         raise PolicyError(path, errs)
 
@@ -255,10 +261,18 @@ def load_v1alpha2(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy:
         eviction_failure_event_notification=bool(pol.eviction_failure_event_notification),
         grace_period_seconds=pol.grace_period_seconds,
         metrics_collector_enabled=bool(pol.metrics_collector and pol.metrics_collector.enabled),
-        metrics_providers=providers,
+        metrics_providers=providers, moves=pol.moves,
         warnings=describe(path, unknown_fields(doc, PolicySchema, extra=("apiVersion", "kind"))
-                          + plugin_args_fields(doc, plugins)),
+                          + plugin_args_fields(doc, plugins))
+        + moves_warnings(path, pol.moves),
     )
+
+
+def moves_warnings(path: str, moves: MovesArgs | None) -> list[str]:
+    """The `moves` block's settings that do nothing, each naming the file."""
+    if moves is None:
+        return []
+    return [f"{path}: {text}" for text in moves_args.warnings(moves)]
 
 
 def _build_profile(path: str, profile: _Profile,
