@@ -11,9 +11,11 @@ from hypothesis import settings
 
 # Derandomized: a property test's examples follow from the test itself, not from the run (a
 # random draw once failed CI on a case no local run had met). DESCHED_HYPOTHESIS=explore draws
-# at random, to look for new failures: add what it finds to the test as an @example.
-settings.register_profile("suite", derandomize=True, database=None)
-settings.register_profile("explore", derandomize=False, database=None)
+# at random, to look for new failures: add what it finds to the test as an @example. No
+# deadline: Hypothesis's 200 ms per example is a wall-clock bound a loaded machine can miss,
+# and no property here is about speed.
+settings.register_profile("suite", derandomize=True, database=None, deadline=None)
+settings.register_profile("explore", derandomize=False, database=None, deadline=None)
 settings.load_profile(os.environ.get("DESCHED_HYPOTHESIS", "suite"))
 
 SLOW_KINDS = ("soak", "fuzz", "browser", "image", "process")
