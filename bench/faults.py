@@ -190,10 +190,10 @@ class Runner:
     which: str = "desched"  # or go
     replicas: list[Replica] = field(default_factory=list)
 
-    def start(self, user: str, *extra: str) -> Replica:
+    def start(self, user: str, *extra: str, policy_text: str = POLICY) -> Replica:
         kubeconfig = self.plane.write_kubeconfig(self.workdir / f"{user}.kubeconfig", user)
         policy = self.workdir / "policy.yaml"
-        policy.write_text(POLICY)
+        policy.write_text(policy_text)
         if self.which == "go":
             command = [str(self.plane.assets / "descheduler"), "--kubeconfig", str(kubeconfig),
                        "--policy-config-file", str(policy), "--descheduling-interval", "1s",
