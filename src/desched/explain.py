@@ -24,7 +24,9 @@ from desched.utilization import Frame
 
 _VERBS = {"evicted": "EVICTED", "filtered": "kept", "limited": "not evicted (limit)",
           "pdb-blocked": "not evicted (PDB)", "failed": "eviction failed", "skipped": "kept",
-          "dry-run": "would be evicted (dryRun)", "considered": "considered, not picked"}
+          "dry-run": "would be evicted (dryRun)", "considered": "considered, not picked",
+          # framework/moves: replaced by a restart of its Deployment, or paced to a later cycle.
+          "restarted": "MOVED by a restart", "deferred": "not evicted yet"}
 # What a plugin that passed over a protected pod adds: picking it would not have evicted it.
 _PROTECTED = "; protected, so kept even if picked"
 
@@ -161,12 +163,14 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
     lines = [f"{indent}pod {key} on {node}:"]
     skipped = {s.cycle: s.skipped for s in result.summaries if s.skipped}
     gone_in: int | None = None
+    restarted = False
     for cycle in range(first, result.cycles + 1):
         if gone_in is not None and key in log.replacements:
             lines.extend(_replacement(result, key, indent))
             break
         if gone_in is not None:
-            lines.append(f"{indent}  cycle {cycle}: gone (evicted in cycle {gone_in})")
+            how = "moved by a restart" if restarted else "evicted"
+            lines.append(f"{indent}  cycle {cycle}: gone ({how} in cycle {gone_in})")
             continue
         if cycle in skipped:
             lines.append(f"{indent}  cycle {cycle}: nothing was evaluated: {skipped[cycle]}"
@@ -196,6 +200,7 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
                              f"{_causes(result, profile, plugin, pod)}{moot}")
             if any(d.outcome in EVICTED_OUTCOMES for d in said):
                 gone_in = cycle if not any(d.outcome == "dry-run" for d in said) else None
+                restarted = any(d.outcome == "restarted" for d in said)
         if indent == "":  # --pod: its node's notes too (--node prints them once above)
             lines.extend(f"    {text}" for text in _notes(
                 [n for n in log.notes if n.cycle == cycle and n.text not in told], node, ""))

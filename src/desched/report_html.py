@@ -564,6 +564,24 @@ def _tables(result: SimulationResult, evictions: list[Decision], refusals: list[
     }
 
 
+def _move_tables(result: SimulationResult,
+                 evictions: list[Decision]) -> dict[str, dict[str, Any]]:
+    """With `moves`: each move with its mode, the restarts, the deferrals."""
+    log = result.log
+    return {
+        "evictions": {"columns": ["cycle", "mode", "pod", "node", "plugin", "reason"], "rows": [
+            [d.cycle, "restart" if d.outcome == "restarted" else "evict",
+             f"{d.namespace}/{d.pod}", d.node, f"{d.profile}/{d.plugin}", d.reason]
+            for d in evictions]},
+        "restarts": {"columns": ["cycle", "deployment", "pods", "plugin", "restart"], "rows": [
+            [r.cycle, f"{r.namespace}/{r.name}", len(r.pods), f"{r.profile}/{r.plugin}",
+             r.reason] for r in log.restarts]},
+        "deferred": {"columns": ["cycle", "pod", "node", "plugin", "reason"], "rows": [
+            [d.cycle, f"{d.namespace}/{d.pod}", d.node, f"{d.profile}/{d.plugin}", d.reason]
+            for d in log.of_outcome("deferred")]},
+    }
+
+
 def _cards(items: Iterable[tuple[int, str, bool]]) -> str:
     return "".join(f'<div class="card{" warn" if warn else ""}"><b>{value:,}</b>{_e(label)}'
                    f'</div>' for value, label, warn in items)
@@ -586,24 +604,38 @@ def report_body(result: SimulationResult, id_prefix: str = "",
     share one page (`desched run`'s /cycles) and one script. `live`: the report of one cycle
     of `desched run`, whose replacements the cluster's scheduler places where this report
     does not see (no placements, no cycle count, the "after" worded for that)."""
-    evictions = [d for d in result.log.decisions if d.outcome in EVICTED_OUTCOMES]
-    refusals = [d for d in result.log.decisions if d.outcome in REFUSED_OUTCOMES]
+    log = result.log
+    moves = result.policy.plans_moves
+    evictions = [d for d in log.decisions if d.outcome in EVICTED_OUTCOMES
+                 and (moves or d.outcome != "restarted")]
+    refusals = [d for d in log.decisions if d.outcome in REFUSED_OUTCOMES]
     limits = thresholds(result.policy)
     churn = whatif.churn(result)
     flagged = _flagged(result, churn)
     placed = sum(len(s.placements) for s in result.summaries)
+    restarted = sum(1 for d in evictions if d.outcome == "restarted")
+    # With `moves`: the pods restarts moved, the restarts and the deferrals (docs/moves.md).
+    move_cards = [(len(evictions) - restarted, "evicted", False),
+                  (restarted, f"moved by {len(log.restarts)} restart(s)", False),
+                  (len(log.of_outcome("deferred")), "deferred", False)] if moves else [
+        (len(evictions), "evicted", False)]
     cards = _cards(card for card in (
         (result.nodes, "nodes", False), (result.pods, "pods", False),
-        (result.cycles, "cycle(s)", False), (len(evictions), "evicted", False),
+        (result.cycles, "cycle(s)", False), *move_cards,
         (len(refusals), "refused", False), (placed, "replacements placed", False),
         (flagged, "flagged as churn", flagged > 0))
         if not live or card[1] not in ("cycle(s)", "replacements placed"))
     group_section, group_table = _groups(result, limits)
     tables = _tables(result, evictions, refusals, churn, limits)
+    if moves:
+        tables.update(_move_tables(result, evictions))
     if group_table:
         tables["groups"] = group_table
     sections = [
-        ("Evictions", '<div id="evictions"></div>'),
+        ("Evictions" if not moves else "Moves: evictions and restarts",
+         '<div id="evictions"></div>'),
+        *([("Restarts", '<div id="restarts"></div>'),
+           ("Deferred moves", '<div id="deferred"></div>')] if moves else []),
         ("Refused evictions", '<div id="refusals"></div>'),
         ("Notes: why plugins did what they did", '<div id="notes"></div>'),
         *([] if live else [("Replacements placed", '<div id="placements"></div>')]),
