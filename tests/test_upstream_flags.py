@@ -99,23 +99,23 @@ def test_verbosity_and_logging_format(monkeypatch: pytest.MonkeyPatch, policy: s
     assert (seen["log_level"], seen["log_format"]) == ("warning", "text")
 
 
-def test_secure_port_serves_metrics_and_health(monkeypatch: pytest.MonkeyPatch,
-                                               policy: str) -> None:
+def test_secure_port_is_the_https_listener(monkeypatch: pytest.MonkeyPatch,
+                                           policy: str) -> None:
+    # As upstream's: HTTPS on --bind-address:--secure-port (tests/live/test_serving.py).
     _, seen, _ = invoke(monkeypatch, "--policy", policy, "--secure-port=10258")
     config = seen["config"]
-    assert config.metrics_address == config.health_address == "0.0.0.0:10258"
-    assert seen["warnings"] == ["--secure-port: /metrics and /healthz are served on "
-                                "0.0.0.0:10258 over plain HTTP (desched does not serve HTTPS)"]
+    assert config.secure.address == "0.0.0.0:10258" and config.secure.metrics
+    assert not config.secure.delegate_auth
+    assert (config.metrics_address, config.health_address) == (None, None)
+    assert seen["warnings"] == []
     _, seen, _ = invoke(monkeypatch, "--policy", policy, "--secure-port", "9443",
                         "--bind-address", "::1", "--disable-metrics",
                         "--health-address", "127.0.0.1:8080")
     config = seen["config"]
     assert (config.metrics_address, config.health_address) == (None, "127.0.0.1:8080")
-    _, seen, _ = invoke(monkeypatch, "--policy", policy, "--secure-port", "9443",
-                        "--bind-address", "::1")
-    assert seen["config"].health_address == "[::1]:9443"
+    assert (config.secure.address, config.secure.metrics) == ("[::1]:9443", False)
     _, seen, _ = invoke(monkeypatch, "--policy", policy, "--secure-port=0")
-    assert (seen["config"].metrics_address, seen["config"].health_address) == (None, None)
+    assert seen["config"].secure is None
     code, _, stderr = invoke(monkeypatch, "--policy", policy, "--secure-port=70000")
     assert code == 2
     assert stderr == "error: --secure-port: must be a port number 0-65535, got 70000\n"

@@ -301,7 +301,8 @@ class _UpstreamCommand(click.Command):
 
 
 @main.command(cls=_UpstreamCommand, epilog=(
-    "Upstream descheduler's other flags (--client-connection-qps, --tls-*, --otel-*, "
+    "Upstream descheduler's other flags (--client-connection-qps, --tls-min-version and the "
+    "other --tls-*, --otel-*, "
     "--feature-gates, --vmodule, ...) are accepted, each reported once as having no effect."))
 @_policy_option
 @click.option("--kubeconfig", "--client-connection-kubeconfig", "kubeconfig",
@@ -348,12 +349,39 @@ class _UpstreamCommand(click.Command):
                    "(--log-level wins).")
 @click.option("--logging-format", type=click.Choice(["text", "json"]),
               help="Upstream's spelling of --log-format (--log-format wins).")
-@click.option("--secure-port", type=int, help="Upstream's metrics and health port: serves "
-              "/metrics and /healthz there over HTTP unless --metrics-address / "
-              "--health-address say otherwise; 0 serves nothing.")
+@click.option("--secure-port", type=int, help="Serve HTTPS on this port (upstream's flag): "
+              "/metrics, /cycles, /cycles.json, /healthz and /readyz; 0 or not given: no "
+              "HTTPS listener (upstream's default is 10258).")
 @click.option("--bind-address", help="Upstream's address for --secure-port (default 0.0.0.0).")
 @click.option("--disable-metrics", is_flag=True,
-              help="Upstream's: do not serve /metrics on --secure-port.")
+              help="Upstream's: do not serve /metrics (nor /cycles) on --secure-port.")
+@click.option("--tls-cert-file", type=click.Path(dir_okay=False),
+              help="PEM certificate (chain) for --secure-port; without it and "
+                   "--tls-private-key-file, a self-signed one is generated in memory at start.")
+@click.option("--tls-private-key-file", type=click.Path(dir_okay=False),
+              help="PEM private key of --tls-cert-file.")
+@click.option("--delegate-auth", is_flag=True,
+              help="On --secure-port, authenticate the bearer token with a TokenReview and "
+                   "authorize the request with a SubjectAccessReview (non-resource path, verb "
+                   "get) against the API server: no token 401, not allowed 403.")
+@click.option("--authentication-kubeconfig", type=click.Path(dir_okay=False),
+              help="Kubeconfig for the TokenReviews (default: the run's own connection); "
+                   "implies --delegate-auth.")
+@click.option("--authorization-kubeconfig", type=click.Path(dir_okay=False),
+              help="Kubeconfig for the SubjectAccessReviews (default: the run's own "
+                   "connection); implies --delegate-auth.")
+@click.option("--authorization-always-allow-paths", default="/healthz,/readyz,/livez",
+              show_default=True, help="Paths --delegate-auth lets anyone GET (comma-separated; "
+              "a trailing * matches a prefix).")
+@click.option("--authentication-token-webhook-cache-ttl", default="10s", show_default=True,
+              help="How long a TokenReview's answer is kept.")
+@click.option("--authorization-webhook-cache-authorized-ttl", default="10s", show_default=True,
+              help="How long an allowing SubjectAccessReview's answer is kept.")
+@click.option("--authorization-webhook-cache-unauthorized-ttl", default="10s",
+              show_default=True, help="How long a denying SubjectAccessReview's answer is kept.")
+@click.option("--authentication-skip-lookup", is_flag=True, hidden=True,
+              help="kube-scheduler's: desched never reads the client CA from "
+                   "extension-apiserver-authentication (no client-certificate authentication).")
 @upstream_options
 def run(policy_path: str, kubeconfig: str | None, context: str | None, once: bool,
         interval: str | None, cron: str | None, dry_run: bool, leader_elect: bool,
@@ -363,10 +391,17 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         health_address: str | None, stale_cache_timeout: str | None, log_format: str,
         log_level: str, verbosity: int | None,
         logging_format: str | None, secure_port: int | None, bind_address: str | None,
-        disable_metrics: bool, cycles_page: bool, **ignored: Any) -> int:
+        disable_metrics: bool, cycles_page: bool, tls_cert_file: str | None,
+        tls_private_key_file: str | None, delegate_auth: bool,
+        authentication_kubeconfig: str | None, authorization_kubeconfig: str | None,
+        authorization_always_allow_paths: str, authentication_token_webhook_cache_ttl: str,
+        authorization_webhook_cache_authorized_ttl: str,
+        authorization_webhook_cache_unauthorized_ttl: str, authentication_skip_lookup: bool,
+        **ignored: Any) -> int:
     """Deschedule a live cluster: once, every interval, or on a cron schedule."""
     from desched.live.config import duration
     from desched.live.run import RunConfig, run_command
+    from desched.live.serving import SecureServing
     from desched.upstream_flags import apply_upstream_flags
 
     upstream = apply_upstream_flags(
@@ -374,6 +409,29 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         secure_port=secure_port, bind_address=bind_address, disable_metrics=disable_metrics,
         log_format=log_format, log_level=log_level, metrics_address=metrics_address,
         health_address=health_address, ignored=ignored)
+    delegate_auth = delegate_auth or bool(authentication_kubeconfig or authorization_kubeconfig)
+    secure = None
+    if upstream.secure_address is not None:
+        secure = SecureServing(
+            upstream.secure_address, metrics=not disable_metrics, cert_file=tls_cert_file,
+            key_file=tls_private_key_file, delegate_auth=delegate_auth,
+            authentication_kubeconfig=authentication_kubeconfig,
+            authorization_kubeconfig=authorization_kubeconfig,
+            always_allow_paths=tuple(p.strip() for p in
+                                     authorization_always_allow_paths.split(",") if p.strip()),
+            authn_ttl=duration(authentication_token_webhook_cache_ttl,
+                               "--authentication-token-webhook-cache-ttl"),
+            authorized_ttl=duration(authorization_webhook_cache_authorized_ttl,
+                                    "--authorization-webhook-cache-authorized-ttl"),
+            unauthorized_ttl=duration(authorization_webhook_cache_unauthorized_ttl,
+                                      "--authorization-webhook-cache-unauthorized-ttl"))
+    else:
+        needs = [flag for flag, on in (
+            ("--delegate-auth", delegate_auth), ("--tls-cert-file", tls_cert_file),
+            ("--tls-private-key-file", tls_private_key_file)) if on]
+        if needs:
+            raise InputError(needs[0], "applies to the HTTPS listener: give --secure-port PORT "
+                                       "(e.g. --secure-port=10258)")
 
     config = RunConfig(
         policy_path=policy_path, kubeconfig=kubeconfig, context=context, once=once,
@@ -384,7 +442,7 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         retry_period=leader_elect_retry_period, metrics_address=upstream.metrics_address,
         health_address=upstream.health_address, cycles_page=cycles_page,
         stale_cache_timeout=None if stale_cache_timeout is None else duration(
-            stale_cache_timeout, "--stale-cache-timeout"))
+            stale_cache_timeout, "--stale-cache-timeout"), secure=secure)
     return run_command(config, log_format=upstream.log_format, log_level=upstream.log_level,
                        warnings=upstream.warnings)
 

@@ -1,8 +1,8 @@
 """Upstream `descheduler`'s command-line flags on `desched run`.
 
 A Deployment, Job or CronJob written for upstream's binary runs unchanged: the flags with a meaning
-here are mapped (verbosity to the log level, `--logging-format`, the secure port and bind address
-to the metrics and health address), the others are accepted and reported once as having no
+here are mapped (verbosity to the log level, `--logging-format`; the secure port and bind address
+are the HTTPS listener, as upstream's), the others are accepted and reported once as having no
 effect. Upstream parses flags with pflag, whose booleans also take `--flag=true|false` and whose
 shorthands take `-v=3`; click does neither, so the arguments are normalised before click sees them.
 """
@@ -17,11 +17,12 @@ import click
 
 from desched.errors import InputError
 
-# Upstream flags that take a value and mean nothing here (TLS of the metrics server, client rate
-# limits, tracing, klog tuning, feature gates).
+# Upstream flags that take a value and mean nothing here (TLS tuning of the secure server,
+# client rate limits, tracing, klog tuning, feature gates). --tls-cert-file and
+# --tls-private-key-file are desched's own options (live/serving.py).
 IGNORED_VALUE_FLAGS = (
     "--client-connection-qps", "--client-connection-burst", "--leader-elect-resource-lock",
-    "--cert-dir", "--tls-cert-file", "--tls-private-key-file", "--tls-cipher-suites",
+    "--cert-dir", "--tls-cipher-suites",
     "--tls-curve-preferences", "--tls-min-version", "--tls-sni-cert-key",
     "--http2-max-streams-per-connection", "--feature-gates", "--otel-collector-endpoint",
     "--otel-transport-ca-cert", "--otel-service-name", "--otel-trace-namespace",
@@ -35,6 +36,7 @@ IGNORED_BOOL_FLAGS = (
 )
 # Booleans `desched run` has (its own and upstream's): pflag lets them take `=true` / `=false`.
 BOOL_FLAGS = frozenset(("--once", "--dry-run", "--leader-elect", "--disable-metrics",
+                        "--delegate-auth", "--authentication-skip-lookup",
                         *IGNORED_BOOL_FLAGS))
 # strconv.ParseBool's spellings.
 _TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))
@@ -84,6 +86,8 @@ class UpstreamSettings:
     log_level: str
     metrics_address: str | None
     health_address: str | None
+    # HOST:PORT of the HTTPS listener (--bind-address, --secure-port); None: no such listener.
+    secure_address: str | None = None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -107,16 +111,10 @@ def apply_upstream_flags(ctx: click.Context, *, verbosity: int | None,
     if secure_port is not None:
         if not 0 <= secure_port <= 65535:
             raise InputError("--secure-port", f"must be a port number 0-65535, got {secure_port}")
-        if secure_port != 0:  # upstream: port 0 turns the server off, nothing to map
+        if secure_port != 0:  # upstream: port 0 turns the server off
             host = bind_address or "0.0.0.0"
-            address = f"[{host}]:{secure_port}" if ":" in host else f"{host}:{secure_port}"
-            # Upstream serves both on the one port; so does desched (same address, one server).
-            if out.health_address is None:
-                out.health_address = address
-            if out.metrics_address is None and not disable_metrics:
-                out.metrics_address = address
-            out.warnings.append(f"--secure-port: /metrics and /healthz are served on {address} "
-                                f"over plain HTTP (desched does not serve HTTPS)")
+            out.secure_address = (f"[{host}]:{secure_port}" if ":" in host
+                                  else f"{host}:{secure_port}")
     elif bind_address is not None:
         out.warnings.append("--bind-address has no effect without --secure-port")
     for dest, value in ignored.items():

@@ -592,7 +592,8 @@ async def test_command_upstream_secure_port_serves_health_and_metrics(
         seen.append(line.decode())
     async with aiohttp.ClientSession(trust_env=False) as session:
         for path, expected in (("/healthz", "ok"), ("/metrics", "descheduler_")):
-            async with session.get(f"http://127.0.0.1:{port}{path}") as response:
+            # HTTPS, as upstream's, with a self-signed certificate (tests/live/test_serving.py)
+            async with session.get(f"https://127.0.0.1:{port}{path}", ssl=False) as response:
                 assert response.status == 200
                 assert expected in await response.text()
     proc.send_signal(signal.SIGTERM)

@@ -14,6 +14,7 @@ from croniter import croniter
 
 from desched.errors import InputError
 from desched.framework.policy import Policy
+from desched.live.serving import SecureServing
 from desched.model.resources import RESOURCES
 from desched.usage.base import MetricsSettings
 from desched.util.duration import DurationError, parse_duration
@@ -52,6 +53,9 @@ class RunConfig:
     stale_cache_timeout: float | None = None
     policy_poll: float = 5.0  # seconds between checks of the policy file (a loop reloads it)
     cycles_page: bool = True  # /cycles and /cycles.json on the metrics address
+    # The HTTPS listener (--secure-port): /metrics, /cycles and health, maybe guarded by
+    # delegated authentication and authorization (live/serving.py).
+    secure: SecureServing | None = None
 
 
 def duration(text: str, flag: str) -> float:

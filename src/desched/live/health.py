@@ -1,6 +1,6 @@
 """The HTTP listeners of `desched run`: /metrics on --metrics-address, /healthz and /readyz on
---health-address (one listener when both name the same address). Plain HTTP, as the kubelet's
-probes and Prometheus scrape it inside the cluster.
+--health-address (one listener when both name the same address), plain HTTP; the HTTPS listener
+of --secure-port is built on the same server (live/serving.py).
 
 - /healthz: the process is alive and its event loop answers (always 200 "ok").
 - /readyz: 200 "ok" once every informer has synced and, with leader election, while this
@@ -10,9 +10,10 @@ probes and Prometheus scrape it inside the cluster.
 from __future__ import annotations
 
 import ipaddress
+import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from desched.errors import InputError
 
@@ -84,11 +85,18 @@ def health_routes(readiness: Readiness) -> dict[str, Handler]:
 class HttpServer:
     """One aiohttp listener serving GET routes."""
 
-    def __init__(self, address: Address, routes: Mapping[str, Handler]) -> None:
+    def __init__(self, address: Address, routes: Mapping[str, Handler], *,
+                 ssl_context: ssl.SSLContext | None = None,
+                 middlewares: Sequence[Any] = (),
+                 on_stop: Callable[[], Awaitable[None]] | None = None) -> None:
+        """`ssl_context`: serve HTTPS (live/serving.py); `middlewares` run before routing;
+        `on_stop` is awaited when the server stops."""
         from aiohttp import web
 
         self.address = address
-        app = web.Application()
+        self.ssl_context = ssl_context
+        self._on_stop = on_stop
+        app = web.Application(middlewares=list(middlewares))
         for path, handler in routes.items():
             app.router.add_get(path, handler)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -99,7 +107,7 @@ class HttpServer:
 
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.address.host or None, self.address.port,
-                           reuse_address=True)
+                           reuse_address=True, ssl_context=self.ssl_context)
         try:
             await site.start()
         except OSError as err:
@@ -112,6 +120,8 @@ class HttpServer:
 
     async def stop(self) -> None:
         await self._runner.cleanup()
+        if self._on_stop is not None:
+            await self._on_stop()
 
 
 async def start_servers(

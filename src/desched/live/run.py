@@ -91,6 +91,7 @@ from desched.live.migration import (
     migration_profiles,
 )
 from desched.live.reload import PendingPolicy, PolicyReloader, policy_digest
+from desched.live.serving import SecureServing, check_secure, start_secure
 from desched.migration.args import MigrationControllerArgs
 from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import load_policy
@@ -168,8 +169,9 @@ class Runner:
         # these to know the guard has looked, instead of sleeping and hoping it did.
         self.stale_waits = 0
         # /cycles and /cycles.json beside /metrics (live/cycles_page.py).
+        serves_metrics = config.metrics_address or (config.secure and config.secure.metrics)
         self.page = (CyclesPage(self._page_state)
-                     if config.cycles_page and config.metrics_address else None)
+                     if config.cycles_page and serves_metrics else None)
         self._events_failed = 0
         # What each (profile, plugin) carries to its next instance (CarriesState); everything
         # else a plugin holds is derived from the cycle's snapshot and is rebuilt with it.
@@ -258,8 +260,19 @@ class Runner:
             else:
                 listeners.append((address, health_routes(self.readiness)))
         self.servers = await start_servers(listeners)
+        if self.config.secure is not None:
+            self.servers.append(await self._serve_secure(self.config.secure))
         for server in self.servers:
             log.info("listening", address=f"{server.address.host or '0.0.0.0'}:{server.port}")
+
+    async def _serve_secure(self, secure: SecureServing) -> HttpServer:
+        routes: dict[str, Handler] = dict(health_routes(self.readiness))
+        if secure.metrics:
+            routes["/metrics"] = self.metrics.handle
+            routes.update(self.page.routes() if self.page is not None else {})
+        # (a failure leaves the plain listeners in self.servers, which _shutdown stops)
+        return await start_secure(secure, routes, kubeconfig=self.config.kubeconfig,
+                                  context=self.config.context)
 
     async def _unless_stopped(self, aw: Awaitable[T]) -> T:
         """Await `aw`, or cancel it and raise _Stopped on a shutdown or a lost lease."""
@@ -813,6 +826,8 @@ def prepare(config: RunConfig) -> tuple[Policy, Schedule]:
                           ("--health-address", config.health_address)):
         if address:
             parse_address(address, flag)
+    if config.secure is not None:
+        check_secure(config.secure, config.metrics_address)
     return policy, schedule
 
 
