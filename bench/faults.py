@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -197,7 +197,7 @@ class Runner:
         if self.which == "go":
             command = [str(self.plane.assets / "descheduler"), "--kubeconfig", str(kubeconfig),
                        "--policy-config-file", str(policy), "--descheduling-interval", "1s",
-                       "--v=3", *extra]
+                       "--secure-port=0", "--v=3", *extra]  # two replicas: no shared port
         else:
             command = [sys.executable, "-m", "desched.cli", "run", "--policy", str(policy),
                        "--kubeconfig", str(kubeconfig), "--interval", "1s",
@@ -351,11 +351,11 @@ def leader_pause(plane: controlplane.ControlPlane, runner: Runner) -> dict[str, 
     lease_name = "descheduler" if runner.which == "go" else "desched"
 
     def holder() -> str | None:
-        try:
-            lease = client.get(Lease, lease_name, namespace=NS)
-        except ApiError:
-            return None
-        return lease.spec.holderIdentity if lease.spec is not None else None
+        # Wherever the descheduler keeps it: the Go descheduler may not take the namespace flag.
+        for lease in client.list(Lease, namespace="*"):
+            if lease.metadata is not None and lease.metadata.name == lease_name:
+                return lease.spec.holderIdentity if lease.spec is not None else None
+        return None
 
     a = runner.start("desched-a", *LEASE)
     wait_until("replica a to lead and evict", lambda: any(
@@ -364,7 +364,11 @@ def leader_pause(plane: controlplane.ControlPlane, runner: Runner) -> dict[str, 
     leader = holder()
     time.sleep(2)  # b is up and waiting for the lease
     a.proc.send_signal(signal.SIGSTOP)
-    wait_until("replica b to take over", lambda: holder() not in (None, leader), timeout=60)
+    def taken_over() -> bool:
+        if b.proc.poll() is not None:
+            raise RuntimeError(f"replica b exited {b.proc.returncode}; see {b.log}")
+        return holder() not in (None, leader)
+    wait_until("replica b to take over", taken_over, timeout=60)
     wait_until("replica b to evict", lambda: any(
         e["user"]["username"] == "desched-b" for e in evictions(plane)), timeout=120)
     a.proc.send_signal(signal.SIGCONT)
@@ -419,6 +423,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--assets", default=os.environ.get(controlplane.ASSETS_ENV))
     parser.add_argument("--fault", action="append", choices=list(FAULTS))
     parser.add_argument("--descheduler", action="append", choices=["desched", "go"])
+    parser.add_argument("--workdir", help="keep the planes, logs and audit logs here")
     parser.add_argument("--out")
     opts = parser.parse_args(argv)
     if not opts.assets:
@@ -427,14 +432,19 @@ def main(argv: list[str]) -> int:
     which = opts.descheduler or (["desched", "go"] if (assets / "descheduler").exists()
                                  else ["desched"])
     results = []
-    with tempfile.TemporaryDirectory(prefix="desched-faults-") as tmp:
+    with (tempfile.TemporaryDirectory(prefix="desched-faults-") if not opts.workdir
+          else nullcontext(opts.workdir)) as tmp:
         for fault in opts.fault or list(FAULTS):
             for w in which:
                 # A fresh control plane per run: a fault leaves no trace on the next.
                 with controlplane.running(assets, Path(tmp) / f"{fault}-{w}-plane",
                                           APISERVER_ARGS) as plane:
                     print(f"{fault} {w} ...", file=sys.stderr, flush=True)
-                    result = run_fault(plane, fault, w, Path(tmp) / f"{fault}-{w}")
+                    try:
+                        result = run_fault(plane, fault, w, Path(tmp) / f"{fault}-{w}")
+                    except (TimeoutError, RuntimeError) as err:  # the row says so; go on
+                        print(f"{fault} {w}: {err}", file=sys.stderr, flush=True)
+                        continue
                     results.append(result)
                     print(table([result]), file=sys.stderr, flush=True)
     print(table(results))
