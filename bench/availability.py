@@ -51,6 +51,7 @@ import yaml
 from kubelet import Kubelet
 from lightkube import ApiError, Client, codecs
 from lightkube.config.kubeconfig import KubeConfig
+from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, Node, Pod
 from lightkube.types import PatchType
 
@@ -104,11 +105,19 @@ def policy(scenario: str, ns: str, moves: dict[str, Any]) -> dict[str, Any]:
 
 # -- the cluster ----------------------------------------------------------------------------------
 
+def own_taint(ns: str) -> dict[str, str]:
+    """On every node of the run: other tests' pods (placement fidelity shares the cluster)
+    stay off them, and the run's pods, which tolerate it, stay on them (nodeSelector)."""
+    return {"key": LABEL, "value": ns, "effect": "NoSchedule"}
+
+
 def workload_object(kind: str, name: str, replicas: int, ns: str) -> dict[str, Any]:
     labels = {"app": name}
     template = {"metadata": {"labels": labels}, "spec": {
         "terminationGracePeriodSeconds": 2, "automountServiceAccountToken": False,
-        "enableServiceLinks": False,
+        "enableServiceLinks": False, "nodeSelector": {LABEL: ns},
+        "tolerations": [{"key": LABEL, "operator": "Equal", "value": ns,
+                         "effect": "NoSchedule"}],
         "containers": [{"name": "app", "image": IMAGE,
                         "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}}]}}
     spec: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": labels},
@@ -155,20 +164,19 @@ class Cluster:
         for i in range(1, 5):
             name = f"{self.ns}-w{i}"
             kubelet.add_node(name, cpu="8", labels={LABEL: self.ns},
-                             taints=[HOLD] if i > 2 else None)
+                             taints=[own_taint(self.ns), *([HOLD] if i > 2 else [])])
             self.nodes.append(name)
         for kind, name, replicas in WORKLOADS:
             self.client.create(codecs.from_dict(workload_object(kind, name, replicas, self.ns)))
         self.wait_full(timeout)
         if self.scenario == "taints":
             for name in self.nodes[:2]:
-                self._taints(name, [TAINT])
+                self._taints(name, [own_taint(self.ns), TAINT])
         for name in self.nodes[2:]:
-            self._taints(name, [])
+            self._taints(name, [own_taint(self.ns)])
 
     def _taints(self, node: str, taints: list[dict[str, str]]) -> None:
-        self.client.patch(Node, node, {"spec": {"taints": taints or None}},
-                          patch_type=PatchType.MERGE)
+        self.client.patch(Node, node, {"spec": {"taints": taints}}, patch_type=PatchType.MERGE)
 
     def full(self, pods: list[dict[str, Any]]) -> bool:
         counts = self.ready_counts(pods)
@@ -275,17 +283,19 @@ def process(command: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
                     proc.wait()
 
 
-def restarts_logged(log: Path) -> int:
-    count = 0
-    for line in log.read_text(errors="replace").splitlines():
-        if line.startswith("{") and '"restart' in line.lower():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if str(entry.get("event", "")).startswith("Restarted"):
-                count += 1
-    return count
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
+
+def restarted(client: Client, ns: str) -> list[str]:
+    """The Deployments restarted as `kubectl rollout restart` does (the template's annotation)."""
+    names = []
+    for d in client.list(Deployment, namespace=ns):
+        template = d.spec.template if d.spec is not None else None
+        annotations = (template.metadata.annotations if template is not None
+                       and template.metadata is not None else None) or {}
+        if RESTARTED_AT in annotations and d.metadata is not None:
+            names.append(str(d.metadata.name))
+    return sorted(names)
 
 
 def run_mode(client: Client, kubeconfig: str, scenario: str, mode: str, opts: argparse.Namespace,
@@ -308,7 +318,8 @@ def run_mode(client: Client, kubeconfig: str, scenario: str, mode: str, opts: ar
                 done_at = wait_done(cluster, sampler, proc, before, opts, plain_moved)
             result = measure(sampler, before, done_at)
             result |= {"mode": mode, "scenario": scenario, "namespace": cluster.ns,
-                       "restarts": restarts_logged(log) if mode != "go" else 0}
+                       "restarted": restarted(client, cluster.ns), "log": str(log)}
+            result["restarts"] = len(result["restarted"])
             (work / "result.json").write_text(json.dumps(result, indent=1))
             return result
         finally:
