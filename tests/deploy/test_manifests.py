@@ -51,6 +51,9 @@ RUN_FLAGS = {
 RUNTIME_FLAGS = {
     "--log-format", "--leader-elect-resource-name", "--leader-elect-resource-namespace",
     "--leader-elect-lease-duration", "--leader-elect-renew-deadline", "--leader-elect-retry-period",
+    # the chart's secure serving (docs/running.md, "Who may read the pages")
+    "--secure-port", "--delegate-auth", "--tls-cert-file", "--tls-private-key-file",
+    "--authorization-always-allow-paths",
 }
 
 # Every (apiVersion, kind) the plain manifests may hold.
@@ -96,6 +99,11 @@ MIGRATION_RULES: dict[tuple[str, str], set[str]] = {
     ("scheduling.koordinator.sh", "reservations/status"): {"update", "patch"},
 }
 POD_DELETE_RULES: dict[tuple[str, str], set[str]] = {("", "pods"): {"delete", "patch"}}
+# The chart's secure serving: desched's reviews, and who may read its pages.
+AUTH_DELEGATION_RULES: dict[tuple[str, str], set[str]] = {
+    ("authentication.k8s.io", "tokenreviews"): {"create"},
+    ("authorization.k8s.io", "subjectaccessreviews"): {"create"}}
+READER_URLS = {"/metrics": {"get"}, "/cycles": {"get"}, "/cycles.json": {"get"}}
 LEASE_VERBS = {"create", "get", "update"}
 
 
@@ -126,16 +134,30 @@ def is_plain_manifest(path: Path) -> bool:
 
 
 def rules_of(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
-    """A Role's rules as (apiGroup, resource) -> verbs; fails on wildcards and duplicates."""
+    """A Role's rules as (apiGroup, resource) -> verbs; fails on wildcards and duplicates. A
+    role of nonResourceURLs only has none (url_rules_of reads those); no role mixes both."""
     out: dict[tuple[str, str], set[str]] = {}
+    if all("nonResourceURLs" in rule for rule in role["rules"]):
+        return out
     for rule in role["rules"]:
-        assert "nonResourceURLs" not in rule
+        assert "nonResourceURLs" not in rule, f"{role['metadata']['name']}: mixed rules"
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
                 assert "*" not in (group, resource), f"{role['metadata']['name']}: wildcard"
                 assert "*" not in rule["verbs"], f"{role['metadata']['name']}: wildcard verb"
                 key = (group, resource)
                 out.setdefault(key, set()).update(rule["verbs"])
+    return out
+
+
+def url_rules_of(role: dict[str, Any]) -> dict[str, set[str]]:
+    """A ClusterRole's nonResourceURLs rules as path -> verbs; only those, no wildcards."""
+    out: dict[str, set[str]] = {}
+    for rule in role["rules"]:
+        assert set(rule) == {"nonResourceURLs", "verbs"}, rule
+        for path in rule["nonResourceURLs"]:
+            assert "*" not in path and "*" not in rule["verbs"], rule
+            out.setdefault(path, set()).update(rule["verbs"])
     return out
 
 
@@ -170,7 +192,10 @@ def check_run_container(spec: dict[str, Any], *, mode: str) -> dict[str, str | N
     modes = [k for k in ("--once", "--interval", "--descheduling-interval", "--cron") if k in f]
     assert len(modes) == 1, f"exactly one of --once/--interval/--cron, got {modes}"
     assert modes[0] == mode
-    assert f["--metrics-address"] == f":{METRICS_PORT}"
+    if "--secure-port" in f:  # the chart's default: HTTPS, no plain /metrics
+        assert f["--secure-port"] == str(METRICS_PORT) and "--metrics-address" not in f
+    else:
+        assert f["--metrics-address"] == f":{METRICS_PORT}"
     assert f["--health-address"] == f":{HEALTH_PORT}"
 
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
@@ -721,6 +746,7 @@ def template_rules(name: str) -> dict[tuple[str, str], set[str]]:
 
 def test_chart_rbac_rules_match_the_plain_manifests() -> None:
     assert template_rules("clusterrole.yaml") == DEFAULT_RULES
+    assert template_rules("secure-serving-rbac.yaml") == AUTH_DELEGATION_RULES
     assert template_rules("migration-controller-rbac.yaml") == MIGRATION_RULES
     assert template_rules("pod-delete-rbac.yaml") == POD_DELETE_RULES
 
@@ -816,8 +842,9 @@ def test_helm_lint() -> None:
 def test_helm_default_renders_a_cronjob(tmp_path: Path) -> None:
     docs = rendered(tmp_path)
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob", "Role",
-                     "RoleBinding", "ServiceAccount"]
+    assert kinds == ["ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding",
+                     "ClusterRoleBinding", "ConfigMap", "CronJob", "Role", "RoleBinding",
+                     "ServiceAccount"]
     assert rules_of(named(docs, "Role")) == DETECTOR_STATE_RULES
     cron = named(docs, "CronJob")
     assert cron["spec"]["schedule"] == "*/2 * * * *"
@@ -825,8 +852,19 @@ def test_helm_default_renders_a_cronjob(tmp_path: Path) -> None:
     spec = pod_spec(cron)
     f = check_run_container(spec, mode="--once")
     assert f["--log-format"] == "json"
+    # Secure serving with auth delegation by default, on a self-signed certificate.
+    assert f["--secure-port"] == str(METRICS_PORT) and "--delegate-auth" in f
+    assert "--tls-cert-file" not in f
     assert spec["containers"][0]["image"] == f"{TEST_IMAGE}:{project_version()}"
-    assert rules_of(named(docs, "ClusterRole")) == DEFAULT_RULES
+    roles = {r["metadata"]["name"]: r for r in by_kind(docs, "ClusterRole")}
+    assert rules_of(roles["desched"]) == DEFAULT_RULES
+    assert rules_of(roles["desched-auth-delegation"]) == AUTH_DELEGATION_RULES
+    assert url_rules_of(roles["desched-metrics-reader"]) == READER_URLS
+    # desched's ServiceAccount may send the reviews; no reader is bound until one is named.
+    bindings = {b["roleRef"]["name"]: b for b in by_kind(docs, "ClusterRoleBinding")}
+    assert set(bindings) == {"desched", "desched-auth-delegation"}
+    assert bindings["desched-auth-delegation"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "desched", "namespace": "kube-system"}]
     cm = named(docs, "ConfigMap")
     policy = yaml.safe_load(cm["data"]["policy.yaml"])
     assert policy == load_one(KUSTOMIZE / "base" / "policy.yaml")
@@ -852,6 +890,7 @@ def test_helm_deployment_with_everything(tmp_path: Path) -> None:
         "leaderElection": {"enabled": True, "leaseDuration": "30s", "resourceName": "ds"},
         "serviceMonitor": {"enabled": True}, "podDisruptionBudget": {"enabled": True},
         "rbac": {"migrationController": True, "podDelete": True},
+        "secureServing": {"enabled": False},
     })
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == sorted([
@@ -877,6 +916,49 @@ def test_helm_deployment_with_everything(tmp_path: Path) -> None:
     monitor = named(docs, "ServiceMonitor")
     assert monitor["spec"]["endpoints"][0]["port"] == svc["spec"]["ports"][0]["name"]
     assert monitor["spec"]["endpoints"][0]["scheme"] == "http"
+
+
+@needs_helm
+def test_helm_secure_serving_for_prometheus(tmp_path: Path) -> None:
+    """The default secure serving on a Deployment with a ServiceMonitor: HTTPS on the metrics
+    port, Prometheus' ServiceAccount bound to the reader role, the scrape https with its token;
+    a TLS Secret, when named, is mounted and served."""
+    docs = rendered(tmp_path, {
+        "kind": "Deployment", "serviceMonitor": {"enabled": True},
+        "secureServing": {"tlsSecretName": "desched-tls",
+                          "alwaysAllowPaths": ["/healthz", "/readyz"],
+                          "prometheus": {"serviceAccount": {"name": "prometheus-k8s",
+                                                            "namespace": "monitoring"}}}})
+    spec = pod_spec(named(docs, "Deployment"))
+    f = check_run_container(spec, mode="--interval")
+    assert f["--secure-port"] == str(METRICS_PORT) and "--delegate-auth" in f
+    assert (f["--tls-cert-file"], f["--tls-private-key-file"]) == ("/tls/tls.crt",
+                                                                    "/tls/tls.key")
+    assert f["--authorization-always-allow-paths"] == "/healthz,/readyz"
+    mounts = {m["name"]: m for m in spec["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert mounts["tls"] == {"name": "tls", "mountPath": "/tls", "readOnly": True}
+    assert volumes["tls"] == {"name": "tls", "secret": {"secretName": "desched-tls"}}
+    # The probes stay on the plain health port (always allowed on the secure port too).
+    assert spec["containers"][0]["readinessProbe"]["httpGet"]["port"] == "health"
+    roles = {r["metadata"]["name"]: r for r in by_kind(docs, "ClusterRole")}
+    bindings = {b["roleRef"]["name"]: b for b in by_kind(docs, "ClusterRoleBinding")}
+    assert url_rules_of(roles["desched-metrics-reader"]) == READER_URLS
+    assert bindings["desched-metrics-reader"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}]
+    assert bindings["desched-metrics-reader"]["roleRef"]["kind"] == "ClusterRole"
+    endpoint = named(docs, "ServiceMonitor")["spec"]["endpoints"][0]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    assert endpoint["port"] == named(docs, "Service")["spec"]["ports"][0]["name"]
+    # Without auth delegation: HTTPS only, no reviews, no reader role, no token in the scrape.
+    docs = rendered(tmp_path, {"kind": "Deployment", "serviceMonitor": {"enabled": True},
+                               "secureServing": {"delegateAuth": False}})
+    f = flags(pod_spec(named(docs, "Deployment"))["containers"][0]["args"][1:])
+    assert "--secure-port" in f and "--delegate-auth" not in f
+    assert {r["metadata"]["name"] for r in by_kind(docs, "ClusterRole")} == {"desched"}
+    assert "bearerTokenFile" not in named(docs, "ServiceMonitor")["spec"]["endpoints"][0]
 
 
 @needs_helm
@@ -988,11 +1070,12 @@ def test_helm_grants_the_migration_rbac_the_policy_needs(tmp_path: Path, policy:
 
     roles = {r["metadata"]["name"]: r for r in by_kind(docs, "ClusterRole")}
     notes = helm_notes(values)
+    secure = {"desched-auth-delegation", "desched-metrics-reader"}  # secureServing's
     if not migration:
-        assert set(roles) == {"desched"}
+        assert set(roles) == {"desched", *secure}
         assert "MigrationController" not in notes
         return
-    assert set(roles) == {"desched", "desched-migration-controller"}
+    assert set(roles) == {"desched", "desched-migration-controller", *secure}
     assert rules_of(roles["desched-migration-controller"]) == MIGRATION_RULES
     (binding,) = [b for b in by_kind(docs, "ClusterRoleBinding")
                   if b["roleRef"]["name"] == "desched-migration-controller"]
@@ -1089,6 +1172,8 @@ def test_helm_refuses_a_policy_file_that_is_not_yaml(tmp_path: Path) -> None:
 # only when asked).
 EMITTED_FLAGS = sorted({
     "--policy", "--once", "--interval", "--leader-elect", "--metrics-address", "--health-address",
+    "--secure-port", "--delegate-auth", "--tls-cert-file", "--tls-private-key-file",
+    "--authorization-always-allow-paths",
     "--log-format", "--dry-run", "--leader-elect-resource-name",
     "--leader-elect-resource-namespace", "--leader-elect-lease-duration",
     "--leader-elect-renew-deadline", "--leader-elect-retry-period"})

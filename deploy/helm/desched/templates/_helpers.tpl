@@ -231,7 +231,21 @@ that sets it, and desched follows a change to it when it reloads the policy. */}
 - {{ printf "--leader-elect-resource-name=%s" (default "desched" .Values.leaderElection.resourceName) | quote }}
 - {{ printf "--leader-elect-resource-namespace=%s" (include "desched.leaseNamespace" .) | quote }}
 {{- end }}
+{{- if .Values.secureServing.enabled }}
+- {{ printf "--secure-port=%v" (include "desched.port" (list . "metrics")) | quote }}
+{{- if .Values.secureServing.delegateAuth }}
+- --delegate-auth
+{{- with .Values.secureServing.alwaysAllowPaths }}
+- {{ printf "--authorization-always-allow-paths=%s" (join "," .) | quote }}
+{{- end }}
+{{- end }}
+{{- if .Values.secureServing.tlsSecretName }}
+- --tls-cert-file=/tls/tls.crt
+- --tls-private-key-file=/tls/tls.key
+{{- end }}
+{{- else }}
 - {{ printf "--metrics-address=:%v" (include "desched.port" (list . "metrics")) | quote }}
+{{- end }}
 - {{ printf "--health-address=:%v" (include "desched.port" (list . "health")) | quote }}
 {{- range $key, $value := .Values.cmdOptions }}
 {{- if kindIs "bool" $value }}
@@ -332,10 +346,20 @@ spec:
       readOnly: true
     - name: tmp
       mountPath: /tmp
+    {{- if and .Values.secureServing.enabled .Values.secureServing.tlsSecretName }}
+    - name: tls
+      mountPath: /tls
+      readOnly: true
+    {{- end }}
   volumes:
   - name: policy-volume
     configMap:
       name: {{ include "desched.fullname" . }}
+  {{- if and .Values.secureServing.enabled .Values.secureServing.tlsSecretName }}
+  - name: tls
+    secret:
+      secretName: {{ .Values.secureServing.tlsSecretName }}
+  {{- end }}
   - name: tmp
     emptyDir:
       sizeLimit: 64Mi
