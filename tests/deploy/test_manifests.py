@@ -51,7 +51,7 @@ RUN_FLAGS = {
 RUNTIME_FLAGS = {
     "--log-format", "--leader-elect-resource-name", "--leader-elect-resource-namespace",
     "--leader-elect-lease-duration", "--leader-elect-renew-deadline", "--leader-elect-retry-period",
-    # the chart's secure serving (docs/running.md, "Who may read the pages")
+    # the chart's secure serving (docs/running.md, "The secure port")
     "--secure-port", "--delegate-auth", "--tls-cert-file", "--tls-private-key-file",
     "--authorization-always-allow-paths",
 }
