@@ -291,6 +291,37 @@ def server_now(plane: controlplane.ControlPlane) -> datetime:
 
 # -- the faults -----------------------------------------------------------------------------------
 
+APF_ARGS = ["--enable-priority-and-fairness=true"]
+# desched-a's own priority level: one seat, no borrowing, no queue: a request beyond it is
+# answered 429 at once (with Retry-After).
+APF_OBJECTS: list[dict[str, Any]] = [
+    {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+     "metadata": {"name": "desched-faults"},
+     "spec": {"type": "Limited", "limited": {
+         "nominalConcurrencyShares": 1, "lendablePercent": 0, "borrowingLimitPercent": 0,
+         "limitResponse": {"type": "Reject"}}}},
+    {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+     "metadata": {"name": "desched-faults"},
+     "spec": {"priorityLevelConfiguration": {"name": "desched-faults"},
+              "matchingPrecedence": 100, "distinguisherMethod": {"type": "ByUser"},
+              "rules": [{"subjects": [{"kind": "User", "user": {"name": "desched-a"}}],
+                         "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"],
+                                            "resources": ["*"], "namespaces": ["*"],
+                                            "clusterScope": True}],
+                         "nonResourceRules": [{"verbs": ["*"],
+                                               "nonResourceURLs": ["*"]}]}]}},
+]
+
+
+def throttled(plane: controlplane.ControlPlane, user: str) -> int:
+    """The descheduler's requests (not the hogs', which share its user) that kube-apiserver
+    answered 429 (API Priority and Fairness)."""
+    return sum(1 for e in plane.audit()[plane.audit_from:]
+               if e["user"]["username"] == user
+               and str(e.get("userAgent", "")).startswith(("desched/", "descheduler/"))
+               and e.get("responseStatus", {}).get("code") == 429)
+
+
 def _first_evictions(plane: controlplane.ControlPlane, n: int = 3) -> None:
     wait_until(f"{n} evictions", lambda: len(evictions(plane)) >= n, timeout=120)
 
@@ -382,10 +413,54 @@ def leader_pause(plane: controlplane.ControlPlane, runner: Runner) -> dict[str, 
             "users": {"desched-a", "desched-b"}, "lateOldLeaderRequests": len(late)}
 
 
+def apf_throttle(plane: controlplane.ControlPlane, runner: Runner) -> dict[str, Any]:
+    """API Priority and Fairness on, the descheduler's user in a priority level of one seat that
+    rejects what does not fit; for 15 s eight other clients of the same user keep that seat
+    busy, so the descheduler's requests are answered 429 with Retry-After. Afterwards it must
+    evict again and finish clean cycles."""
+    admin = Client(config=KubeConfig.from_file(str(plane.kubeconfig)))
+    for obj in APF_OBJECTS:
+        admin.create(codecs.from_dict(obj))
+    admin.close()
+    time.sleep(2)  # the API server's APF configuration controller picks them up
+    hog_config = plane.write_kubeconfig(runner.workdir / "hog.kubeconfig", "desched-a")
+    stop = threading.Event()
+
+    def hog() -> None:
+        client = Client(config=KubeConfig.from_file(str(hog_config)))
+        while not stop.is_set():
+            try:
+                list(client.list(Pod, namespace="*"))
+            except Exception:  # the 429s it shares with the descheduler
+                continue
+        client.close()
+
+    replica = runner.start("desched-a")
+    _first_evictions(plane)
+    hogs = [threading.Thread(target=hog, daemon=True) for _ in range(8)]
+    for t in hogs:
+        t.start()
+    time.sleep(15)
+    stop.set()
+    for t in hogs:
+        t.join(timeout=30)
+    ended = server_now(plane)
+    return {"fault": "apf-throttle", "ended": ended,
+            "recovery": _recovered(plane, runner, replica), "users": {"desched-a"},
+            "throttled": throttled(plane, "desched-a")}
+
+
 FAULTS: dict[str, Callable[[controlplane.ControlPlane, Runner], dict[str, Any]]] = {
     "apiserver-restart": apiserver_restart, "etcd-pause": etcd_pause,
     "leader-pause": leader_pause, "descheduler-kill": descheduler_kill,
+    "apf-throttle": apf_throttle,
 }
+# kube-apiserver flags per fault, beside APISERVER_ARGS.
+FAULT_APISERVER_ARGS: dict[str, list[str]] = {"apf-throttle": APF_ARGS}
+
+
+def apiserver_args(fault: str) -> list[str]:
+    return APISERVER_ARGS + FAULT_APISERVER_ARGS.get(fault, [])
 
 
 def run_fault(plane: controlplane.ControlPlane, name: str, which: str,
@@ -409,12 +484,12 @@ def run_fault(plane: controlplane.ControlPlane, name: str, which: str,
 def table(results: list[dict[str, Any]]) -> str:
     rows = ["| fault | descheduler | evictions requested / succeeded | pods evicted twice | "
             "lowest ready (floor 9) | overlapping leaders | s to next eviction | "
-            "s to recovery |", "|---|---|---|---|---|---|---|---|"]
+            "s to recovery | 429s |", "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         rows.append(f"| {r['fault']} | {r['descheduler']} | {r['evictionsRequested']} / "
                     f"{r['evictionsSucceeded']} | {r['podsEvictedTwice']} | {r['lowestReady']} | "
                     f"{r['overlappingLeaders']} | {r['secondsToNextEviction']} | "
-                    f"{r['recovery']} |")
+                    f"{r['recovery']} | {r.get('throttled', '')} |")
     return "\n".join(rows)
 
 
@@ -438,7 +513,7 @@ def main(argv: list[str]) -> int:
             for w in which:
                 # A fresh control plane per run: a fault leaves no trace on the next.
                 with controlplane.running(assets, Path(tmp) / f"{fault}-{w}-plane",
-                                          APISERVER_ARGS) as plane:
+                                          apiserver_args(fault)) as plane:
                     print(f"{fault} {w} ...", file=sys.stderr, flush=True)
                     try:
                         result = run_fault(plane, fault, w, Path(tmp) / f"{fault}-{w}")

@@ -31,7 +31,7 @@ def test_no_fault_evicts_twice_breaks_a_budget_or_makes_two_leaders(
     if not assets:
         pytest.skip(f"e2e faults: set {ASSETS_ENV}; these tests kill and pause the control "
                     f"plane's processes, so they start their own")
-    with running(Path(assets).resolve(), tmp_path / "plane", faults.APISERVER_ARGS) as plane:
+    with running(Path(assets).resolve(), tmp_path / "plane", faults.apiserver_args(fault)) as plane:
         result = faults.run_fault(plane, fault, "desched", tmp_path / "run")
     logs = "\n".join(Path(p).read_text(errors="replace")[-2000:] for p in result["logs"])
     assert result["podsEvictedTwice"] == 0, f"{result}\n{logs}"
@@ -40,6 +40,8 @@ def test_no_fault_evicts_twice_breaks_a_budget_or_makes_two_leaders(
     assert result["overlappingLeaders"] == 0, f"{result}\n{logs}"
     assert result.get("lateOldLeaderRequests", 0) == 0, f"{result}\n{logs}"
     assert result["secondsToNextEviction"] is not None, result
+    if fault == "apf-throttle":  # the fault happened: desched's requests were refused
+        assert result["throttled"] > 0, result
     # SIGKILL ends the first replica of descheduler-kill; the paused leader exits 1 when it
     # finds its lease lost (as upstream's does); every other exit is a clean stop.
     expected = {"descheduler-kill": [-9, 0], "leader-pause": [1, 0]}.get(
