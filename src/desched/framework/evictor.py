@@ -77,6 +77,23 @@ class MoveExecutor(Protocol):
         """Restart the Deployment; its pods leave the cycle's snapshot (they are replaced)."""
 
 
+class _CannotMove:
+    """What stands in for an executor that cannot move pods (a plugin's test double, say)."""
+
+    _NO = ExecutionResult(False, "failed", "this run's executor cannot restart a Deployment")
+
+    def check_budget(self, pod: Pod) -> ExecutionResult:
+        return self._NO
+
+    def restart(self, order: RestartOrder) -> ExecutionResult:
+        return self._NO
+
+
+def moving(executor: Executor) -> MoveExecutor:
+    """`executor` where it can move pods, else one that says it cannot."""
+    return executor if isinstance(executor, MoveExecutor) else _CannotMove()
+
+
 @dataclass
 class Limits:
     per_node: int | None = None

@@ -9,11 +9,34 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from desched.framework.decisions import EVICTED_OUTCOMES, Decision, DecisionLog, Note
-from desched.framework.evictor import LIMIT_MESSAGES, ExecutionResult, Executor
+from desched.framework.decisions import (
+    EVICTED_OUTCOMES,
+    Decision,
+    DecisionLog,
+    Note,
+    Restart,
+    WaitTimeout,
+)
+from desched.framework.evictor import (
+    LIMIT_MESSAGES,
+    ExecutionResult,
+    Executor,
+    RestartOrder,
+    moving,
+)
 from desched.framework.policy import Policy
 from desched.live import logging as desched_logging
-from desched.live.events import FAILED_REASON, EventRecorder, PodRef, eviction_note
+from desched.live.events import (
+    FAILED_REASON,
+    RESTART_ACTION,
+    RESTART_REASON,
+    TIMEOUT_REASON,
+    EventRecorder,
+    ObjectRef,
+    PodRef,
+    eviction_note,
+    restart_note,
+)
 from desched.live.metrics import Metrics
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -33,11 +56,23 @@ class LiveDecisionLog(DecisionLog):
 
     def __init__(self, listener: Callable[[Decision], None],
                  on_abort: Callable[[str, str, str], None] | None = None,
-                 on_note: Callable[[Note], None] | None = None) -> None:
+                 on_note: Callable[[Note], None] | None = None,
+                 on_move: Callable[[Restart | WaitTimeout], None] | None = None) -> None:
         super().__init__()
         self.listener = listener
         self.on_abort = on_abort
         self.on_note = on_note
+        self.on_move = on_move  # a restart made, a wait given up (framework/moves)
+
+    def restarted(self, restart: Restart) -> None:
+        super().restarted(restart)
+        if self.on_move is not None:
+            self.on_move(restart)
+
+    def timed_out(self, timeout: WaitTimeout) -> None:
+        super().timed_out(timeout)
+        if self.on_move is not None:
+            self.on_move(timeout)
 
     def note(self, node: str, profile: str, plugin: str, text: str) -> None:
         super().note(node, profile, plugin, text)
@@ -50,6 +85,7 @@ class LiveDecisionLog(DecisionLog):
         self.listener = _ignore
         self.on_abort = None
         self.on_note = None
+        self.on_move = None
 
     def record(self, outcome: Any, namespace: str, pod: str, node: str, profile: str,
                plugin: str, reason: str) -> None:
@@ -80,6 +116,15 @@ class GuardedExecutor:
         self._refused = False
 
     def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult:
+        refused = self._refusal()
+        if refused is not None:
+            return refused
+        self.pods[pod.key] = pod
+        return self.inner.evict(pod, profile, plugin, reason)
+
+    def _refusal(self) -> ExecutionResult | None:
+        """Why nothing may be changed now: a shutdown ends the cycle, a lost lease refuses
+        once (recorded) and then ends it."""
         if self.stopping.is_set():
             raise CycleInterrupted("shutting down")
         refusal = self.guard() if self.guard is not None else None
@@ -88,8 +133,19 @@ class GuardedExecutor:
                 raise CycleInterrupted(refusal)
             self._refused = True
             return ExecutionResult(False, "failed", refusal)
-        self.pods[pod.key] = pod
-        return self.inner.evict(pod, profile, plugin, reason)
+        return None
+
+    # -- moves (framework/moves): a budget check changes nothing; a restart is guarded ----------
+    def check_budget(self, pod: Pod) -> ExecutionResult:
+        return moving(self.inner).check_budget(pod)
+
+    def restart(self, order: RestartOrder) -> ExecutionResult:
+        refused = self._refusal()
+        if refused is not None:
+            return refused
+        for pod in order.pods:
+            self.pods[pod.key] = pod
+        return moving(self.inner).restart(order)
 
 
 _LIMIT_SCOPES = {message: scope for scope, message in LIMIT_MESSAGES.items()}
@@ -112,6 +168,9 @@ class CycleReporter:
         self.pods: dict[str, Pod] = {}
         self.evicted = 0
         self.failed = 0
+        self.restarted = 0  # pods moved by restarts
+        self.restarts = 0
+        self.deferred = 0
 
     def _ref(self, d: Decision) -> PodRef:
         key = f"{d.namespace}/{d.pod}"
@@ -128,10 +187,22 @@ class CycleReporter:
     def record(self, d: Decision) -> None:
         fields = {"pod": f"{d.namespace}/{d.pod}", "node": d.node, "profile": d.profile,
                   "strategy": d.plugin, "cycle": d.cycle}
+        if d.outcome == "restarted":
+            self.restarted += 1
+            self.metrics.moved("restart")
+            log.info("Pod moved by a restart of its Deployment", reason=d.reason,
+                     dry_run=self.dry_run, **fields)
+            return
+        if d.outcome == "deferred":
+            self.deferred += 1
+            self.metrics.moved("deferred")
+            log.info("Eviction deferred", reason=d.reason, dry_run=self.dry_run, **fields)
+            return
         # "dry-run": a Koordinator policy's dryRun (the run is a dry run then, see Runner).
         if d.outcome in EVICTED_OUTCOMES:
             self.evicted += 1
             self.metrics.evicted("success", d.plugin, d.profile, d.namespace, d.node)
+            self.metrics.moved("evict")
             if d.profile in self.migrating:
                 log.info("Created PodMigrationJob", reason=d.reason, **fields)
                 return
@@ -156,6 +227,61 @@ class CycleReporter:
         if self.events is not None and self.policy.eviction_failure_event_notification:
             self.events.emit(self._ref(d), "Warning", FAILED_REASON,
                              eviction_note(d.node, failure))
+
+
+    def moved(self, move: Restart | WaitTimeout) -> None:
+        """A Deployment restarted (an event on it, and one on each pod it replaces), or a wait
+        for a replacement given up (a warning event on the workload)."""
+        if isinstance(move, Restart):
+            self._restarted(move)
+        else:
+            self._timed_out(move)
+
+    def _restarted(self, r: Restart) -> None:
+        self.restarts += 1
+        self.metrics.deployment_restarts.labels(r.plugin, r.profile).inc()
+        log.info("Restarted Deployment" if not self.dry_run
+                 else "Restarted Deployment in dry run mode",
+                 deployment=f"{r.namespace}/{r.name}", pods=list(r.pods), replicas=r.replicas,
+                 maxSurge=r.max_surge, maxUnavailable=r.max_unavailable, reason=r.reason,
+                 profile=r.profile, strategy=r.plugin, cycle=r.cycle, dry_run=self.dry_run)
+        if self.events is None:
+            return
+        self.events.emit(ObjectRef("apps/v1", "Deployment", r.namespace, r.name, r.uid),
+                         "Normal", RESTART_REASON, restart_note(r), action=RESTART_ACTION)
+        for key in r.pods:
+            namespace, _, name = key.partition("/")
+            pod = self.pods.get(key) or self.snapshot.pods.get(key)
+            self.events.emit(PodRef(namespace, name, str(pod.metadata.uid) if pod else "",
+                                    pod.node_name if pod else ""),
+                             "Normal", RESTART_REASON,
+                             f"pod moves off {pod.node_name if pod else 'its'} node by a "
+                             f"restart of Deployment {r.namespace}/{r.name} by desched "
+                             f"({r.plugin})")
+
+    def _timed_out(self, t: WaitTimeout) -> None:
+        self.metrics.replacement_timeouts.labels(t.kind).inc()
+        log.warning("Stopped waiting for a replacement", workload=f"{t.kind} {t.namespace}/"
+                    f"{t.name}", waited=round(t.waited, 1), note=t.text, profile=t.profile,
+                    strategy=t.plugin, cycle=t.cycle, dry_run=self.dry_run)
+        if self.events is None or not t.uid:
+            return
+        subject: PodRef | ObjectRef = (
+            PodRef(t.namespace, t.name, t.uid) if t.kind == "Pod"
+            else ObjectRef(_API_VERSIONS.get(t.kind, "apps/v1"), t.kind, t.namespace, t.name,
+                           t.uid))
+        self.events.emit(subject, "Warning", TIMEOUT_REASON, t.text)
+
+    def move_counts(self) -> dict[str, int]:
+        """The cycle's restarts and deferrals for its closing log line (none: nothing)."""
+        if not (self.restarts or self.deferred):
+            return {}
+        return {"totalRestarted": self.restarted, "restarts": self.restarts,
+                "totalDeferred": self.deferred}
+
+
+# The API version of the workload kinds a wait can be for (the event's `regarding`).
+_API_VERSIONS = {"ReplicationController": "v1", "Job": "batch/v1"}
 
 
 def log_note(note: Note) -> None:

@@ -36,7 +36,8 @@ MAX_NOTES = 500
 MAX_KEPT = 500  # (profile, plugin, reason) counts of the pods plugins kept
 MAX_API_ERRORS = 50
 # Refusals after evictions, a limit's after the rest: what is dropped first when over the cap.
-_KEEP_ORDER = {"evicted": 0, "dry-run": 0, "pdb-blocked": 1, "failed": 1, "limited": 2}
+_KEEP_ORDER = {"evicted": 0, "dry-run": 0, "restarted": 0, "pdb-blocked": 1, "failed": 1,
+               "deferred": 1, "limited": 2}
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,8 @@ class RecordedEvictions(EvictionApiExecutor):
 
     async def _request(self, method: str, path: str, what: str,
                        body: bytes | None = None) -> Any:
-        if method != "POST":  # reading a pod back: not an eviction request
+        if method != "POST" or not what.startswith("evict pod "):
+            # Reading a pod back, a dry-run budget check: not an eviction request.
             return await super()._request(method, path, what, body)
         pod = what.removeprefix("evict pod ")
         try:

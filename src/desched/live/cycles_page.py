@@ -106,9 +106,19 @@ def cycle_result(report: CycleReport) -> SimulationResult | None:
 def _outcomes(log: DecisionLog) -> dict[str, int]:
     counts: dict[str, int] = {}
     for d in log.decisions:
-        if d.outcome in EVICTED_OUTCOMES or d.outcome in REFUSED_OUTCOMES:
+        if d.outcome in EVICTED_OUTCOMES or d.outcome in REFUSED_OUTCOMES \
+                or d.outcome == "deferred":
             counts[d.outcome] = counts.get(d.outcome, 0) + 1
     return counts
+
+
+def _moves(report: CycleReport) -> str:
+    """" · 3 moved by 1 restart(s) · 2 deferred" (framework/moves), or ""."""
+    log = report.log
+    restarted = sum(1 for d in log.decisions if d.outcome == "restarted")
+    deferred = sum(1 for d in log.decisions if d.outcome == "deferred")
+    return ((f" · {restarted} moved by {len(log.restarts)} restart(s)" if log.restarts else "")
+            + (f" · {deferred} deferred" if deferred else ""))
 
 
 def live_json(report: CycleReport) -> dict[str, Any]:
@@ -128,6 +138,12 @@ def live_json(report: CycleReport) -> dict[str, Any]:
         "eventsNotPosted": facts.events_failed,
         "notKept": dict(facts.dropped),
     })
+    if facts.policy.plans_moves:
+        log = report.log
+        out["moves"] = {"evict": report.evicted,
+                        "restart": sum(1 for d in log.decisions if d.outcome == "restarted"),
+                        "restarts": len(log.restarts),
+                        "deferred": sum(1 for d in log.decisions if d.outcome == "deferred")}
     return out
 
 
@@ -213,7 +229,10 @@ def _churn(reports: Sequence[CycleReport]) -> str:
     if not summaries:
         return ""
     policy = next(r.facts.policy for r in reports if r.facts is not None)
-    churn = whatif.churn(SimulationResult(policy, [], 0, 0, len(summaries), DecisionLog(),
+    # The deferrals tell the workloads `moves` paces over several cycles on purpose.
+    deferred = DecisionLog(decisions=[d for r in reports for d in r.log.decisions
+                                      if d.outcome == "deferred"])
+    churn = whatif.churn(SimulationResult(policy, [], 0, 0, len(summaries), deferred,
                                           summaries, SimulationClock(datetime.now(UTC), "")))
     if not churn.repeated:
         return ""
@@ -257,7 +276,7 @@ def _cycle(report: CycleReport, opened: bool) -> tuple[str, dict[str, Any]]:
     started = f.started.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if f else ""
     dry = ' <span class="dry">dry run</span>' if f is not None and f.dry_run else ""
     head = (f'<h2>Cycle {report.number} · {_e(report.result)}{dry} · {report.evicted} '
-            f'evicted · {_e(started)}</h2>')
+            f'evicted{_e(_moves(report))} · {_e(started)}</h2>')
     result = cycle_result(report)
     body = ""
     tables: dict[str, Any] = {}

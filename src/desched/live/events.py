@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from desched.framework.decisions import Restart
 from desched.live.client import AccessDenied, ApiClient, ApiError
 
 log = logging.getLogger("desched.events")
@@ -36,6 +37,11 @@ CONTROLLER = "desched"
 ACTION = "Descheduled"
 EVENT_NAMESPACE_FOR_CLUSTER_SCOPED = "default"
 FAILED_REASON = "EvictionFailed"
+# Moves (framework/moves): a surge-first restart, told on the Deployment (action Restart) and
+# on each pod it replaces (action Descheduled); a wait for a replacement given up.
+RESTART_REASON = "SurgeRestart"
+RESTART_ACTION = "Restart"
+TIMEOUT_REASON = "ReplacementTimeout"
 NOTE_LIMIT = 1024  # the API server rejects longer notes
 
 
@@ -62,6 +68,11 @@ def _regarding(subject: PodRef | ObjectRef) -> ObjectRef:
     if isinstance(subject, ObjectRef):
         return subject
     return ObjectRef("v1", "Pod", subject.namespace, subject.name, subject.uid)
+
+
+def restart_note(restart: Restart) -> str:
+    return (f"restarted by {CONTROLLER} ({restart.plugin}) to move {len(restart.pods)} "
+            f"pod(s): {restart.reason}")
 
 
 def eviction_note(node: str, failure: str | None = None) -> str:

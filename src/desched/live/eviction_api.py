@@ -15,18 +15,23 @@ Answers:
   request may have been carried out, so before each retry the pod is read back: gone, replaced
   or terminating means the earlier request worked, and it is not sent again. The UID
   precondition guarantees a retry can never evict a new pod that took the old one's name.
+
+For moves (framework/moves) the same executor asks the budget without evicting (a dry-run
+eviction, `?dryRun=All`) and restarts a Deployment (live/deployment_restart.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from typing import Any
 
 import httpx2
 import msgspec
 
 from desched.errors import InputError
-from desched.framework.evictor import ExecutionResult
+from desched.framework.evictor import ExecutionResult, RestartOrder
+from desched.live import deployment_restart
 from desched.live.client import ApiClient, ConnectionLost, PodState, Unreachable
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
@@ -34,6 +39,7 @@ from desched.util.backoff import Backoff
 
 REQUESTED_BY = "desched"
 ALREADY_GONE = "already gone"
+DRY_RUN_WHAT = "dry-run evict pod "  # how a budget check names itself (not an eviction)
 
 
 class _Cause(msgspec.Struct):
@@ -76,12 +82,21 @@ def _budget_refusal(status: _Status) -> bool:
     return "disruption budget" in status.message.lower()
 
 
+def _refused_by_budget(code: int, status: _Status) -> bool:
+    """A 429 naming a budget, or the 500 for a pod more than one budget covers."""
+    if code == 429:
+        return _budget_refusal(status)
+    return code >= 500 and "PodDisruptionBudget" in status.message
+
+
 def eviction_body(pod: Pod, profile: str, plugin: str, reason: str,
-                  grace_period_seconds: int | None) -> bytes:
+                  grace_period_seconds: int | None, dry_run: bool = False) -> bytes:
     """A policy/v1 Eviction, annotated as upstream annotates it (who asked, and why)."""
     delete_options: dict[str, Any] = {"preconditions": {"uid": str(pod.metadata.uid)}}
     if grace_period_seconds is not None:
         delete_options["gracePeriodSeconds"] = grace_period_seconds
+    if dry_run:
+        delete_options["dryRun"] = ["All"]
     return _encoder.encode({
         "apiVersion": "policy/v1",
         "kind": "Eviction",
@@ -115,22 +130,67 @@ class EvictionApiExecutor:
     def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult:
         if self.snapshot.pods.get(pod.key) is not pod:
             return ExecutionResult(False, "failed", f'pods "{pod.name}" not found')
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            raise RuntimeError("EvictionApiExecutor.evict blocks until the API answers: call it "
-                               "from a worker thread, or await evict_async on the loop")
-        future = asyncio.run_coroutine_threadsafe(
-            self.evict_async(pod, profile, plugin, reason), self.loop)
-        result = future.result()
+        result = self._on_loop(self.evict_async(pod, profile, plugin, reason))
         if result.ok or result.message.startswith(ALREADY_GONE):
             # Gone either way: later plugins in this cycle must not pick it again.
             self.snapshot.remove_pod(pod)
         if result.ok:
             self.evicted.append(pod)
         return result
+
+    def check_budget(self, pod: Pod) -> ExecutionResult:
+        """A dry-run eviction: the API server's own budget check, nothing evicted."""
+        return self._on_loop(self.check_budget_async(pod))
+
+    def restart(self, order: RestartOrder) -> ExecutionResult:
+        result = self._on_loop(deployment_restart.restart(
+            self.client, order, attempts=self.attempts, timeout=self.timeout,
+            backoff=self.backoff))
+        if result.ok:
+            # Being replaced: later plugins in this cycle must not pick them again.
+            for pod in order.pods:
+                self.snapshot.remove_pod(pod)
+        return result
+
+    def _on_loop(self, request: Coroutine[Any, Any, ExecutionResult]) -> ExecutionResult:
+        """Run `request` on the event loop and wait for its answer: the cycle sees each
+        outcome before it goes on, exactly as in a simulation."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            request.close()
+            raise RuntimeError("EvictionApiExecutor blocks until the API answers: call it "
+                               "from a worker thread, or await its *_async methods on the loop")
+        return asyncio.run_coroutine_threadsafe(request, self.loop).result()
+
+    async def check_budget_async(self, pod: Pod) -> ExecutionResult:
+        path = (f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction?dryRun=All")
+        what = f"{DRY_RUN_WHAT}{pod.namespace}/{pod.name}"
+        body = eviction_body(pod, "", "", "budget check before a restart",
+                             self.grace_period_seconds, dry_run=True)
+        error = ""
+        for attempt in range(self.attempts):
+            if attempt:
+                await asyncio.sleep(self.backoff.next())
+            try:
+                response = await self._request("POST", path, what, body)
+            except (Unreachable, ConnectionLost) as err:  # a dry run changes nothing: retry
+                error = str(err)
+                continue
+            except InputError as err:
+                return ExecutionResult(False, "failed", str(err))
+            if response.status_code < 300:
+                return ExecutionResult(True)
+            status = _status(response)
+            if _refused_by_budget(response.status_code, status):
+                return ExecutionResult(False, "pdb-blocked", status.message)
+            error = f"{response.status_code} {status.message or response.reason_phrase}"
+            if response.status_code != 429 and response.status_code < 500:
+                return ExecutionResult(False, "failed", error)
+        return ExecutionResult(False, "failed",
+                               f"{error} (gave up after {self.attempts} attempts)")
 
     # -- the request (on the event loop) ---------------------------------------------------------
     async def evict_async(self, pod: Pod, profile: str, plugin: str,
@@ -169,9 +229,9 @@ class EvictionApiExecutor:
                 return ExecutionResult(True)
             status = _status(response)
             message = status.message or response.reason_phrase
+            if _refused_by_budget(code, status):
+                return ExecutionResult(False, "pdb-blocked", message)
             if code == 429:
-                if _budget_refusal(status):
-                    return ExecutionResult(False, "pdb-blocked", message)
                 # Throttled (API priority and fairness): not carried out, retry when told.
                 error, uncertain = f"429 {message}", False
                 retry_after = response.headers.get("Retry-After", "")
@@ -184,8 +244,6 @@ class EvictionApiExecutor:
                 return ExecutionResult(False, "failed",
                                        f"{ALREADY_GONE} (replaced by a new pod): {message}")
             if code >= 500:
-                if "PodDisruptionBudget" in message:  # more than one budget covers the pod
-                    return ExecutionResult(False, "pdb-blocked", message)
                 error, uncertain = f"{code} {status.reason or response.reason_phrase}: " \
                                    f"{message}", True
                 continue

@@ -148,6 +148,20 @@ class Metrics:
             "desched_policy_reload", "Policy file changes noticed by the running process, by "
             "result: success (applied at a cycle boundary) or failed (invalid or not "
             "applicable; the running policy stays).", ["result"], registry=r)
+        # Moves (framework/moves): every pod a cycle evicted, moved by a restart, or deferred;
+        # restarts of Deployments; waits for a replacement given up.
+        self.moves = Counter(
+            "desched_moves", "Pods desched moved or deferred, by mode: evict (an eviction), "
+            "restart (replaced by a surge-first restart of its Deployment), deferred (paced to "
+            "a later cycle).", ["mode"], registry=r)
+        self.deployment_restarts = Counter(
+            "desched_deployment_restarts", "Deployments restarted surge-first instead of "
+            "evicting their pods (in a dry run: the restarts it would make).",
+            ["strategy", "profile"], registry=r)
+        self.replacement_timeouts = Counter(
+            "desched_replacement_timeouts", "Times desched stopped waiting for a workload's "
+            "replacement to be Ready (moves.replacementTimeout), by workload kind.", ["kind"],
+            registry=r)
         self.policy_info = Gauge(
             "desched_policy_info", "The running policy: its file and the first 12 hex digits "
             "of the file's SHA-256 (always 1).", ["path", "hash"], registry=r)
@@ -169,6 +183,9 @@ class Metrics:
     def evicted(self, result: str, strategy: str, profile: str, namespace: str,
                 node: str) -> None:
         self.pods_evicted.labels(result, strategy, profile, namespace, node).inc()
+
+    def moved(self, mode: str) -> None:
+        self.moves.labels(mode).inc()
 
     def event_posted(self, type_: str, ok: bool) -> None:
         self.events.labels(type_, "posted" if ok else "failed").inc()

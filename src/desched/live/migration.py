@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 
 from desched.errors import InputError
-from desched.framework.evictor import ExecutionResult, Executor
+from desched.framework.evictor import ExecutionResult, Executor, RestartOrder, moving
 from desched.framework.policy import Policy
 from desched.live import logging as desched_logging
 from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
@@ -154,6 +154,13 @@ class MigrationJobExecutor:
             # Migrating: later plugins of this cycle must not pick the pod again.
             self.snapshot.remove_pod(pod)
         return result
+
+    # Moves (framework/moves) go through the wrapped executor: a restart is no PodMigrationJob.
+    def check_budget(self, pod: Pod) -> ExecutionResult:
+        return moving(self.inner).check_budget(pod)
+
+    def restart(self, order: RestartOrder) -> ExecutionResult:
+        return moving(self.inner).restart(order)
 
     async def create(self, body: dict[str, Any]) -> ExecutionResult:
         """POST the job. The name is fixed before the first attempt, so a retry after a lost

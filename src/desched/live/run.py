@@ -37,6 +37,7 @@ from desched.errors import InputError
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import Executor
+from desched.framework.moves import MoveTracker
 from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import CarriesState, Clock
@@ -176,6 +177,8 @@ class Runner:
         # What each (profile, plugin) carries to its next instance (CarriesState); everything
         # else a plugin holds is derived from the cycle's snapshot and is rebuilt with it.
         self._carried: dict[tuple[str, str], object] = {}
+        # What moves carry from one cycle to the next (framework/moves/tracker.py).
+        self.moves = MoveTracker()
         self.migration_args = {} if self.dry_run else migration_profiles(policy)
         self.migrations: dict[str, MigrationService] = {}
         self._wake: asyncio.Event | None = None
@@ -691,14 +694,15 @@ class Runner:
             reporter.record,
             lambda profile, plugin, _: self.metrics.usage_unavailable.labels(profile,
                                                                               plugin).inc(),
-            log_note)
+            log_note, reporter.moved)
         guard = self._guard if self.elector is not None else None
         inner = self._executor(snapshot, facts)
         executor = GuardedExecutor(inner, self.stopping, guard)
         reporter.pods = executor.pods
         clock = Clock(datetime.now(UTC))
         try:
-            descheduler = Descheduler(self.policy, snapshot, executor, clock, decisions)
+            descheduler = Descheduler(self.policy, snapshot, executor, clock, decisions,
+                                      moves=self.moves)
         except InputError as err:
             # The cluster lacks what the policy names (a priorityThreshold's PriorityClass):
             # a --once run stops with the error; a loop fails this cycle and tries the next.
@@ -748,7 +752,7 @@ class Runner:
             facts.events_failed = self._events_failed - events_failed
         log.info("descheduling cycle finished", cycle=number, result=result,
                  totalEvicted=reporter.evicted, failed=reporter.failed,
-                 seconds=round(elapsed, 3), dry_run=self.dry_run)
+                 **reporter.move_counts(), seconds=round(elapsed, 3), dry_run=self.dry_run)
         if isinstance(inner, MigrationJobExecutor):
             await self._finish_migrations(inner)
         decisions.detach()
