@@ -687,6 +687,7 @@ class Timeline:
         self._bound: set[str] = set()
         self._synced = threading.Event()
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # no event is recorded once the watching stopped
         self.t0 = 0.0
         self._thread = threading.Thread(target=self._watch, daemon=True)
         if not self.known:
@@ -699,52 +700,59 @@ class Timeline:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Stop recording at once; the watch thread (a daemon, blocked until the stream's next
+        event or its end) records nothing more and ends then."""
+        with self._lock:
+            self._stop.set()
         for timer in self._timers:
             timer.cancel()
-        self._stop.set()
         self.client.close()
-        self._thread.join(timeout=5)
 
     def _watch(self) -> None:
         try:
             for kind, pod in self.client.watch(Pod, namespace=self.ns):
-                if self._stop.is_set():
-                    return
-                name = pod.metadata.name
-                node = pod.spec.nodeName or ""
-                now = time.monotonic()
-                if kind == "ADDED" and name in self.known:
-                    self._seen.add(name)
-                    if node:
-                        self._bound.add(name)
-                    if self._seen >= self.known:
-                        self._synced.set()
-                    continue
-                if kind == "DELETED" or pod.metadata.deletionTimestamp is not None:
-                    if name not in self._deleting:  # evicted (deleted at once, or terminating)
-                        self._deleting.add(name)
-                        self.events.append((now, "evicted" if name in self.known else "deleted",
-                                            name, node))
-                        if kind == "DELETED":  # no terminating phase seen: gone already
-                            self.events.append((now, "gone", name, node))
-                        grace = pod.metadata.deletionGracePeriodSeconds or 0
-                        if kind != "DELETED" and self.finish is not None:
-                            timer = threading.Timer(grace, self.finish, args=(name,))
-                            timer.daemon = True
-                            timer.start()
-                            self._timers.append(timer)
-                    elif kind == "DELETED":
-                        self.events.append((now, "gone", name, node))
-                    self._seen.add(name)
-                    continue
-                if name not in self._seen:
-                    self._seen.add(name)
-                    self.events.append((now, "created", name, node))
-                if node and name not in self._bound:
-                    self._bound.add(name)
-                    self.events.append((now, "bound", name, node))
+                with self._lock:
+                    if self._stop.is_set():
+                        return
+                    self._record(kind, pod)
         except Exception:  # the client closed under the watch, or the namespace went
             self._synced.set()
+
+    def _record(self, kind: str, pod: Pod) -> None:
+        """One event of the watch (under the lock)."""
+        name = pod.metadata.name
+        node = pod.spec.nodeName or ""
+        now = time.monotonic()
+        if kind == "ADDED" and name in self.known:
+            self._seen.add(name)
+            if node:
+                self._bound.add(name)
+            if self._seen >= self.known:
+                self._synced.set()
+            return
+        if kind == "DELETED" or pod.metadata.deletionTimestamp is not None:
+            if name not in self._deleting:  # evicted (deleted at once, or terminating)
+                self._deleting.add(name)
+                self.events.append((now, "evicted" if name in self.known else "deleted",
+                                    name, node))
+                if kind == "DELETED":  # no terminating phase seen: gone already
+                    self.events.append((now, "gone", name, node))
+                grace = pod.metadata.deletionGracePeriodSeconds or 0
+                if kind != "DELETED" and self.finish is not None:
+                    timer = threading.Timer(grace, self.finish, args=(name,))
+                    timer.daemon = True
+                    timer.start()
+                    self._timers.append(timer)
+            elif kind == "DELETED":
+                self.events.append((now, "gone", name, node))
+            self._seen.add(name)
+            return
+        if name not in self._seen:
+            self._seen.add(name)
+            self.events.append((now, "created", name, node))
+        if node and name not in self._bound:
+            self._bound.add(name)
+            self.events.append((now, "bound", name, node))
 
     def wait_seen(self, bound: set[str], timeout: float) -> None:
         """Until the watch has seen each of these pods bound (or `timeout` is over)."""
