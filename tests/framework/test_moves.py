@@ -121,21 +121,36 @@ def test_a_deployment_that_cannot_surge_is_evicted_and_says_why(
 def test_mid_rollout_neither_restarts_nor_evicts_under_pacing() -> None:
     """A Deployment its controller has not caught up with (a restart in progress, desched's
     own before it was itself restarted): no second restart, and pacing counts it in flight."""
-    run = Run(policy(BOTH))
+    run = Run(policy(PACED))
     run.cycle(cluster(*deployment("web", 1, generation=2, observed=1), replica("web-0")))
     d = run.decision("web-0")
     assert d.outcome == "deferred"
     assert d.reason.startswith("deferred: it is mid-rollout (its controller has not observed "
                                "its spec yet (generation 2, observed 1)) (1 of 1 unavailable, "
                                "limit 1)")
+    run = Run(policy(BOTH))  # surge-first: left to the rollout, whatever the pacing
+    run.cycle(cluster(*deployment("web", 1, generation=2, observed=1), replica("web-0")))
+    d = run.decision("web-0")
+    assert d.outcome == "deferred" and run.executors[0].orders == []
+    assert d.reason.startswith("deferred: Deployment shop/web is rolling out (its controller "
+                               "has not observed its spec yet (generation 2, observed 1))")
 
 
-def test_updated_replicas_short_is_a_rollout_in_progress() -> None:
-    run = Run(policy(SURGE))
+@pytest.mark.parametrize("moves", [SURGE, BOTH])
+def test_a_deployment_rolling_out_is_left_to_its_rollout(moves: dict[str, object]) -> None:
+    """Surge-first: a Deployment mid-rollout (desched's restart of the last cycle, or anyone's)
+    is neither restarted again nor evicted beside its rollout, which replaces the old pods
+    within what the strategy allows (an eviction would go below it: seen on a real cluster)."""
+    run = Run(policy(moves))
     run.cycle(cluster(*deployment("api", 2, updated=1), replica("api-0", owner="api-rs"),
                       replica("api-1", owner="api-rs")))
-    assert "cannot surge: a rollout is in progress (1 of 2 replicas updated)" in \
-        run.decision("api-0").reason
+    assert run.executors[0].orders == []
+    for name in ("api-0", "api-1"):
+        d = run.decision(name)
+        assert d.outcome == "deferred"
+        assert d.reason.startswith(
+            "deferred: Deployment shop/api is rolling out (1 of 2 replicas updated): the "
+            "rollout replaces its pods; desched waits for it to finish; ")
 
 
 def test_a_budget_that_refuses_one_pod_blocks_the_restart() -> None:

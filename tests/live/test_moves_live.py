@@ -278,8 +278,8 @@ async def test_the_next_cycle_does_not_restart_again_while_the_rollout_runs(
     assert code == 0 and len(cluster.patches) == 1
     [decision] = runner.reports[0].log.decisions
     assert decision.outcome == "deferred"
-    assert "it is mid-rollout (its controller has not observed its spec yet (generation 2, " \
-           "observed 1))" in decision.reason
+    assert "Deployment default/web is rolling out (its controller has not observed its spec " \
+           "yet (generation 2, observed 1)): the rollout replaces its pods" in decision.reason
 
 
 async def test_dry_run_predicts_the_restart_and_changes_nothing(

@@ -29,7 +29,7 @@ from desched.framework.moves.inflight import (
     in_flight,
     target_of,
 )
-from desched.framework.moves.rollout import cannot_surge, rollout
+from desched.framework.moves.rollout import cannot_surge, in_progress, rollout
 from desched.framework.moves.tracker import MoveTracker
 from desched.framework.types import Clock
 from desched.model.pod import Pod
@@ -109,6 +109,11 @@ class MovePlanner:
         args = self.args
         not_restarted = ""
         if args.surge_first:
+            rolling = self._rolling_out(target)
+            if rolling is not None:
+                for entry in entries:
+                    self._defer(entry, rolling)
+                return
             why_not = self._restart_or_why_not(target, entries)
             if why_not is None:
                 return
@@ -137,6 +142,21 @@ class MovePlanner:
                         entry.plugin, f"deferred: {why}; {entry.reason}")
 
     # -- surge-first restarts ------------------------------------------------------------------
+    def _rolling_out(self, target: Target) -> str | None:
+        """Why a Deployment's pods wait (None: they need not). A rollout in progress — desched's
+        own restart or anyone's — replaces the old pods itself, within what the strategy
+        allows; an eviction beside it would take the Deployment below that."""
+        deployment = deployment_of(target, self.snapshot)
+        if deployment is None:
+            return None
+        progress = in_progress(deployment)
+        if progress is None and (target.key not in self.tracker.restarts
+                                 or self.tracker.simulated):
+            return None
+        what = progress or "desched restarted it and the cache has not shown it yet"
+        return (f"{target} is rolling out ({what}): the rollout replaces its pods; "
+                f"desched waits for it to finish")
+
     def _restart_or_why_not(self, target: Target, entries: list[Planned]) -> str | None:
         """Restart the target's Deployment for `entries` (None: done, restarted or refused
         by a budget), or say why it is not restarted."""
