@@ -640,7 +640,8 @@ def test_chart_values_keep_upstreams_keys() -> None:
         assert key in values, key
     assert values["serviceMonitor"]["enabled"] is False
     assert values["podDisruptionBudget"]["enabled"] is False
-    assert values["rbac"] == {"create": True, "migrationController": False, "podDelete": False}
+    assert values["rbac"] == {"create": True, "migrationController": False, "podDelete": False,
+                              "deploymentRestart": False}
     sc = values["securityContext"]
     assert sc["runAsNonRoot"] is True and sc["readOnlyRootFilesystem"] is True
     assert sc["capabilities"]["drop"] == ["ALL"]

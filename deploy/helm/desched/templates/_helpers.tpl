@@ -152,6 +152,27 @@ true
 {{- end -}}
 
 {{/*
+Whether the policy asks for surge-first restarts: its `moves` block sets surgeFirst: true (both
+formats put it at the top level; docs/moves.md).
+*/}}
+{{- define "desched.policyRestarts" -}}
+{{- $policy := fromJson (include "desched.policy" .) -}}
+{{- if and (kindIs "map" $policy.moves) (eq (toString $policy.moves.surgeFirst) "true") -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+Whether the deployment-restart RBAC (`deployments patch`) is rendered: asked for, or the policy
+restarts Deployments.
+*/}}
+{{- define "desched.restartRBAC" -}}
+{{- if and .Values.rbac.create (or .Values.rbac.deploymentRestart (include "desched.policyRestarts" .)) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
 A listener's port: `ports.metrics` / `ports.health`. Upstream's chart has `ports` as a list of
 container ports instead; with such values desched's defaults apply.
 */}}
