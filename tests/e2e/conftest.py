@@ -29,7 +29,28 @@ HOW = (f"e2e: set {ASSETS_ENV} to a directory of control-plane binaries (etcd, k
 CONTROLLER_MANAGER = "kube-controller-manager"
 
 
+class XdistGroups:
+    """`--dist loadgroup` sends the tests whose node ids end in `@<group>` to one worker.
+    pytest-xdist (3.8) appends the group of `xdist_group` to `item._nodeid`, which pytest 9.2 no
+    longer reads (a node's id is `item._id`), so without this the fidelity tests went to every
+    worker and queued on their lock. Where xdist's suffix took, this leaves it."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        if not getattr(config.option, "loadgroup", False):
+            return
+        from _pytest.nodeid import NodeId
+
+        for item in items:
+            groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                             for m in item.iter_markers("xdist_group")})
+            if groups and "@" not in item.nodeid.rpartition("]")[2]:
+                item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(XdistGroups(), "desched-e2e-xdist-groups")
     config.addinivalue_line("markers", "e2e: needs a real API server (see tests/e2e/README.md)")
     config.addinivalue_line("markers", "needs(*components): control-plane components or "
                                        "binaries the test needs (skipped, named, without them)")

@@ -35,11 +35,6 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 import placement_fidelity as fidelity  # noqa: E402
 
-# xdist_group for pytest 9.2 (see there): a plugin with test_e2e_placement.py's hook.
-from test_e2e_placement import pytest_collection_modifyitems  # noqa: E402, F401
-
-pytest_plugins = [__name__]
-
 # One worker takes these in turn (they share the cluster's nodes: a lock), the others go on.
 pytestmark = [pytest.mark.needs("kube-scheduler", "kube-controller-manager"),
               pytest.mark.xdist_group("fidelity"), pytest.mark.timeout(600)]

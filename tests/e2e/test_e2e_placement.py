@@ -28,26 +28,8 @@ import placement_fidelity as fidelity  # noqa: E402
 # One worker takes these in turn (they share the cluster's nodes: a lock), the others go on.
 pytestmark = [pytest.mark.needs("kube-scheduler", "kube-controller-manager"),
               pytest.mark.xdist_group("fidelity"), pytest.mark.timeout(600)]
-# This module is also a plugin for its hook below (test_e2e_guard.py shares it).
-pytest_plugins = [__name__]
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`--dist loadgroup` sends the tests whose node ids end in `@<group>` to one worker;
-    pytest-xdist (3.8) appends the group of `xdist_group` to `item._nodeid`, which pytest 9.2
-    no longer reads (a node's id is `item._id`, a NodeId), so without this each test went to
-    any worker, and the workers queued on the fidelity lock. Where xdist's suffix took, this
-    leaves it."""
-    if not getattr(config.option, "loadgroup", False):
-        return
-    from _pytest.nodeid import NodeId
-
-    for item in items:
-        groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-                         for mark in item.iter_markers("xdist_group")})
-        if groups and "@" not in item.nodeid.rpartition("]")[2]:
-            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 SHARE = 0.95  # of the replacements, on a node of the predicted class
 POINTS = 0.5  # balance after the cycle: |predicted - real|, std and max, percentage points
 
