@@ -10,14 +10,15 @@ once and Ready `--ready-after` seconds later, a deleted pod is gone after its gr
   are held back by a taint while they are placed); then w3 and w4 open and w1 and w2 are tainted
   NoSchedule. The policy: RemovePodsViolatingNodeTaints.
 - `lnu`: the same workloads pile onto w1 and w2 (w3 and w4 join empty); the policy:
-  LowNodeUtilization (cpu 20/50) and RemoveDuplicates.
+  LowNodeUtilization (cpu 20/50) and RemoveDuplicates; done when no node is above 50 % of its
+  cpu in requests.
 
 Each mode runs on a fresh copy of the cluster: `plain` (desched, upstream's eviction), `paced`
 (`moves.maxUnavailablePerWorkload: 1`), `surge` (`moves.surgeFirst`), `zero-downtime` (both:
 examples/zero-downtime/policy.yaml's moves block), and `go` (the Go descheduler v0.36 with the plain
 policy, when its binary is found). The descheduler runs every `--interval` until every pod that
-must move has moved (taints: none left on a tainted node; lnu: as many moved as plain eviction
-moved) and every workload is full again, or `--timeout`. A sampler lists the pods every 100 ms.
+must move has moved (taints: none left on a tainted node; lnu: no node above the target) and
+every workload is full again, or `--timeout`. A sampler lists the pods every 100 ms.
 
 Per workload: the lowest ready count over replicas, seconds below full, pods replaced (pods that
 received a deletion while the descheduler ran), and the seconds until done.
@@ -65,6 +66,7 @@ HOLD = {"key": "desched-bench/hold", "value": "true", "effect": "NoSchedule"}
 TAINT = {"key": "dedicated", "value": "maintenance", "effect": "NoSchedule"}
 WORKLOADS = [("Deployment", "web-1", 1), ("Deployment", "web-3", 3),
              ("Deployment", "web-10", 10), ("StatefulSet", "db-3", 3)]
+TARGET = 50.0  # lnu: LowNodeUtilization's targetThresholds cpu
 MODES = ["plain", "paced", "surge", "zero-downtime", "go"]
 MOVES: dict[str, dict[str, Any]] = {
     "plain": {}, "go": {},
@@ -90,7 +92,7 @@ def policy(scenario: str, ns: str, moves: dict[str, Any]) -> dict[str, Any]:
         config = [
             {"name": "RemoveDuplicates", "args": {"namespaces": {"include": [ns]}}},
             {"name": "LowNodeUtilization", "args": {
-                "thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50},
+                "thresholds": {"cpu": 20}, "targetThresholds": {"cpu": TARGET},
                 "evictableNamespaces": {"exclude": ["kube-system"]}}}]
     doc: dict[str, Any] = {
         "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
@@ -298,8 +300,8 @@ def restarted(client: Client, ns: str) -> list[str]:
     return sorted(names)
 
 
-def run_mode(client: Client, kubeconfig: str, scenario: str, mode: str, opts: argparse.Namespace,
-             plain_moved: int | None) -> dict[str, Any]:
+def run_mode(client: Client, kubeconfig: str, scenario: str, mode: str,
+             opts: argparse.Namespace) -> dict[str, Any]:
     cluster = Cluster(client, scenario)
     work = Path(opts.workdir) / f"{scenario}-{mode}"
     work.mkdir(parents=True, exist_ok=True)
@@ -315,8 +317,9 @@ def run_mode(client: Client, kubeconfig: str, scenario: str, mode: str, opts: ar
                                           opts.go_binary)
             log = work / "descheduler.log"
             with Sampler(cluster) as sampler, process(command, log) as proc:
-                done_at = wait_done(cluster, sampler, proc, before, opts, plain_moved)
+                done_at = wait_done(cluster, sampler, proc, before, opts)
             result = measure(sampler, before, done_at)
+            result["balanceAfter"] = balance(cluster)
             result |= {"mode": mode, "scenario": scenario, "namespace": cluster.ns,
                        "restarted": restarted(client, cluster.ns), "log": str(log)}
             result["restarts"] = len(result["restarted"])
@@ -336,8 +339,7 @@ def moved(before: dict[str, str], sampler: Sampler) -> int:
 
 
 def wait_done(cluster: Cluster, sampler: Sampler, proc: subprocess.Popen[bytes],
-              before: dict[str, str], opts: argparse.Namespace,
-              plain_moved: int | None) -> float | None:
+              before: dict[str, str], opts: argparse.Namespace) -> float | None:
     """Seconds (sampler's clock) at which every pod that must move has moved and every workload
     is full again for a second; None on timeout."""
     deadline = time.monotonic() + opts.timeout
@@ -352,8 +354,9 @@ def wait_done(cluster: Cluster, sampler: Sampler, proc: subprocess.Popen[bytes],
         pods = cluster.pods()
         if cluster.scenario == "taints":
             moved_all = now.on_tainted == 0
-        else:
-            moved_all = moved(before, sampler) >= (plain_moved or 1)
+        else:  # balanced: no node above the policy's targetThreshold (50 % cpu), one move made
+            moved_all = (moved(before, sampler) >= 1
+                         and max(balance(cluster)["cpuPercentByNode"]) <= TARGET)
         if moved_all and cluster.full(pods):
             full_since = full_since or now.t
             if now.t - full_since >= 1.0:
@@ -377,6 +380,25 @@ def measure(sampler: Sampler, before: dict[str, str], done_at: float | None) -> 
             "samples": len(samples)}
 
 
+def balance(cluster: Cluster) -> dict[str, Any]:
+    """cpu requests over allocatable (8 cpu) per node once done, from the lowest; and their
+    population std: the balance each mode reaches, to set beside plain eviction's."""
+    used = dict.fromkeys(cluster.nodes, 0.0)
+    for p in cluster.pods():
+        node = p["spec"].get("nodeName")
+        if node in used and not p["metadata"].get("deletionTimestamp"):
+            used[node] += sum(_cpu(c.get("resources", {}).get("requests", {}).get("cpu", "0"))
+                              for c in p["spec"]["containers"])
+    percents = sorted(round(100 * v / 8, 2) for v in used.values())
+    mean = sum(percents) / len(percents)
+    std = (sum((x - mean) ** 2 for x in percents) / len(percents)) ** 0.5
+    return {"cpuPercentByNode": percents, "std": round(std, 2)}
+
+
+def _cpu(text: str) -> float:
+    return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+
+
 def table(results: list[dict[str, Any]]) -> str:
     rows = ["| scenario | mode | workload | lowest ready | seconds below full |",
             "|---|---|---|---|---|"]
@@ -384,12 +406,13 @@ def table(results: list[dict[str, Any]]) -> str:
         for name, w in r["workloads"].items():
             rows.append(f"| {r['scenario']} | {r['mode']} | {w['kind']} {name} | "
                         f"{w['lowestReady']}/{w['replicas']} | {w['secondsBelowFull']} |")
-    rows += ["", "| scenario | mode | pods replaced | restarts | seconds to done |",
-             "|---|---|---|---|---|"]
+    rows += ["", "| scenario | mode | pods replaced | restarts | seconds to done | "
+                 "cpu requests per node after (%) |", "|---|---|---|---|---|---|"]
     for r in results:
         done = r["secondsToDone"] if r["secondsToDone"] is not None else "timeout"
+        after = r.get("balanceAfter", {}).get("cpuPercentByNode", "")
         rows.append(f"| {r['scenario']} | {r['mode']} | {r['podsReplaced']} | "
-                    f"{r['restarts']} | {done} |")
+                    f"{r['restarts']} | {done} | {after} |")
     return "\n".join(rows)
 
 
@@ -420,12 +443,9 @@ def main(argv: list[str]) -> int:
         client = Client(config=KubeConfig.from_file(kubeconfig), field_manager="desched-bench")
         results = []
         for scenario in opts.scenario or ["taints"]:
-            plain_moved = None
             for mode in modes:
                 print(f"{scenario} {mode} ...", file=sys.stderr, flush=True)
-                result = run_mode(client, kubeconfig, scenario, mode, opts, plain_moved)
-                if mode == "plain":
-                    plain_moved = result["podsReplaced"]
+                result = run_mode(client, kubeconfig, scenario, mode, opts)
                 results.append(result)
                 print(table([result]), file=sys.stderr, flush=True)
     print(table(results))

@@ -46,7 +46,7 @@ def test_moves_keep_workloads_up_and_finish_the_drain(
         mode: str, kube: Client, kubeconfig: str, tmp_path: Path) -> None:
     opts = argparse.Namespace(workdir=str(tmp_path), ready_after=3.0, interval=2.0,
                               timeout=240.0, keep=False, go_binary=None)
-    result: dict[str, Any] = availability.run_mode(kube, kubeconfig, "taints", mode, opts, None)
+    result: dict[str, Any] = availability.run_mode(kube, kubeconfig, "taints", mode, opts)
     log = Path(result["log"]).read_text(errors="replace")[-4000:]
     assert result["secondsToDone"] is not None, \
         f"pods left on the tainted nodes or workloads not full after 240 s: {result}\n{log}"
