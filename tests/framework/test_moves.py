@@ -331,3 +331,27 @@ def test_limits_still_refuse_while_planning() -> None:
                       *deployment("web", 1), replica("web-0")))
     assert run.outcomes()["db-1"] == "limited"
     assert run.policy.limits == Limits(per_node=1)
+
+
+def test_a_restart_under_way_is_neither_repeated_nor_undercut_by_an_eviction() -> None:
+    """surgeFirst alone (no pacing): while desched's own restart runs — its patch not in the
+    cache yet, then the rollout not finished — the old pods are deferred, not evicted (an
+    eviction would take the last ready pod) and not restarted again."""
+    run = Run(policy(SURGE))
+    run.cycle(cluster(*deployment("web", 1), replica("web-0")), 1)
+    assert len(run.log.restarts) == 1
+    run.cycle(cluster(*deployment("web", 1), replica("web-0")), 2, NOW + timedelta(seconds=2))
+    assert run.decision("web-0", 2).outcome == "deferred"
+    assert run.decision("web-0", 2).reason.startswith(
+        "deferred: Deployment shop/web is rolling out (desched restarted it and the cache has "
+        "not shown it yet): the rollout replaces its pods")
+    rolling = deployment("web", 1, generation=2, observed=2, updated=0)
+    run.cycle(cluster(*rolling, replica("web-0")), 3, NOW + timedelta(seconds=4))
+    assert run.decision("web-0", 3).outcome == "deferred"
+    assert len(run.log.restarts) == 1 and not any(
+        d.outcome == "evicted" for d in run.log.decisions)
+    # Rolled out (generation 2 observed, every replica updated): the restart is over, and a
+    # pod that must move again (a new taint, days later) is restarted again.
+    run.cycle(cluster(*deployment("web", 1, generation=2, observed=2), replica("web-1")), 4,
+              NOW + timedelta(days=2))
+    assert run.decision("web-1", 4).outcome == "restarted" and len(run.log.restarts) == 2

@@ -83,18 +83,12 @@ def in_flight(target: Target, snapshot: ClusterSnapshot, resolver: WorkloadResol
     why = awaited or f"{target} has {desired - ready} pod(s) not Ready"
     deployment = deployment_of(target, snapshot)
     if deployment is not None:
-        ours = tracker.restarts.get(key)
-        if ours is not None and not tracker.simulated:  # a simulated Deployment never changes
-            generation = deployment.metadata.generation
-            if ours.generation is not None and generation is not None \
-                    and generation <= ours.generation:
-                # The cache has not shown desched's own restart yet: in progress all the same.
-                short, why = max(short, 1), "its restart by desched has not shown yet"
-            else:
-                del tracker.restarts[key]  # taken up by the controller: its status tells
         progress = in_progress(deployment)
         if progress is not None:
             short, why = max(short, 1), f"it is mid-rollout ({progress})"
+        elif tracker.restarting(key, deployment) is not None:
+            # desched's own restart, not in the cache yet: in progress all the same.
+            short, why = max(short, 1), "its restart by desched has not shown yet"
     return InFlight(_less_forgiven(tracker, key, short), desired, why)
 
 

@@ -150,8 +150,10 @@ class MovePlanner:
         if deployment is None:
             return None
         progress = in_progress(deployment)
-        if progress is None and (target.key not in self.tracker.restarts
-                                 or self.tracker.simulated):
+        # desched's own restart counts until its rollout is done (then it is forgotten), so a
+        # Deployment restarted once can be restarted again another day.
+        ours = self.tracker.restarting(target.key, deployment)
+        if progress is None and ours is None:
             return None
         what = progress or "desched restarted it and the cache has not shown it yet"
         return (f"{target} is rolling out ({what}): the rollout replaces its pods; "
@@ -169,9 +171,6 @@ class MovePlanner:
         if not isinstance(executor, MoveExecutor):
             return "this run's executor cannot restart a Deployment"
         problem = cannot_surge(deployment)
-        if problem is None and target.key in self.tracker.restarts \
-                and not self.tracker.simulated:
-            problem = "desched restarted it already and the cache has not shown it yet"
         if problem is not None:
             return f"{target} cannot surge: {problem}"
         pods = [p for p in self.resolver.pods(target.workload)

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
+from desched.framework.moves.rollout import in_progress
 from desched.model.pod import Pod
 
 
@@ -62,6 +64,21 @@ class MoveTracker:
 
     def restarted(self, key: str, generation: int | None, now: datetime, cycle: int) -> None:
         self.restarts[key] = OwnRestart(generation, now, cycle)
+
+    def restarting(self, key: str, deployment: Any) -> OwnRestart | None:
+        """desched's own restart of Deployment `key` while it runs: its patch not in the cache
+        yet (the generation is still the one it patched), or the rollout not finished. The
+        restart is forgotten once it is. Never in simulation, whose Deployments do not
+        change."""
+        ours = self.restarts.get(key)
+        if ours is None or self.simulated:
+            return None
+        generation = deployment.metadata.generation
+        if (ours.generation is not None and generation is not None
+                and generation <= ours.generation) or in_progress(deployment) is not None:
+            return ours
+        del self.restarts[key]
+        return None
 
     def vanish(self, key: str, pods: int) -> None:
         self.vanished[key] = self.vanished.get(key, 0) + pods
