@@ -203,9 +203,11 @@ class ClusterSnapshot:
                 if value is not None:
                     by_value.setdefault(value, {})[key] = pod
         if self._pdb_members:
-            for pdb in self.pdbs_by_namespace.get(meta.namespace, ()):
+            # The budgets matching the pod, memoized per label map (replicas share theirs):
+            # a pod put back (simulate --reschedule, moves) is not matched against each one.
+            for pdb in self.pdbs_for_pod(pod):
                 members = self._pdb_members.get(id(pdb))
-                if members is not None and self._pdb_matcher(pdb)(meta.labels):
+                if members is not None:
                     members[key] = pod
                     self._member_of.setdefault(key, []).append(members)
         by_owner = self.pods_by_owner_uid
