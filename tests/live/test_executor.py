@@ -255,6 +255,31 @@ async def test_throttled_429_is_retried(api: FakeApiServer, client: ApiClient) -
     assert len(evictions.bodies) == 2 and evictions.gets == []
 
 
+async def test_a_retry_is_not_sent_once_the_fence_refuses(api: FakeApiServer,
+                                                        client: ApiClient) -> None:
+    """A leader that lost its lease during a retry's backoff (or was paused between the
+    cycle's check and the request) sends nothing more: the fence is asked before each one."""
+    snap, pods = setup(api, "a")
+    evictions = Evictions(api).install()
+    evictions.script = [(429, "Too many requests, please try again later.")]
+    leading = [True]
+
+    def fence() -> str | None:
+        return None if leading[0] else "leader election lost: this instance no longer holds " \
+                                       "the lease"
+
+    evictions.on_request = lambda body: leading.__setitem__(0, False)
+    result = await evict(executor(client, snap, fence=fence), pods["a"])
+    assert (result.ok, result.outcome) == (False, "failed")
+    assert result.message.startswith("leader election lost")
+    assert len(evictions.bodies) == 1  # the retry was never sent
+    assert "default/a" in api.kinds["Pod"].objects
+    leading[0] = False
+    assert (await evict(executor(client, snap, fence=fence), pods["a"])).message.startswith(
+        "leader election lost")
+    assert len(evictions.bodies) == 1  # nor a first request once refused
+
+
 async def test_gives_up_after_bounded_attempts(api: FakeApiServer, client: ApiClient) -> None:
     snap, pods = setup(api, "a")
     evictions = Evictions(api).install()

@@ -23,7 +23,7 @@ eviction, `?dryRun=All`) and restarts a Deployment (live/deployment_restart.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import httpx2
@@ -115,8 +115,13 @@ class EvictionApiExecutor:
 
     def __init__(self, client: ApiClient, loop: asyncio.AbstractEventLoop,
                  snapshot: ClusterSnapshot, *, grace_period_seconds: int | None = None,
-                 attempts: int = 4, timeout: float = 10.0, backoff: Backoff | None = None) -> None:
+                 attempts: int = 4, timeout: float = 10.0, backoff: Backoff | None = None,
+                 fence: Callable[[], str | None] | None = None) -> None:
         self.client = client
+        # Asked right before every eviction request goes out, retries included (None: go on):
+        # a leader paused past its lease between the cycle's check and the request, or during
+        # a retry's backoff, must not send it once it resumes (tests/e2e/test_e2e_faults.py).
+        self.fence = fence
         self.loop = loop
         self.snapshot = snapshot
         self.grace_period_seconds = grace_period_seconds
@@ -143,6 +148,9 @@ class EvictionApiExecutor:
         return self._on_loop(self.check_budget_async(pod))
 
     def restart(self, order: RestartOrder) -> ExecutionResult:
+        refusal = self.fence() if self.fence is not None else None
+        if refusal:
+            return ExecutionResult(False, "failed", refusal)
         result = self._on_loop(deployment_restart.restart(
             self.client, order, attempts=self.attempts, timeout=self.timeout,
             backoff=self.backoff))
@@ -213,6 +221,9 @@ class EvictionApiExecutor:
                     if gone:
                         return ExecutionResult(True, "evicted", gone)
             delay = self.backoff.next()
+            refusal = self.fence() if self.fence is not None else None
+            if refusal:
+                return ExecutionResult(False, "failed", refusal)
             try:
                 self.requests += 1
                 response = await self._request("POST", path, what, body)

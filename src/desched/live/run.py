@@ -670,7 +670,8 @@ class Runner:
             self.client, self._loop, snapshot,
             grace_period_seconds=self.policy.grace_period_seconds,
             attempts=self.config.eviction_attempts, timeout=self.config.eviction_timeout,
-            backoff=Backoff(*self.config.eviction_backoff), facts=facts)
+            backoff=Backoff(*self.config.eviction_backoff), facts=facts,
+            fence=self._guard if self.elector is not None else None)
         if not self.migrations:
             return evictions
         templates = {profile: JobTemplate(service.args, service.creator)
