@@ -15,9 +15,10 @@ once and Ready `--ready-after` seconds later, a deleted pod is gone after its gr
 
 Each mode runs on a fresh copy of the cluster: `plain` (desched, upstream's eviction), `paced`
 (`moves.maxUnavailablePerWorkload: 1`), `surge` (`moves.surgeFirst`), `zero-downtime` (both:
-examples/zero-downtime/policy.yaml's moves block), and `go` (the Go descheduler v0.36 with the plain
-policy, when its binary is found). The descheduler runs every `--interval` until every pod that
-must move has moved (taints: none left on a tainted node; lnu: no node above the target) and
+examples/zero-downtime/policy.yaml itself, as a user runs it, on the taints cluster of a control
+plane the bench started; its moves block elsewhere), and `go` (the Go descheduler v0.36 with
+the plain policy, when its binary is found). The descheduler runs every `--interval` until every
+pod that must move has moved (taints: none left on a tainted node; lnu: no node above the target) and
 every workload is full again, or `--timeout`. A sampler lists the pods every 100 ms.
 
 Per workload: the lowest ready count over replicas, seconds below full, pods replaced (pods that
@@ -76,8 +77,11 @@ MOVES: dict[str, dict[str, Any]] = {
 }
 
 
+EXAMPLE = REPO / "examples" / "zero-downtime" / "policy.yaml"
+
+
 def example_moves() -> dict[str, Any]:
-    policy = yaml.safe_load((REPO / "examples" / "zero-downtime" / "policy.yaml").read_text())
+    policy = yaml.safe_load(EXAMPLE.read_text())
     return dict(policy.get("moves") or {})
 
 
@@ -313,6 +317,10 @@ def run_mode(client: Client, kubeconfig: str, scenario: str, mode: str,
             policy_file = work / "policy.yaml"
             policy_file.write_text(yaml.safe_dump(policy(scenario, cluster.ns, moves),
                                                   sort_keys=False))
+            if (mode == "zero-downtime" and scenario == "taints"
+                    and getattr(opts, "own_plane", False)):
+                # The cluster is the bench's alone: the example runs as a user runs it.
+                policy_file = EXAMPLE
             command = descheduler_command(mode, policy_file, kubeconfig, opts.interval,
                                           opts.go_binary)
             log = work / "descheduler.log"
@@ -440,6 +448,7 @@ def main(argv: list[str]) -> int:
     with (controlplane.running(assets.resolve()) if not opts.kubeconfig and assets
           else _given(opts.kubeconfig)) as plane:
         kubeconfig = opts.kubeconfig or str(plane.kubeconfig)
+        opts.own_plane = plane is not None
         client = Client(config=KubeConfig.from_file(kubeconfig), field_manager="desched-bench")
         results = []
         for scenario in opts.scenario or ["taints"]:
