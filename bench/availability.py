@@ -18,8 +18,8 @@ Each mode runs on a fresh copy of the cluster: `plain` (desched, upstream's evic
 examples/zero-downtime/policy.yaml itself, as a user runs it, on the taints cluster of a control
 plane the bench started; its moves block elsewhere), and `go` (the Go descheduler v0.36 with
 the plain policy, when its binary is found). The descheduler runs every `--interval` until every
-pod that must move has moved (taints: none left on a tainted node; lnu: no node above the target) and
-every workload is full again, or `--timeout`. A sampler lists the pods every 100 ms.
+pod that must move has moved (taints: none left on a tainted node; lnu: no node above the
+target) and every workload is full again, or `--timeout`. A sampler lists the pods every 100 ms.
 
 Per workload: the lowest ready count over replicas, seconds below full, pods replaced (pods that
 received a deletion while the descheduler ran), and the seconds until done.
