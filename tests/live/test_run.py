@@ -586,16 +586,22 @@ async def test_command_upstream_secure_port_serves_health_and_metrics(
                        "--kubeconfig", kubeconfig(tmp_path, str(emulator.url).rstrip("/")))
     assert proc.stderr is not None
     seen: list[str] = []
-    while not any("next descheduling cycle" in line for line in seen):
-        line = await asyncio.wait_for(proc.stderr.readline(), 30)
-        assert line, "".join(seen)
-        seen.append(line.decode())
-    async with aiohttp.ClientSession(trust_env=False) as session:
-        for path, expected in (("/healthz", "ok"), ("/metrics", "descheduler_")):
-            # HTTPS, as upstream's, with a self-signed certificate (tests/live/test_serving.py)
-            async with session.get(f"https://127.0.0.1:{port}{path}", ssl=False) as response:
-                assert response.status == 200
-                assert expected in await response.text()
+    try:
+        while not any("next descheduling cycle" in line for line in seen):
+            line = await asyncio.wait_for(proc.stderr.readline(), 30)
+            assert line, "".join(seen)
+            seen.append(line.decode())
+        async with aiohttp.ClientSession(trust_env=False) as session:
+            for path, expected in (("/healthz", "ok"), ("/metrics", "descheduler_")):
+                # HTTPS, as upstream's, with a self-signed certificate (test_serving.py)
+                async with session.get(f"https://127.0.0.1:{port}{path}",
+                                       ssl=False) as response:
+                    assert response.status == 200
+                    assert expected in await response.text()
+    except BaseException:
+        proc.kill()  # a failed check leaves no command looping behind the suite
+        await proc.wait()
+        raise
     proc.send_signal(signal.SIGTERM)
     _, rest = await asyncio.wait_for(proc.communicate(), 15)
     assert proc.returncode == 0, rest.decode()
