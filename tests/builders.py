@@ -17,6 +17,10 @@ from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+# How long a test waits for a `desched` command process to say or finish something: a bound
+# a loaded 2-core machine meets (Python's start-up, imports, the first sync), under the 120 s
+# per-test timeout. A test that needs the answer sooner is racing the clock.
+COMMAND_WAIT = 90.0
 
 
 def decode(kind: str, body: dict[str, Any]) -> Any:

@@ -33,6 +33,7 @@ from fake_apiserver import Emulator, FakeApiServer, node, pod
 from test_executor import Evictions, pdb
 from test_run import command_env
 
+from builders import COMMAND_WAIT
 from desched.live.config import RunConfig
 from desched.live.run import CycleReport, Runner, prepare
 from desched.model.resources import RESOURCES
@@ -329,7 +330,7 @@ async def run_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer, kubec
             while not task.done() and not done():
                 await asyncio.sleep(0.02)
             runner.request_stop("soak done")
-            result.exit_codes.append(await asyncio.wait_for(task, 30))
+            result.exit_codes.append(await asyncio.wait_for(task, COMMAND_WAIT))
     finally:
         await _stop(background)
     result.seconds = time.monotonic() - started
@@ -472,7 +473,7 @@ async def run_process_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServe
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
         try:
-            await asyncio.wait_for(proc.communicate(), 30)
+            await asyncio.wait_for(proc.communicate(), COMMAND_WAIT)
         except TimeoutError:
             proc.kill()
             await proc.wait()

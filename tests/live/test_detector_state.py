@@ -31,6 +31,7 @@ from test_run import (
     until,
 )
 
+from builders import COMMAND_WAIT
 from desched.live.detector_state import DRY_RUN_KEY, KEY
 from desched.model.resources import RESOURCES
 
@@ -207,7 +208,7 @@ async def test_the_command_as_a_cronjob_runs_it(tmp_path: Path, emulator: Emulat
     for _ in range(3):
         proc = await start("--policy", path, "--once", "--kubeconfig", kube, "--log-format",
                            "json", "--leader-elect-resource-namespace", "kube-system")
-        _, err = await asyncio.wait_for(proc.communicate(), 30)
+        _, err = await asyncio.wait_for(proc.communicate(), COMMAND_WAIT)
         assert proc.returncode == 0, err.decode()
         evicted.append([e["pod"] for e in json_lines(err) if e["event"] == "Evicted pod"])
     assert evicted[:2] == [[], []] and evicted[2]

@@ -27,6 +27,7 @@ from test_run import (
     until,
 )
 
+from builders import COMMAND_WAIT
 from desched.live.run import Runner
 
 pytestmark = pytest.mark.asyncio
@@ -204,7 +205,7 @@ async def test_command_sighup_checks_the_policy_at_once(
 
     async def line_with(text: str) -> dict[str, Any]:
         while True:
-            raw = await asyncio.wait_for(proc.stderr.readline(), 30)  # type: ignore[union-attr]
+            raw = await asyncio.wait_for(proc.stderr.readline(), COMMAND_WAIT)  # type: ignore[union-attr]
             assert raw, f"no log line with {text!r}"
             if text in raw.decode():
                 return json_lines(raw)[0]
@@ -220,5 +221,5 @@ async def test_command_sighup_checks_the_policy_at_once(
     changed = await line_with("policy file changed")
     assert changed["policy"] == path
     proc.send_signal(signal.SIGTERM)
-    _, rest = await asyncio.wait_for(proc.communicate(), 15)
+    _, rest = await asyncio.wait_for(proc.communicate(), COMMAND_WAIT)
     assert proc.returncode == 0, rest.decode()

@@ -23,6 +23,7 @@ import yaml
 from fake_apiserver import Emulator, FakeApiServer, node, pod
 from test_executor import Evictions, pdb
 
+from builders import COMMAND_WAIT
 from desched.errors import InputError
 from desched.live.client import ApiClient, ApiError
 from desched.live.config import parse_cron
@@ -509,12 +510,12 @@ async def test_command_once_and_dry_run(tmp_path: Path, emulator: Emulator,
     common = ("--policy-config-file", policy, "--kubeconfig", kube, "--log-format", "json")
 
     dry = await start(*common, "--once", "--dry-run")
-    _, dry_err = await asyncio.wait_for(dry.communicate(), 30)
+    _, dry_err = await asyncio.wait_for(dry.communicate(), COMMAND_WAIT)
     assert dry.returncode == 0, dry_err.decode()
     assert evictions.bodies == []
 
     live = await start(*common, "--descheduling-interval", "0")
-    _, live_err = await asyncio.wait_for(live.communicate(), 30)
+    _, live_err = await asyncio.wait_for(live.communicate(), COMMAND_WAIT)
     assert live.returncode == 0, live_err.decode()
     assert server_pods(api) == ["default/db-0", "default/young"]
 
@@ -538,7 +539,7 @@ async def test_command_koordinator_dry_run_and_leader_election_from_the_file(
                     + "leaderElection: {leaderElect: true}\n")
     proc = await start("--policy", str(path), "--once", "--log-format", "json",
                        "--kubeconfig", kubeconfig(tmp_path, str(emulator.url).rstrip("/")))
-    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    _, err = await asyncio.wait_for(proc.communicate(), COMMAND_WAIT)
     assert proc.returncode == 0, err.decode()
     assert evictions.bodies == []
     lines = json_lines(err)
@@ -558,7 +559,7 @@ async def test_command_upstream_job_command_line(tmp_path: Path, emulator: Emula
                        "--logging-format=json", "--dry-run=true", "--leader-elect=false",
                        "--tls-min-version=VersionTLS12",
                        "--kubeconfig", kubeconfig(tmp_path, str(emulator.url).rstrip("/")))
-    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    _, err = await asyncio.wait_for(proc.communicate(), COMMAND_WAIT)
     assert proc.returncode == 0, err.decode()
     assert evictions.bodies == []
     lines = json_lines(err)
@@ -588,7 +589,7 @@ async def test_command_upstream_secure_port_serves_health_and_metrics(
     seen: list[str] = []
     try:
         while not any("next descheduling cycle" in line for line in seen):
-            line = await asyncio.wait_for(proc.stderr.readline(), 30)
+            line = await asyncio.wait_for(proc.stderr.readline(), COMMAND_WAIT)
             assert line, "".join(seen)
             seen.append(line.decode())
         async with aiohttp.ClientSession(trust_env=False) as session:
@@ -603,7 +604,7 @@ async def test_command_upstream_secure_port_serves_health_and_metrics(
         await proc.wait()
         raise
     proc.send_signal(signal.SIGTERM)
-    _, rest = await asyncio.wait_for(proc.communicate(), 15)
+    _, rest = await asyncio.wait_for(proc.communicate(), COMMAND_WAIT)
     assert proc.returncode == 0, rest.decode()
 
 
@@ -617,11 +618,11 @@ async def test_command_exits_0_on_sigterm_between_cycles(
     assert proc.stderr is not None
     seen: list[str] = []
     while not any("next descheduling cycle" in line for line in seen):
-        line = await asyncio.wait_for(proc.stderr.readline(), 30)
+        line = await asyncio.wait_for(proc.stderr.readline(), COMMAND_WAIT)
         assert line, b"".join(s.encode() for s in seen)
         seen.append(line.decode())
     proc.send_signal(signal.SIGTERM)
-    _, rest = await asyncio.wait_for(proc.communicate(), 15)
+    _, rest = await asyncio.wait_for(proc.communicate(), COMMAND_WAIT)
     assert proc.returncode == 0, rest.decode()
     assert "desched stopped" in rest.decode()
 
@@ -631,7 +632,7 @@ async def test_command_bad_kubeconfig_is_one_line_exit_2(tmp_path: Path) -> None
     bad = tmp_path / "kubeconfig"
     bad.write_text("clusters: [\n")
     proc = await start("--policy", policy_file(tmp_path), "--kubeconfig", str(bad), "--once")
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    out, err = await asyncio.wait_for(proc.communicate(), COMMAND_WAIT)
     assert proc.returncode == 2
     lines = err.decode().splitlines()
     assert len(lines) == 1 and "invalid kubeconfig YAML" in lines[0], err.decode()
