@@ -61,6 +61,7 @@ class Cluster:
         self.patches: list[tuple[str, str, dict[str, Any]]] = []  # (name, content type, body)
         self.dry_runs: list[str] = []
         self.lose_answer = 0  # apply the next patches, then drop the connection
+        self.unavailable = 0  # answer the next patches 503, unapplied
 
     def install(self) -> Cluster:
         deployments = kmock.resource("apps", "v1", "deployments")
@@ -92,6 +93,9 @@ class Cluster:
         found = self._deployment(request)
         if found is None:
             return kmock.Response(status=404, payload=status(404, "not found", "NotFound"))
+        if self.unavailable:
+            self.unavailable -= 1
+            return kmock.Response(status=503, payload=status(503, "etcd is down", "Unavailable"))
         meta = body.get("metadata") or {}
         for key in ("uid", "resourceVersion"):
             if key in meta and meta[key] != found["metadata"].get(key):
@@ -217,6 +221,26 @@ async def test_a_lost_answer_is_read_back_not_sent_blindly(
     # found this cycle's restartedAt.
     assert result.ok and "applied by an earlier request" in result.message
     assert len(cluster.patches) == 2
+
+
+async def test_a_restart_is_not_retried_once_the_lease_is_lost(
+        api: FakeApiServer, client: ApiClient) -> None:
+    """The leader's fence is asked before each attempt: a leader that lost its lease during a
+    retry's backoff sends nothing more."""
+    cluster = serve(api, *deployment("web"))
+    cluster.unavailable = 1
+    snap = snapshot_of(api)
+    asked: list[int] = []
+
+    def fence() -> str | None:
+        asked.append(1)
+        return None if len(asked) == 1 else "leader election lost"
+
+    ex = EvictionApiExecutor(client, asyncio.get_running_loop(), snap, attempts=3, timeout=2.0,
+                             backoff=Backoff(initial=0.01, maximum=0.02), fence=fence)
+    result = await asyncio.to_thread(ex.restart, order(snap))
+    assert (result.ok, result.message) == (False, "leader election lost")
+    assert len(cluster.patches) == 1 and "default/web-0" in snap.pods
 
 
 async def test_the_budget_check_is_a_dry_run_eviction(api: FakeApiServer,

@@ -15,6 +15,7 @@ failures and 5xx a bounded number of times with backoff.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,7 +56,10 @@ def restart_patch(order: RestartOrder) -> bytes:
 
 
 async def restart(client: ApiClient, order: RestartOrder, *, attempts: int, timeout: float,
-                  backoff: Backoff) -> ExecutionResult:
+                  backoff: Backoff,
+                  fence: Callable[[], str | None] | None = None) -> ExecutionResult:
+    """`fence` is asked right before each request goes out, retries included (a leader that
+    lost its lease meanwhile sends nothing): the Eviction API executor's rule."""
     path = deployment_path(order.namespace, order.name)
     what = f"restart deployment {order.namespace}/{order.name}"
     body = restart_patch(order)
@@ -65,6 +69,9 @@ async def restart(client: ApiClient, order: RestartOrder, *, attempts: int, time
         if attempt > 1:
             await asyncio.sleep(delay)
         delay = backoff.next()
+        refusal = fence() if fence is not None else None
+        if refusal:
+            return ExecutionResult(False, "failed", refusal)
         try:
             response = await client.request("PATCH", path, what=what, body=body,
                                             timeout=timeout, content_type=PATCH_TYPE)

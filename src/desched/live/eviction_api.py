@@ -148,12 +148,9 @@ class EvictionApiExecutor:
         return self._on_loop(self.check_budget_async(pod))
 
     def restart(self, order: RestartOrder) -> ExecutionResult:
-        refusal = self.fence() if self.fence is not None else None
-        if refusal:
-            return ExecutionResult(False, "failed", refusal)
         result = self._on_loop(deployment_restart.restart(
             self.client, order, attempts=self.attempts, timeout=self.timeout,
-            backoff=self.backoff))
+            backoff=self.backoff, fence=self.fence))
         if result.ok:
             # Being replaced: later plugins in this cycle must not pick them again.
             for pod in order.pods:
