@@ -364,7 +364,7 @@ def wait_done(cluster: Cluster, sampler: Sampler, proc: subprocess.Popen[bytes],
             moved_all = now.on_tainted == 0
         else:  # balanced: no node above the policy's targetThreshold (50 % cpu), one move made
             moved_all = (moved(before, sampler) >= 1
-                         and max(balance(cluster)["cpuPercentByNode"]) <= TARGET)
+                         and max(balance(cluster, pods)["cpuPercentByNode"]) <= TARGET)
         if moved_all and cluster.full(pods):
             full_since = full_since or now.t
             if now.t - full_since >= 1.0:
@@ -388,11 +388,11 @@ def measure(sampler: Sampler, before: dict[str, str], done_at: float | None) -> 
             "samples": len(samples)}
 
 
-def balance(cluster: Cluster) -> dict[str, Any]:
+def balance(cluster: Cluster, pods: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """cpu requests over allocatable (8 cpu) per node once done, from the lowest; and their
     population std: the balance each mode reaches, to set beside plain eviction's."""
     used = dict.fromkeys(cluster.nodes, 0.0)
-    for p in cluster.pods():
+    for p in cluster.pods() if pods is None else pods:
         node = p["spec"].get("nodeName")
         if node in used and not p["metadata"].get("deletionTimestamp"):
             used[node] += sum(_cpu(c.get("resources", {}).get("requests", {}).get("cpu", "0"))

@@ -48,6 +48,7 @@ from lightkube.resources.core_v1 import Namespace, Node, Pod
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 import controlplane  # noqa: E402
+from e2e_cluster import json_log  # noqa: E402
 
 NS = "faults"
 REPLICAS, MAX_UNAVAILABLE = 12, 3
@@ -225,14 +226,7 @@ class Runner:
 
 
 def log_lines(log: Path) -> list[dict[str, Any]]:
-    lines = []
-    for text in log.read_text(errors="replace").splitlines():
-        if text.startswith("{"):
-            try:
-                lines.append(json.loads(text))
-            except ValueError:
-                continue
-    return lines
+    return json_log(log.read_text(errors="replace"))
 
 
 def finished_cycles(log: Path) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sys
 import time
 import urllib.request
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from controlplane import ASSETS_ENV, ControlPlane, running
+from controlplane import ASSETS_ENV, ControlPlane, free_port, running
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
@@ -43,12 +42,6 @@ def plane(tmp_path: Path) -> Iterator[ControlPlane]:
 
 def stamp(entry: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(str(entry["timestamp"]).replace("Z", "+00:00"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def events(log: Path, name: str) -> list[dict[str, Any]]:
