@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from e2e_cluster import MAX_AGE, Cluster, json_log, wait_until
 from lightkube import ApiError, codecs
@@ -66,7 +67,7 @@ def _install_crds(cluster: Cluster) -> None:
     def served() -> bool:
         try:
             list(cluster.client.list(PodMigrationJob))
-        except ApiError:
+        except (ApiError, httpx2.HTTPStatusError):  # a plain-text 404 until the CRD is served
             return False
         return True
 

@@ -307,6 +307,30 @@ async def test_timeout_is_not_followed_by_a_second_eviction(
     assert ex.evicted == [pods["a"]] and "default/a" not in snap.pods
 
 
+async def test_a_lost_answer_that_cannot_be_read_back_is_not_sent_again(
+        api: FakeApiServer, client: ApiClient) -> None:
+    """A 500 may have been carried out; while the pod cannot be read (the GET is throttled)
+    nothing tells a second request from a second eviction, so none is sent, and the pod counts
+    as evicted: over the limit is worse than one pod left for the next cycle."""
+    snap, pods = setup(api, "a")
+    evictions = Evictions(api)
+    evictions.script = [(500, "etcdserver: request timed out")]
+    reads = evictions.get
+
+    async def throttled(request: kmock.Request) -> kmock.Response:
+        await reads(request)  # counted
+        return kmock.Response(status=429, payload=status(429, "Too many requests, please "
+                                                              "try again later."))
+
+    evictions.get = throttled  # type: ignore[method-assign]
+    evictions.install()
+    result = await evict(executor(client, snap, attempts=3), pods["a"])
+    assert (result.ok, result.outcome) == (True, "evicted"), result
+    assert "outcome unknown: counted as evicted, not retried" in result.message
+    assert len(evictions.bodies) == 1
+    assert len(evictions.gets) >= 3  # read before each would-be retry, and at the end
+
+
 async def test_a_pod_not_in_the_snapshot_is_not_sent(api: FakeApiServer,
                                                      client: ApiClient) -> None:
     snap, pods = setup(api, "a")

@@ -279,6 +279,30 @@ async def test_interval_loop_sees_new_pods_and_stops_cleanly(
     assert runner.client is None and runner.informers == []
 
 
+async def test_a_pod_evicted_before_the_watch_says_so_is_not_evicted_again(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
+    """The server accepted the eviction, but the pods watch lags (a loaded or throttling API
+    server): the next cycles must see the pod terminating, not send it a second eviction."""
+    evictions = cluster(api, old=1)
+    evictions.script = [(201, "Success")]  # accepted; the watch hears nothing of it
+    runner = runner_for(config(tmp_path, emulator, interval="50ms"))
+    async with background(runner):
+        await until(lambda: len(runner.reports) >= 4)
+        names = [b["metadata"]["name"] for b in evictions.bodies]
+        first = names[0]
+        assert f"default/{first}" in api.kinds["Pod"].objects  # the cache has it running
+        assert names.count(first) == 1, names
+        assert len(runner.evicted_pods) == 1
+        kept = [d for r in runner.reports[1:] for d in r.log.decisions if d.pod == first]
+        assert kept == []
+        # The watch catches up: the pod was deleted. Nothing is kept for it any longer.
+        await api.delete("Pod", first, "default")
+        reports = len(runner.reports)
+        await until(lambda: len(runner.reports) >= reports + 2)
+        assert len(runner.evicted_pods) == 0
+    assert [b["metadata"]["name"] for b in evictions.bodies].count(first) == 1
+
+
 async def test_stop_finishes_the_eviction_in_flight_and_starts_no_other(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
     evictions = cluster(api, old=4)

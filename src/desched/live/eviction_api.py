@@ -32,6 +32,7 @@ import msgspec
 from desched.errors import InputError
 from desched.framework.evictor import ExecutionResult, RestartOrder
 from desched.live import deployment_restart
+from desched.live.assumed import EvictedPods
 from desched.live.client import ApiClient, ConnectionLost, PodState, Unreachable
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
@@ -116,8 +117,12 @@ class EvictionApiExecutor:
     def __init__(self, client: ApiClient, loop: asyncio.AbstractEventLoop,
                  snapshot: ClusterSnapshot, *, grace_period_seconds: int | None = None,
                  attempts: int = 4, timeout: float = 10.0, backoff: Backoff | None = None,
-                 fence: Callable[[], str | None] | None = None) -> None:
+                 fence: Callable[[], str | None] | None = None,
+                 assumed: EvictedPods | None = None) -> None:
         self.client = client
+        # Told of every pod evicted, so the next cycles see it terminating before the cache
+        # does (live/assumed.py): a lagging watch must not lead to a second eviction.
+        self.assumed = assumed
         # Asked right before every eviction request goes out, retries included (None: go on):
         # a leader paused past its lease between the cycle's check and the request, or during
         # a retry's backoff, must not send it once it resumes (tests/e2e/test_e2e_faults.py).
@@ -141,6 +146,8 @@ class EvictionApiExecutor:
             self.snapshot.remove_pod(pod)
         if result.ok:
             self.evicted.append(pod)
+            if self.assumed is not None:
+                self.assumed.add(pod)
         return result
 
     def check_budget(self, pod: Pod) -> ExecutionResult:
@@ -214,9 +221,15 @@ class EvictionApiExecutor:
             if attempt > 1:
                 await asyncio.sleep(delay)
                 if uncertain:
-                    gone = await self._gone(pod)
-                    if gone:
-                        return ExecutionResult(True, "evicted", gone)
+                    state = await self._pod_state(pod)
+                    if state in _NO_SECOND_REQUEST:
+                        return ExecutionResult(True, "evicted", _NO_SECOND_REQUEST[state])
+                    if state != "there":
+                        # Unreadable (throttled, unreachable): a request sent now could be
+                        # the pod's second eviction. Read again after the next backoff.
+                        delay = self.backoff.next()
+                        continue
+                    uncertain = False
             delay = self.backoff.next()
             refusal = self.fence() if self.fence is not None else None
             if refusal:
@@ -259,21 +272,12 @@ class EvictionApiExecutor:
         if uncertain:
             # The last request may have been carried out. Count it as done unless the pod is
             # known to be still there: a second request, or a limit overrun, is worse.
-            gone = await self._gone(pod)
-            if gone or not await self._still_there(pod):
-                return ExecutionResult(True, "evicted", gone or f"{error} (outcome unknown: "
-                                       f"counted as evicted, not retried)")
+            state = await self._pod_state(pod)
+            if state != "there":
+                return ExecutionResult(True, "evicted", _NO_SECOND_REQUEST.get(state) or (
+                    f"{error} (outcome unknown: counted as evicted, not retried)"))
         return ExecutionResult(False, "failed",
                                f"{error} (gave up after {self.attempts} attempts)")
-
-    async def _still_there(self, pod: Pod) -> bool:
-        """Whether a GET shows the same pod, not terminating (False when it cannot be read)."""
-        return await self._pod_state(pod) == "there"
-
-    async def _gone(self, pod: Pod) -> str:
-        """Why the pod needs no second eviction request (gone, replaced, terminating), or ""
-        when it is still there or its state cannot be read."""
-        return _NO_SECOND_REQUEST.get(await self._pod_state(pod), "")
 
     async def _pod_state(self, pod: Pod) -> PodState:
         return await self.client.pod_state(pod.namespace, pod.name, str(pod.metadata.uid),

@@ -32,6 +32,7 @@ from typing import Any
 import msgspec
 
 from desched.errors import InputError
+from desched.live.assumed import EvictedPods
 from desched.live.client import (
     AccessDenied,
     ApiClient,
@@ -563,8 +564,10 @@ async def stop_informers(informers: Iterable[Informer]) -> None:
     await asyncio.gather(*(inf.stop() for inf in informers))
 
 
-async def build_snapshot(informers: Iterable[Informer]) -> ClusterSnapshot:
-    """A ClusterSnapshot of the informers' current stores, for one descheduling cycle.
+async def build_snapshot(informers: Iterable[Informer],
+                         evicted: EvictedPods | None = None) -> ClusterSnapshot:
+    """A ClusterSnapshot of the informers' current stores, for one descheduling cycle, with the
+    pods in `evicted` shown terminating until the cache catches up (live/assumed.py).
 
     Starts the informers and waits for their first sync if needed (see start_informers), then
     builds without yielding to the event loop, so no watch event lands half-way: the snapshot is
@@ -578,8 +581,13 @@ async def build_snapshot(informers: Iterable[Informer]) -> ClusterSnapshot:
     gc.disable()
     try:
         for informer in informers:
-            if informer.store:
-                snapshot.add_all(tuple(informer.store.values()))
+            store = informer.store
+            if evicted and informer.resource.kind == "Pod":
+                shown = evicted.overlay(store)
+                if shown:
+                    store = {**store, **shown}
+            if store:
+                snapshot.add_all(tuple(store.values()))
         snapshot.finish()
     finally:
         if was_enabled:

@@ -43,6 +43,7 @@ from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import CarriesState, Clock
 from desched.live import logging as desched_logging
 from desched.live.allocator import release_free_memory, tune_allocator
+from desched.live.assumed import EvictedPods
 from desched.live.client import ApiClient, ApiError
 from desched.live.config import (
     RunConfig,
@@ -169,6 +170,8 @@ class Runner:
         # How often the stale-cache guard found the cache not current and waited: a test counts
         # these to know the guard has looked, instead of sleeping and hoping it did.
         self.stale_waits = 0
+        # Pods evicted lately, shown terminating until the pods watch says so (live/assumed.py).
+        self.evicted_pods = EvictedPods()
         # /cycles and /cycles.json beside /metrics (live/cycles_page.py).
         serves_metrics = config.metrics_address or (config.secure and config.secure.metrics)
         self.page = (CyclesPage(self._page_state)
@@ -671,7 +674,8 @@ class Runner:
             grace_period_seconds=self.policy.grace_period_seconds,
             attempts=self.config.eviction_attempts, timeout=self.config.eviction_timeout,
             backoff=Backoff(*self.config.eviction_backoff), facts=facts,
-            fence=self._guard if self.elector is not None else None)
+            fence=self._guard if self.elector is not None else None,
+            assumed=self.evicted_pods)
         if not self.migrations:
             return evictions
         templates = {profile: JobTemplate(service.args, service.creator)
@@ -684,7 +688,7 @@ class Runner:
         started = time.monotonic()
         facts = CycleFacts(datetime.now(UTC), self.dry_run, self.policy)
         events_failed = self._events_failed
-        snapshot = await build_snapshot(self.informers)
+        snapshot = await build_snapshot(self.informers, self.evicted_pods)
         facts.nodes, facts.pods = len(snapshot.nodes), len(snapshot.pods)
         self.metrics.snapshot_duration.observe(time.monotonic() - started)
         for service in self.migrations.values():
