@@ -119,6 +119,27 @@ def test_every_file_is_named_and_an_empty_one_found_nothing(tmp_path: Path) -> N
     assert "holds no Node (found: nothing)" in line
 
 
+def test_refused_input_is_the_error_line_alone(tmp_path: Path) -> None:
+    """A warning about the input (a file the directory holds and the loader does not read)
+    must not come before the error that then refuses it."""
+    directory = tmp_path / "snapshot"
+    directory.mkdir()
+    (directory / "README.txt").write_text("captured on Monday\n", encoding="utf-8")
+    text = Path(CLUSTER).read_text(encoding="utf-8").replace(
+        'conditions: [{type: Ready, status: "True"}]', "conditions: null", 1)
+    (directory / "cluster.yaml").write_text(text, encoding="utf-8")
+    for command in (("simulate",), ("explain", "--pod", "shop/web-5d8f9-0")):
+        line = one_error(desched(*command, "--policy", POLICY, "--snapshot", str(directory)))
+        bad = directory / "cluster.yaml"
+        assert line.startswith(f"error: {bad}: document 1 item 0 (Node"), line
+    # Accepted, the same directory's warning is said.
+    (directory / "cluster.yaml").write_text(Path(CLUSTER).read_text(encoding="utf-8"),
+                                            encoding="utf-8")
+    assert warnings(ok("simulate", "--policy", POLICY, "--snapshot", str(directory))) == [
+        f"{directory}: not read: README.txt (a directory is read for its .json, .jsonl, .yaml, "
+        f".yml files, not its subdirectories)"]
+
+
 # -- kinds the run needs -------------------------------------------------------------------------
 
 
@@ -185,6 +206,14 @@ def test_lownodeload_without_node_metrics(tmp_path: Path) -> None:
         "the snapshot holds no NodeMetric (slo.koordinator.sh/v1alpha1), needed by LowNodeLoad "
         "(node and pod usage); add `kubectl get nodemetrics.slo.koordinator.sh -o json` to the "
         "snapshot, or use `desched snapshot`"]
+    # The warning names the cause once; the notes do not repeat it per node.
+    notes = proc.stdout.split("\nnotes:\n", 1)[1].splitlines()
+    names = [i["metadata"]["name"] for i in yaml.safe_load(Path(snapshot).read_text(
+        encoding="utf-8"))["items"] if i["kind"] == "Node"]
+    assert len(names) == 3
+    assert [line for line in notes if "has no NodeMetric" in line] == [
+        f"  cycle 1 3 nodes ({', '.join(names)}) [koord-descheduler/LowNodeLoad]: the node has "
+        f"no NodeMetric: it is neither a source nor a target"]
 
 
 def test_metrics_based_low_node_utilization_without_metrics(tmp_path: Path) -> None:
@@ -213,6 +242,19 @@ def test_services_are_needed_by_the_scheduler_model_only(tmp_path: Path) -> None
         "the snapshot holds no Service (v1), needed by the scheduler model of --reschedule "
         "(default topology spreading); add `kubectl get services -A -o json` to the snapshot, "
         "or use `desched snapshot`"]
+
+
+def test_a_warning_is_said_once_where_stdout_and_stderr_meet() -> None:
+    """The report carries the run's warnings; on stderr too when it is elsewhere, but not a
+    second time on a terminal or with `2>&1`."""
+    args = ["simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--reschedule"]
+    apart = ok(*args)
+    [said] = warnings(apart)
+    assert apart.stdout.count(said) == 1
+    together = subprocess.run([sys.executable, "-m", "desched", *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=120, check=True)
+    assert together.stdout.count(said) == 1
+    assert together.stdout.startswith("policy ")  # the report's own line, not the warning's
 
 
 def test_budget_arithmetic_that_counts_expected_replicas(tmp_path: Path) -> None:

@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+import functools
+import io
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from desched.errors import InputError, one_line
+from desched import errors
+from desched.errors import InputError
 from desched.upstream_flags import upstream_options
 
 if TYPE_CHECKING:
     from desched.scheduler.profile import SchedulerConfig
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _holding_warnings(command: F) -> F:
+    """A command that finishes prints its warnings once its input was accepted: refused
+    input gets its one error line alone (errors.holding)."""
+    @functools.wraps(command)
+    def held(*args: Any, **kwargs: Any) -> Any:
+        with errors.holding():
+            return command(*args, **kwargs)
+    return cast(F, held)
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -175,7 +192,17 @@ def convert(policy_path: str, output: str) -> None:
 def _warn(warnings: list[str]) -> None:
     """The policy's warnings (ignored keys, nothing enabled), on stderr: never an error."""
     for warning in warnings:
-        click.echo(f"warning: {one_line(warning)}", err=True)
+        errors.warn(warning)
+
+
+def _same_destination() -> bool:
+    """Whether stdout and stderr end up in one place (a terminal, `2>&1`): a warning the
+    report carries is then shown once, in the report."""
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False
+    return (out.st_dev, out.st_ino, out.st_rdev) == (err.st_dev, err.st_ino, err.st_rdev)
 
 
 @main.command()
@@ -202,6 +229,7 @@ def _warn(warnings: list[str]) -> None:
 @click.option("--group-by", "group_by", metavar="LABEL",
               help="Give the balance before and after per value of this node label (e.g. "
                    "node-pool, topology.kubernetes.io/zone), in every output.")
+@_holding_warnings
 def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None, cycles: int,
              reschedule: bool, scheduler: str, scheduler_config_path: str | None,
              outcomes: int, output: str, out_path: str | None, group_by: str | None) -> None:
@@ -226,6 +254,8 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
         _warn([f"--group-by {group_by}: no node in the snapshot has this label; every node is "
                f"in one group"])
     text = render(result, output)
+    shown = result.warnings if output == "text" and not out_path and _same_destination() else ()
+    errors.release(skip=shown)
     if out_path:
         try:
             with open(out_path, "w", encoding="utf-8") as fh:
@@ -259,6 +289,7 @@ def _exit_fast() -> None:
               help="Recreate evicted owned pods and place them between cycles.")
 @_scheduler_option
 @_scheduler_config_option
+@_holding_warnings
 def explain(policy_path: str, snapshots: tuple[str, ...], pod_ref: str | None,
             node_name: str | None, now_text: str | None, cycles: int, reschedule: bool,
             scheduler: str, scheduler_config_path: str | None) -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 
 
 def one_line(text: str) -> str:
@@ -38,3 +41,45 @@ class InputError(Exception):
         super().__init__(one_line(f"{source}: {message}" if source else message))
         self.source = source
         self.message = message
+
+
+# -- warnings ------------------------------------------------------------------------------------
+# A command whose input is refused prints one line, the error: warnings about an input that is
+# then refused (a snapshot's missing kinds before its bad item) would only bury it. Commands that
+# finish (simulate, explain, validate) therefore hold their warnings and print them once the run
+# has succeeded (cli.py); long-running ones print them at once.
+_held: list[str] | None = None
+
+
+def warn(message: str) -> None:
+    """A warning as the commands print one: a line on stderr (held while `holding`)."""
+    line = f"warning: {one_line(message)}"
+    if _held is not None:
+        _held.append(line)
+    else:
+        print(line, file=sys.stderr)
+
+
+@contextmanager
+def holding() -> Iterator[None]:
+    """Hold warnings inside the block: printed when it ends normally (or on `release`),
+    dropped when it raises InputError."""
+    global _held
+    outer, _held = _held, []
+    try:
+        yield
+        release()
+    finally:
+        _held = outer
+
+
+def release(skip: Collection[str] = ()) -> None:
+    """Print the warnings held so far, but those whose message is in `skip` (already shown
+    where the user reads them)."""
+    if not _held:
+        return
+    dropped = {f"warning: {one_line(m)}" for m in skip}
+    for line in _held:
+        if line not in dropped:
+            print(line, file=sys.stderr)
+    _held.clear()

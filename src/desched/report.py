@@ -3,11 +3,19 @@ report_html.py."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from desched import whatif
-from desched.framework.decisions import REFUSED_OUTCOMES, Decision, DecisionLog, Restart
+from desched.framework.decisions import (
+    REFUSED_OUTCOMES,
+    Decision,
+    DecisionLog,
+    Note,
+    Restart,
+)
 from desched.model.meta import json_encoder
 from desched.simulation import CycleSummary, SimulationResult
 from desched.utilization import Balance, balance, thresholds
@@ -46,6 +54,7 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
         "evictedPodsReplaced": result.replaced,
         "balance": whatif.balance_json(result),
         "churn": whatif.churn(result).to_json(),
+        "summary": whatif.story(result).to_json(),
         "warnings": result.warnings,
     }
     groups = whatif.groups_json(result)
@@ -138,6 +147,7 @@ def summary_lines(result: SimulationResult) -> list[str]:
             more = (f" (and {len(by_node) - 5} more nodes; evictions per node: "
                     + ", ".join(f"{n} on {spread[n]}" for n in sorted(spread)) + ")")
         lines.append(f"  by node: {shown}{more}")
+    lines.extend(f"  {line}" for line in whatif.story(result).lines())
     placed = sum(1 for s in result.summaries for _, node in s.placements if node)
     tied = sum(1 for s in result.summaries for p in s.chances.values() if p.ties > 1)
     sampled = max((p.sampled for s in result.summaries for p in s.chances.values()), default=0)
@@ -231,6 +241,7 @@ def render_text(result: SimulationResult) -> str:
         else:
             continue
         by_cycle.setdefault(d.cycle, []).append(text)
+    back = {b.replacement for b in whatif.churn(result).back_on_source}
     for summary in result.summaries:
         evicted = sum(1 for d in result.log.decisions
                       if d.cycle == summary.cycle and d.outcome == "evicted")
@@ -244,15 +255,14 @@ def render_text(result: SimulationResult) -> str:
             chance = summary.chances.get(key)
             tied = chance.ties if chance is not None else 1
             chance_text = f" (one of {tied} equally likely nodes)" if tied > 1 else ""
-            if summary.came_back(key, node) is not None:
-                chance_text += ": back on the node its pod was evicted from (churn)"
+            if key in back:
+                chance_text += (f": the scheduler ({result.scheduler} model) put it back on "
+                                f"the node its pod was evicted from (churn)")
             lines.append(f"  placed  {key} on {node}{chance_text}" if node
                          else f"  pending {key}: no node fits")
     if result.log.notes:
         lines.append("notes:")
-        for n in result.log.notes:
-            where = f"node {n.node}" if n.node else "run"
-            lines.append(f"  cycle {n.cycle} {where} [{n.profile}/{n.plugin}]: {n.text}")
+        lines.extend(note_lines(result.log.notes))
     kept: dict[int, list[tuple[int, str]]] = {}
     for (cycle, profile, plugin, reason), count in result.log.kept.items():
         kept.setdefault(cycle, []).append((count, f"[{profile}/{plugin}] {reason}"))
@@ -265,6 +275,38 @@ def render_text(result: SimulationResult) -> str:
     lines.append(f"total: {total} pod(s) evicted{moves_counts(result.log)} in {result.cycles} "
                  f"cycle(s)")
     return "\n".join(lines) + "\n"
+
+
+def note_lines(notes: Iterable[Note]) -> list[str]:
+    """A line per note, but notes of one cycle and plugin that say the same of several nodes
+    (the node's name aside) are one line with their count: 300 nodes without a NodeMetric are
+    one cause, not 300."""
+    groups: dict[tuple[int, str, str, str, int], list[str]] = {}
+    for number, n in enumerate(notes):
+        # A note on the run is never folded (its number keeps it apart).
+        key = (n.cycle, n.profile, n.plugin, _without_node(n.text, n.node), 0) if n.node \
+            else (n.cycle, n.profile, n.plugin, n.text, number + 1)
+        groups.setdefault(key, []).append(n.node)
+    lines = []
+    for (cycle, profile, plugin, text, _), nodes in groups.items():
+        if len(nodes) == 1:
+            where = f"node {nodes[0]}" if nodes[0] else "run"
+            text = text.replace(_NODE, nodes[0])
+        else:
+            shown = ", ".join(nodes[:3]) + (", ..." if len(nodes) > 3 else "")
+            where = f"{len(nodes)} nodes ({shown})"
+            text = text.replace(f"node {_NODE}", "the node").replace(_NODE, "the node")
+        lines.append(f"  cycle {cycle} {where} [{profile}/{plugin}]: {text}")
+    return lines
+
+
+def _without_node(text: str, node: str) -> str:
+    """`text` with `node` (a whole name, not part of a longer one) replaced by a marker, so
+    notes that differ only in their node compare equal."""
+    return re.sub(rf"(?<![\w.-]){re.escape(node)}(?![\w.-])", _NODE, text)
+
+
+_NODE = "\0node\0"
 
 
 def _restart_lines(log: DecisionLog) -> dict[tuple[int, str], str]:

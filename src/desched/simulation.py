@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from desched.errors import InputError, quote
+from desched.errors import InputError, quote, warn
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
+from desched.framework.evictor import LIMIT_MESSAGES
 from desched.framework.moves import MoveTracker
 from desched.framework.moves.inflight import vanished
 from desched.framework.policy import Policy
@@ -31,7 +32,7 @@ from desched.snapshot.clock import (
 )
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.completeness import LoadWarnings, missing, require_nodes
-from desched.snapshot.loader import STDIN, STDIN_LABEL, Warn, load_snapshot, stderr_warn
+from desched.snapshot.loader import STDIN, STDIN_LABEL, Warn, load_snapshot
 from desched.snapshot.workloads import Workload, WorkloadResolver
 from desched.util.duration import MAX_SECONDS, format_duration
 from desched.util.names import nearest
@@ -76,9 +77,13 @@ class CycleSummary:
     # would choose at random (ties, a sample of the nodes).
     replaces: dict[str, str] = field(default_factory=dict)
     chances: dict[str, Placement] = field(default_factory=dict)
-    # Each pod this cycle evicted -> the node it left and its workload ("Deployment ns/name"),
-    # for the churn a report flags (replacements back on their node, workloads evicted again).
+    # Each pod this cycle evicted -> the node it left, its workload ("Deployment ns/name") and
+    # the plugin that evicted it, for the churn a report flags (replacements back on their node
+    # or evicted again).
     evicted: dict[str, Evicted] = field(default_factory=dict)
+    # Each pod whose eviction a plugin wanted and this cycle did not make (a budget, a limit,
+    # an error refused it, or `moves` deferred it), for the pacing and refusals a report tells.
+    held: dict[str, Held] = field(default_factory=dict)
 
     def came_back(self, replacement: str, node: str | None) -> str | None:
         """The pod `replacement` replaces, when it was placed on the node that pod left."""
@@ -91,6 +96,57 @@ class CycleSummary:
 class Evicted:
     node: str
     workload: str
+    plugin: str = ""
+
+
+# What held a pod back, by outcome: a budget, a limit, an error, the policy's `moves`.
+HELD_OUTCOMES = frozenset({"pdb-blocked", "limited", "failed", "deferred"})
+# The policy fields behind the Evictor's limit messages (framework/evictor.py LIMIT_MESSAGES).
+_LIMITS = {"total": "maxNoOfPodsToEvictTotal", "node": "maxNoOfPodsToEvictPerNode",
+           "namespace": "maxNoOfPodsToEvictPerNamespace"}
+LIMIT_FIELDS = {LIMIT_MESSAGES[scope]: name for scope, name in _LIMITS.items()}
+
+
+@dataclass(frozen=True)
+class Held:
+    """An eviction a plugin wanted in a cycle and did not get: its outcome (pdb-blocked,
+    limited, failed, deferred), what held it ("PodDisruptionBudget ns/name", the limit's policy
+    field, the error, `moves`) and the pod's workload."""
+
+    outcome: str
+    by: str
+    workload: str
+
+
+def held(decided: Iterable[Decision], snapshot: ClusterSnapshot,
+         resolver: WorkloadResolver) -> dict[str, Held]:
+    """The pods a cycle's decisions held back, each once: its last refusal tells what held
+    it."""
+    out: dict[str, Held] = {}
+    for d in decided:
+        if d.outcome not in HELD_OUTCOMES:
+            continue
+        key = f"{d.namespace}/{d.pod}"
+        before = out.get(key)
+        if before is not None and before.outcome == d.outcome:
+            continue
+        pod = snapshot.pods.get(key)
+        workload = (before.workload if before is not None
+                    else workload_name(resolver, pod) if pod is not None else f"Pod {key}")
+        out[key] = Held(d.outcome, _held_by(d, pod, snapshot), workload)
+    return out
+
+
+def _held_by(d: Decision, pod: Pod | None, snapshot: ClusterSnapshot) -> str:
+    if d.outcome == "pdb-blocked":
+        budgets = snapshot.pdbs_for_pod(pod) if pod is not None else []
+        return ", ".join(f"PodDisruptionBudget {b.metadata.namespace}/{b.metadata.name}"
+                         for b in budgets) or "a PodDisruptionBudget"
+    if d.outcome == "limited":
+        return LIMIT_FIELDS.get(d.reason, d.reason)
+    if d.outcome == "deferred":
+        return "the policy's moves"
+    return d.reason
 
 
 def workload_name(resolver: WorkloadResolver, pod: Pod) -> str:
@@ -131,6 +187,7 @@ class SimulationResult:
     # selectors and includes that match nothing), and the latter as found.
     warnings: list[str] = field(default_factory=list)
     unmatched: list[Unmatched] = field(default_factory=list)
+    scheduler: str = KUBE_DEFAULT  # the model --reschedule placed replacements with
 
     @property
     def evictions(self) -> list[Decision]:
@@ -149,7 +206,7 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                    scheduler_config: SchedulerConfig = DEFAULT_CONFIG,
                    with_frames: bool = False, outcomes: int = 1,
                    tie_seed: int | None = None,
-                   group_by: str | None = None, warn: Warn = stderr_warn) -> SimulationResult:
+                   group_by: str | None = None, warn: Warn = warn) -> SimulationResult:
     """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
     that places replacements with `do_reschedule`, running the profiles of `scheduler_config`
     (scheduler/config_file.py). `with_frames`: take utilization frames (snapshot/utilization)
@@ -194,10 +251,16 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
         moment = now + timedelta(seconds=policy.descheduling_interval * (cycle - 1))
         advance_metrics(snapshot, moment - clock.now)
         clock.now = moment
+        first = len(descheduler.log.decisions)
         summary = CycleSummary(cycle, descheduler.run_cycle(cycle))
+        decided = descheduler.log.decisions[first:]
         if not policy.dry_run:  # a dry run's next cycle starts from the real cluster again
-            summary.evicted = {pod.key: Evicted(pod.node_name, workload_name(resolver, pod))
+            by = {f"{d.namespace}/{d.pod}": d.plugin for d in decided
+                  if d.outcome in ("evicted", "restarted")}
+            summary.evicted = {pod.key: Evicted(pod.node_name, workload_name(resolver, pod),
+                                                by.get(pod.key, ""))
                                for pod in executor.evicted}
+        summary.held = held(decided, snapshot, resolver)
         if policy.dry_run:
             # Koordinator's dryRun evicts nothing: the cycle ran on its own copy of the facts
             # (pods gone, budgets used) as a live dry run does, the next starts from the real
@@ -233,7 +296,7 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
     result = SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
                               summaries, sim_clock, descheduler, frames,
                               replaced=do_reschedule and not policy.dry_run,
-                              warnings=warnings, unmatched=found)
+                              warnings=warnings, unmatched=found, scheduler=scheduler)
     if group_by is not None:
         result.group_label = group_by
         result.groups = {name: node.labels.get(group_by, "")

@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 import msgspec
 import yaml
 
-from desched.errors import InputError, one_line, quote
+from desched.errors import InputError, quote, warn
 from desched.model.kinds import (
     JSON_DECODERS,
     KIND_GROUPS,
@@ -122,11 +122,6 @@ def _line_end(mm: mmap.mmap, pos: int, size: int) -> int:
         _release(mm, pos, stop)
         pos = stop
     return size
-
-
-def stderr_warn(message: str) -> None:
-    """A warning as the commands print one: a line on stderr."""
-    print(f"warning: {one_line(message)}", file=sys.stderr)
 
 
 def _guess_list_kind(data: Buffer) -> str | None:
@@ -609,7 +604,7 @@ def _open_snapshot(path: str) -> BinaryIO:
     return spool
 
 
-def read_batches(path: str, warn: Warn = stderr_warn, progress: Progress | None = None,
+def read_batches(path: str, warn: Warn = warn, progress: Progress | None = None,
                  pods: PodDecoder | None = None) -> Iterator[Batch]:
     """Every understood object in one snapshot file (`-`: standard input), in file order, a page
     at a time. Pods share their repeated parts through `pods` (one per file when not given):
@@ -635,7 +630,7 @@ def read_batches(path: str, warn: Warn = stderr_warn, progress: Progress | None 
         warn(f"{path}: ignoring {count} object(s) of unsupported kind {label}")
 
 
-def read_objects(path: str, warn: Warn = stderr_warn) -> Iterator[KubeObject]:
+def read_objects(path: str, warn: Warn = warn) -> Iterator[KubeObject]:
     """Every understood object in one snapshot file, in file order."""
     for batch in read_batches(path, warn):
         yield from batch
@@ -674,7 +669,7 @@ def _directory_files(directory: Path, warn: Warn) -> list[str]:
     return files
 
 
-def snapshot_files(paths: list[str], warn: Warn = stderr_warn) -> list[str]:
+def snapshot_files(paths: list[str], warn: Warn = warn) -> list[str]:
     """`paths` with each directory replaced by the snapshot files in it."""
     out: list[str] = []
     for path in paths:
@@ -685,7 +680,7 @@ def snapshot_files(paths: list[str], warn: Warn = stderr_warn) -> list[str]:
     return out
 
 
-def load_snapshot(paths: list[str], warn: Warn = stderr_warn) -> ClusterSnapshot:
+def load_snapshot(paths: list[str], warn: Warn = warn) -> ClusterSnapshot:
     """Read every file (a directory: the snapshot files in it) and build the indexed snapshot.
     GC is paused while millions of small objects are created and the survivors are frozen
     afterwards (measured: removes multi-second collections at 150k pods)."""
