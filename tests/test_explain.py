@@ -137,3 +137,61 @@ def test_reschedule_follows_the_pod_to_its_replacement() -> None:
     assert out.count("LowNodeLoad: EVICTED") == 1
     assert "replaced by" in out and "placed on cn-beijing.10.0.0.215" in out
     assert "cycle 14:" in out
+
+
+# -- issue 36: explain follows the pod as far as the run goes, protection and scope first ------
+
+def test_reschedule_tells_where_the_replacement_lands_in_a_single_cycle() -> None:
+    # The run places the replacement after its one cycle (simulate prints it): explain says
+    # where, without --cycles 2.
+    out = ok(*BASIC, "--pod", "shop/web-5d8f9-2", "--reschedule").splitlines()
+    assert out[-2].startswith("    default/RemoveDuplicates: EVICTED: duplicate of ")
+    assert out[-1] == ("  after cycle 1: replaced by shop/web-5d8f9-2-r1, placed on worker-2 "
+                       "(the run ends here; --cycles 2 explains it there)")
+    simulated = subprocess.run([sys.executable, "-m", "desched", "simulate", *BASIC,
+                                "--reschedule"], capture_output=True, text=True, check=True,
+                               timeout=60).stdout
+    assert "  placed  shop/web-5d8f9-2-r1 on worker-2\n" in simulated
+    # --cycles 2 follows it on, as before.
+    two = ok(*BASIC, "--pod", "shop/web-5d8f9-2", "--reschedule", "--cycles", "2")
+    assert "  after cycle 1: replaced by shop/web-5d8f9-2-r1, placed on worker-2\n" in two
+    assert "  pod shop/web-5d8f9-2-r1 on worker-2:\n    cycle 2:\n" in two
+
+
+def test_a_filters_protection_is_told_first_even_when_no_plugin_asked() -> None:
+    # PodLifeTime's namespaces leave kube-system out and RemoveDuplicates skips a pod without
+    # owner before asking the filters: the mirror pod's protection is still told, first.
+    lines = ok(*BASIC, "--pod", "kube-system/etcd-worker-3").splitlines()
+    assert lines[2:] == [
+        "  cycle 1:",
+        "    protected: pod is a mirror pod; pod is a static pod; pod has system critical "
+        "priority and is protected against eviction; pod does not have any ownerRefs "
+        "(default/DefaultEvictor)",
+        "    default/PodLifeTime: considered, not picked: namespace kube-system is outside the "
+        "plugin's namespaces; protected, so kept even if picked",
+        "    default/RemoveDuplicates: considered, not picked: pod has no owner: not a duplicate "
+        "of anything; protected, so kept even if picked"]
+    # An unprotected pod gets no such line.
+    assert "protected" not in ok(*BASIC, "--pod", "shop/web-5d8f9-1")
+
+
+def test_a_namespace_scope_decides_before_the_runs_generic_note(tmp_path: Path) -> None:
+    # LowNodeUtilization with evictableNamespaces excluding kube-system, on a cluster all under
+    # its targets: for coredns the scope decides; the run's note comes after it.
+    lnu = EXAMPLES / "plugins" / "LowNodeUtilization"
+    policy = tmp_path / "policy.yaml"
+    policy.write_text((lnu / "policy.yaml").read_text().replace(
+        "targetThresholds: {cpu: 50, memory: 50, pods: 50}",
+        "targetThresholds: {cpu: 95, memory: 95, pods: 95}"))
+    out = ok("--policy", str(policy), "--snapshot", str(lnu / "cluster.yaml"),
+             "--pod", "kube-system/coredns-0")
+    assert out.splitlines()[-1] == (
+        "    default/LowNodeUtilization: considered, not picked: namespace kube-system is "
+        "outside the plugin's evictableNamespaces; All nodes are under target utilization, "
+        "nothing to do here")
+    # A pod inside the scope gets the run's note alone.
+    shop = ok("--policy", str(policy), "--snapshot", str(lnu / "cluster.yaml"),
+              "--pod", "shop/web-0")
+    assert shop.splitlines()[-1] == ("    default/LowNodeUtilization: considered, not picked: "
+                                     "All nodes are under target utilization, nothing to do "
+                                     "here")

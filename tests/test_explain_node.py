@@ -118,9 +118,11 @@ def test_reschedule_names_the_replacements_that_arrive_and_explains_them(tmp_pat
     assert lines[at + 1] == "    cycle 2:"
     assert lines[at + 2].startswith("      default/HighNodeUtilization: EVICTED: node worker-3 "
                                     "is underutilized")
-    # Placed after the last cycle: named, with nothing later to explain.
-    assert ("  arrives after cycle 2: shop/batch-0-r2 (replaces shop/batch-0-r1 evicted from "
-            "worker-3)") in lines
+    # Placed after the last cycle: told under the pod it replaces (once), with nothing later
+    # to explain.
+    assert lines[at + 3] == ("    after cycle 2: replaced by shop/batch-0-r2, placed on worker-3 "
+                             "(the run ends here; --cycles 3 explains it there)")
+    assert "arrives after cycle 2" not in out
     # An arriving pod is followed like the node's own: every plugin's verdict on it.
     policy = tmp_path / "policy.yaml"
     policy.write_text(RESTARTS_AND_HNU)

@@ -1,9 +1,10 @@
 """`desched explain`: the simulation with full decision records for one pod or every pod on a
 node, told per pod and cycle: a protection the profile's filters give it first, then every
 enabled plugin's verdict (evicted, refused, kept by a filter with its reason, or considered and
-not picked with why), and the notes about its node. `--node` starts with the node itself (its
-utilization, its role for each utilization plugin, taints, cordon, pool labels) and, with
-`--reschedule`, ends with the replacements that arrive on it."""
+not picked with why: a namespace scope first), and the notes about its node; with
+`--reschedule`, where an evicted pod's replacement landed, even after the last cycle. `--node`
+starts with the node itself (its utilization, its role for each utilization plugin, taints,
+cordon, pool labels) and, with `--reschedule`, ends with the replacements that arrive on it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from desched.model.pod import Pod
 from desched.plugins.nodeutilization_common import fmt_pct
 from desched.policy.args import namespace_allowed
 from desched.predicates.taints import describe_taint
+from desched.preflight import NAMESPACE_SCOPES
 from desched.scheduler.model import KUBE_DEFAULT
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.simulation import SimulationResult, run_simulation
@@ -138,9 +140,9 @@ def _role(result: SimulationResult, profile: str, plugin: str, node: str) -> str
 
 def _arrivals(result: SimulationResult, node: str) -> list[tuple[int, str, str]]:
     """Replacements placed on the node, as (cycle, key, "OLD evicted from NODE"), unless told
-    under the pod they replace (an explained pod evicted before the last cycle)."""
+    under the pod they replace (an explained pod)."""
     log = result.log
-    told = {new.key for cycle, new, _ in log.replacements.values() if cycle < result.cycles}
+    told = {new.key for _, new, _ in log.replacements.values()}
     left = {f"{d.namespace}/{d.pod}": d.node for d in log.decisions if d.outcome == "evicted"}
     found = []
     for summary in result.summaries:
@@ -184,7 +186,7 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
                      f"{_causes(result, profile, by)}"
                      for profile in sorted(protected)
                      for reason, by in log.protections[(cycle, profile, key)].items())
-        told: set[str] = set()  # notes already given as a plugin's reason
+        told: list[str] = []  # the plugins' reasons, which may give the node's notes
         for profile, plugin in _enabled(result):
             said = [d for d in mine if d.cycle == cycle and d.profile == profile
                     and d.plugin == plugin]
@@ -195,7 +197,7 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
                              f"{tail}")
             if not said:
                 why = _not_picked(result, cycle, profile, plugin, pod)
-                told.add(why)
+                told.append(why)
                 lines.append(f"{indent}    {profile}/{plugin}: considered, not picked: {why}"
                              f"{_causes(result, profile, plugin, pod)}{moot}")
             if any(d.outcome in EVICTED_OUTCOMES for d in said):
@@ -203,7 +205,12 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
                 restarted = any(d.outcome == "restarted" for d in said)
         if indent == "":  # --pod: its node's notes too (--node prints them once above)
             lines.extend(f"    {text}" for text in _notes(
-                [n for n in log.notes if n.cycle == cycle and n.text not in told], node, ""))
+                [n for n in log.notes if n.cycle == cycle
+                 and not any(n.text in why for why in told)], node, ""))
+    else:
+        # Evicted in the last cycle: where its replacement landed is still part of the run.
+        if gone_in is not None and key in log.replacements:
+            lines.extend(_replacement(result, key, indent))
     return lines
 
 
@@ -224,8 +231,10 @@ def _replacement(result: SimulationResult, key: str, indent: str) -> list[str]:
     if node is None:
         return [f"{indent}  after cycle {cycle}: its replacement {new.key} fits on no node; "
                 f"it stays pending"]
-    return [f"{indent}  after cycle {cycle}: replaced by {new.key}, placed on {node}",
-            *_explain_pod(result, new, indent + "  ", first=cycle + 1)]
+    placed = f"{indent}  after cycle {cycle}: replaced by {new.key}, placed on {node}"
+    if cycle >= result.cycles:  # the run ends with its placement
+        return [f"{placed} (the run ends here; --cycles {cycle + 1} explains it there)"]
+    return [placed, *_explain_pod(result, new, indent + "  ", first=cycle + 1)]
 
 
 def _enabled(result: SimulationResult) -> list[tuple[str, str]]:
@@ -248,17 +257,21 @@ def _instance(result: SimulationResult, profile: str, plugin: str) -> object:
 
 def _not_picked(result: SimulationResult, cycle: int, profile: str, plugin: str,
                 pod: Pod) -> str:
-    """Why a plugin that recorded nothing about the pod passed it over: what it said about the
-    run or the pod's node that cycle, else its namespaces, else its verdict after that cycle's
-    run (framework/verdicts.py), else the runner's note that it evicted nothing."""
+    """Why a plugin that recorded nothing about the pod passed it over: its namespaces (or
+    evictableNamespaces) when they leave the pod out, which decides whatever the run found
+    (what it said about the run or the node follows), else what it said, else its verdict
+    after that cycle's run (framework/verdicts.py), else the runner's note that it evicted
+    nothing."""
     said = [n.text for n in result.log.notes if n.cycle == cycle and n.profile == profile
             and n.plugin == plugin and n.node in ("", pod.node_name)]
-    if said and not said[0].startswith(IDLE):  # the idle note comes alone
-        return "; ".join(said)
-    instance = _instance(result, profile, plugin)
-    args = getattr(instance, "args", None)
-    namespaces = getattr(args, "namespaces", None)
-    if namespaces is not None and not namespace_allowed(namespaces, pod.namespace):
-        return f"namespace {pod.namespace} is outside the plugin's namespaces"
+    found = [] if said and said[0].startswith(IDLE) else said  # the idle note comes alone
+    args = getattr(_instance(result, profile, plugin), "args", None)
+    for field, attr in NAMESPACE_SCOPES:
+        namespaces = getattr(args, attr, None)
+        if namespaces is not None and not namespace_allowed(namespaces, pod.namespace):
+            return "; ".join([f"namespace {pod.namespace} is outside the plugin's {field}",
+                              *found])
+    if found:
+        return "; ".join(found)
     return result.log.verdicts.get((cycle, profile, plugin, pod.key),
                                    said[0] if said else "its criteria did not match this pod")

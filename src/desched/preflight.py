@@ -181,7 +181,8 @@ def format_selector(selector: LabelSelector) -> str:
     return ",".join(parts)
 
 
-_INCLUDES = (("namespaces", "namespaces"), ("evictableNamespaces", "evictable_namespaces"))
+# A plugin's namespace scopes: (the key a policy writes, the args attribute).
+NAMESPACE_SCOPES = (("namespaces", "namespaces"), ("evictableNamespaces", "evictable_namespaces"))
 
 
 def _includes(who: str, profile: str, name: str, plugin: object,
@@ -190,7 +191,7 @@ def _includes(who: str, profile: str, name: str, plugin: object,
     nearest existing name offered for each."""
     found = []
     args = getattr(plugin, "args", None)
-    for field, attr in _INCLUDES:
+    for field, attr in NAMESPACE_SCOPES:
         include = list(getattr(getattr(args, attr, None), "include", None) or ())
         absent = [n for n in include if n not in snapshot.namespaces]
         if not absent:

@@ -268,9 +268,12 @@ class ProfileEvictor:
         log = self.evictor.log
         log.filtered(meta.namespace, meta.name, pod.spec.node_name, self.profile, plugin, reason)
         if log.explaining:  # which filter kept it: looked up for explained runs only
-            by = next((name for name, p in self.plugins.items() if p is check),
-                      type(check).__name__)
-            log.protected(pod.key, pod.spec.node_name, self.profile, reason, by)
+            log.protected(pod.key, pod.spec.node_name, self.profile, reason, self.name_of(check))
+
+    def name_of(self, plugin: object) -> str:
+        """The name the profile enables `plugin` under."""
+        return next((name for name, p in self.plugins.items() if p is plugin),
+                    type(plugin).__name__)
 
     def evict(self, pod: Pod, plugin: str, reason: str) -> bool:
         evictor, profile = self.evictor, self.profile

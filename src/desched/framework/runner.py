@@ -22,7 +22,7 @@ from desched.framework.evictor import (
 from desched.framework.moves import MovePlanner, MoveTracker
 from desched.framework.policy import Policy, ProfileConfig
 from desched.framework.types import BalancePlugin, Clock, DeschedulePlugin, FilterPlugin, Handle
-from desched.framework.verdicts import ask_node_roles, ask_verdicts
+from desched.framework.verdicts import ask_node_roles, ask_protections, ask_verdicts
 from desched.model.labels import Matcher
 from desched.model.node import Node
 from desched.snapshot.cluster import ClusterSnapshot
@@ -145,6 +145,9 @@ class Descheduler:
         nodes = self.nodes()
         if len(nodes) < 2:
             return SKIP_FEW_NODES
+        if log.explaining:  # a protection is told first, whichever plugins ask about the pod
+            for profile in self.profiles:
+                ask_protections(log, self.snapshot, profile.evictor)
 
         def scoped(profile: Profile) -> list[Node]:
             sel = profile.node_selector

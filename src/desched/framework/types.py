@@ -118,6 +118,14 @@ class ExplainsPods(Protocol):
 
 
 @runtime_checkable
+class Protects(Protocol):
+    def protection(self, pod: Pod) -> str | None:
+        """Why this filter keeps `pod` whichever plugin asks (a protection such as
+        DefaultEvictor's, not a verdict on one eviction), else None: `explain` tells it first,
+        before any plugin's verdict, even when no plugin asked."""
+
+
+@runtime_checkable
 class ClassifiesNodes(Protocol):
     def node_role(self, node: str) -> str | None:
         """What the last run found node `node` to be (source, destination...), for `explain

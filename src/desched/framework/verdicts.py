@@ -4,16 +4,18 @@ the explained pods only (never for the others, so a run without explain pays not
 what the run left behind (the snapshot after its evictions, and whatever the plugin kept of its
 run) and says why this pod was not picked, or None when it has nothing specific to say.
 
-`explain` prefers the plugin's own notes and its namespaces over a verdict, and a verdict over
+`explain` prefers the plugin's namespaces, then its own notes, over a verdict, and a verdict over
 the runner's note that the run evicted nothing (explain._not_picked). Likewise a plugin that
-classifies nodes may define `node_role(node) -> str | None`, asked for the explained nodes."""
+classifies nodes may define `node_role(node) -> str | None`, asked for the explained nodes, and
+a filter that protects pods `protection(pod) -> str | None`, asked before each cycle."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog
-from desched.framework.types import ClassifiesNodes, ExplainsPods
+from desched.framework.evictor import ProfileEvictor
+from desched.framework.types import ClassifiesNodes, ExplainsPods, Protects
 from desched.model.labels import Matcher
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -82,6 +84,22 @@ def ask_verdicts(log: DecisionLog, snapshot: ClusterSnapshot, profile: str, name
             text = ask(pod, nodes) if ask is not None else None
         if text:
             log.verdicts[(log.cycle, profile, name, key)] = text
+
+
+def ask_protections(log: DecisionLog, snapshot: ClusterSnapshot, evictor: ProfileEvictor) -> None:
+    """Before a cycle's plugins run: the protection the profile's filters give each explained
+    pod (framework.types.Protects), recorded whether or not a plugin will ask about it (one
+    whose namespaces leave the pod out never does): the first such filter that keeps it, as a
+    plugin asking the filters would find."""
+    for key in log.subjects:
+        pod = snapshot.pods.get(key)
+        if pod is None:
+            continue
+        for check in evictor.filters:
+            reason = check.protection(pod) if isinstance(check, Protects) else None
+            if reason is not None:
+                log.protected(key, pod.node_name, evictor.profile, reason, evictor.name_of(check))
+                break
 
 
 def ask_node_roles(log: DecisionLog, profile: str, name: str, plugin: object,

@@ -319,6 +319,10 @@ class DefaultEvictor:
                 return replicas if verdict is None else f"{verdict}; {replicas}"
         return verdict
 
+    def protection(self, pod: Pod) -> str | None:
+        """Every verdict of filter() holds whichever plugin asks (framework.types.Protects)."""
+        return self.filter(pod)
+
     def _static_reasons(self, pod: Pod) -> list[str]:
         reasons = []
         meta = pod.metadata
