@@ -141,11 +141,38 @@ def plugin_args(argv: Sequence[str]) -> list[str]:
     return args
 
 
+# What the plugin's simulate and explain take besides desched's flags (plugin_args reads them).
+_CAPTURE_HELP = ("Without --snapshot: the cluster of the current kubectl context, captured into a "
+                 "file first (named on stderr). --context NAME and --kubeconfig FILE pick "
+                 "another cluster for that capture.")
+_NAMESPACE_HELP = ("--pod NAME alone finds the pod in -n/--namespace NAMESPACE, else in the "
+                   "context's namespace, as `kubectl get pod NAME` does.")
+
+
+def _capturing(command: click.Command) -> click.Command:
+    """`command` (simulate, explain) as the plugin runs it: --snapshot is optional (the
+    plugin captures the cluster without it), and the help says so."""
+    plugin = copy.copy(command)
+    params: list[click.Parameter] = []
+    for param in command.params:
+        if param.name == "snapshots" and isinstance(param, click.Option):
+            param = copy.copy(param)
+            param.required = False
+            param.help = f"{param.help} Default: the current context's cluster, captured."
+        params.append(param)
+    plugin.params = params
+    plugin.epilog = " ".join([_CAPTURE_HELP,
+                              *([_NAMESPACE_HELP] if command.name == "explain" else [])])
+    return plugin
+
+
 def main() -> None:
     from desched.cli import main as desched
 
     plugin = copy.copy(desched)  # the same commands; the help says what this is
     plugin.help = HELP
+    plugin.commands = {name: _capturing(command) if name in _CAPTURING else command
+                       for name, command in desched.commands.items()}
     try:
         args = plugin_args(sys.argv[1:])
     except InputError as err:

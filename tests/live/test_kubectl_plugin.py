@@ -155,3 +155,35 @@ async def test_the_kubeconfig_is_found_as_kubectl_finds_it(
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
     _, direct = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 2 and b"serviceaccount" in direct  # desched: the pod's account
+
+
+def _option_help(text: str, flag: str) -> str:
+    """The help of one option: its lines up to the next option's."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"  {flag}"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("  -")),
+               len(lines))
+    return " ".join(" ".join(lines[start:end]).split())
+
+
+@pytest.mark.parametrize("command", ["simulate", "explain"])
+def test_the_help_says_what_the_plugin_does_without_snapshot(tmp_path: Path,
+                                                              command: str) -> None:
+    # The plugin captures the cluster without --snapshot (issue 36): its help does not call
+    # the flag required, and names the flags it takes for the capture.
+    proc = subprocess.run([str(PLUGIN), command, "--help"], capture_output=True, text=True,
+                          env=plugin_env(tmp_path), timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    snapshot = _option_help(proc.stdout, "--snapshot ")
+    assert "[required]" not in snapshot
+    assert snapshot.endswith("Default: the current context's cluster, captured.")
+    assert "[required]" in _option_help(proc.stdout, "--policy,")
+    said = " ".join(proc.stdout.split())
+    assert ("Without --snapshot: the cluster of the current kubectl context, captured into a "
+            "file first (named on stderr). --context NAME and --kubeconfig FILE pick another "
+            "cluster for that capture.") in said
+    assert ("-n/--namespace NAMESPACE" in said) == (command == "explain")
+    # desched itself reads no cluster in simulate and explain: there the flag is required.
+    direct = subprocess.run([sys.executable, "-m", "desched", command, "--help"],
+                            capture_output=True, text=True, timeout=60, check=True).stdout
+    assert _option_help(direct, "--snapshot ").endswith("[required]")
