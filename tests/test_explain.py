@@ -195,3 +195,26 @@ def test_a_namespace_scope_decides_before_the_runs_generic_note(tmp_path: Path) 
     assert shop.splitlines()[-1] == ("    default/LowNodeUtilization: considered, not picked: "
                                      "All nodes are under target utilization, nothing to do "
                                      "here")
+
+
+def test_a_pod_name_without_namespace_is_resolved_when_one_pod_has_it(tmp_path: Path) -> None:
+    # `kubectl get pod NAME` habits: NAME alone is the one pod of that name.
+    assert ok(*BASIC, "--pod", "web-5d8f9-2") == ok(*BASIC, "--pod", "shop/web-5d8f9-2")
+    # No pod of that name: the nearest one, in one line.
+    proc = explain(*BASIC, "--pod", "web-5d8f9-9")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (f'error: --pod: no pod named "web-5d8f9-9" is in the snapshot '
+                           f'({EXAMPLES / "cluster.yaml"}); did you mean "shop/web-5d8f9-3"?\n')
+    # Two namespaces hold one: both named, and the form that picks one.
+    staging = tmp_path / "staging.yaml"
+    staging.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web-5d8f9-2, namespace: staging}\n"
+        "spec: {nodeName: worker-2, containers: [{name: main, image: nginx}]}\n"
+        "status: {phase: Running}\n")
+    both = (*BASIC, "--snapshot", str(staging))
+    proc = explain(*both, "--pod", "web-5d8f9-2")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (f'error: --pod: 2 pods are named "web-5d8f9-2" in the snapshot '
+                           f'({EXAMPLES / "cluster.yaml"}, {staging}): give NAMESPACE/NAME; '
+                           f'did you mean "shop/web-5d8f9-2" or "staging/web-5d8f9-2"?\n')
+    assert "pod staging/web-5d8f9-2 on worker-2:" in ok(*both, "--pod", "staging/web-5d8f9-2")

@@ -278,7 +278,8 @@ def _exit_fast() -> None:
 @main.command()
 @_policy_option
 @_snapshot_option
-@click.option("--pod", "pod_ref", help="NAMESPACE/NAME of the pod to explain.")
+@click.option("--pod", "pod_ref", help="NAMESPACE/NAME of the pod to explain; NAME alone "
+              "when one namespace holds a pod of that name.")
 @click.option("--node", "node_name", help="Explain every pod on this node.")
 @click.option("--now", "now_text",
               help="Fix the clock (RFC 3339). Default: the snapshot's capture time, else its "
@@ -299,8 +300,8 @@ def explain(policy_path: str, snapshots: tuple[str, ...], pod_ref: str | None,
     _one_stdin(policy_path, snapshots, scheduler_config_path)
     if (pod_ref is None) == (node_name is None):
         raise InputError("", "give exactly one of --pod NAMESPACE/NAME or --node NAME")
-    if pod_ref is not None and pod_ref.count("/") != 1:
-        raise InputError("--pod", f"expected NAMESPACE/NAME, got {pod_ref!r}")
+    if pod_ref is not None and pod_ref.count("/") > 1:
+        raise InputError("--pod", f"expected NAMESPACE/NAME or NAME, got {pod_ref!r}")
     now = _parse_now(now_text)
     config = _scheduler_config(scheduler_config_path, reschedule)
     click.echo(explain_run(policy_path, list(snapshots), now, pod_ref, node_name,

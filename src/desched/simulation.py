@@ -348,6 +348,10 @@ def _subjects(log: DecisionLog, snapshot: ClusterSnapshot, paths: list[str]) -> 
     where = ", ".join(paths)
     subjects: dict[str, Pod] = {}
     for ref in sorted(log.explain_pods):
+        if "/" not in ref:  # NAME alone: the one pod of that name, in whichever namespace
+            key = _pod_named(ref, snapshot, where)
+            log.explain_pods = log.explain_pods - {ref} | {key}
+            ref = key
         pod = snapshot.pods.get(ref)
         if pod is None:
             namespace = ref.partition("/")[0]
@@ -364,6 +368,32 @@ def _subjects(log: DecisionLog, snapshot: ClusterSnapshot, paths: list[str]) -> 
                           key=lambda p: p.key):
             subjects[pod.key] = pod
     return subjects
+
+
+def _pod_named(name: str, snapshot: ClusterSnapshot, where: str) -> str:
+    """The NAMESPACE/NAME of the one pod called `name`; an input error naming the pods it may
+    mean when several namespaces hold one, or the nearest name when none does."""
+    keys = sorted(key for key, pod in snapshot.pods.items() if pod.name == name)
+    if len(keys) == 1:
+        return keys[0]
+    if keys:
+        raise InputError("--pod", f"{len(keys)} pods are named {quote(name)} in the snapshot "
+                                  f"({where}): give NAMESPACE/NAME; did you mean "
+                                  f"{_either(keys)}?")
+    close = nearest(name, {pod.name for pod in snapshot.pods.values()})
+    meant = sorted(key for key, pod in snapshot.pods.items() if pod.name == close) if close \
+        else []
+    hint = f"; did you mean {_either(meant)}?" if meant else ""
+    raise InputError("--pod", f"no pod named {quote(name)} is in the snapshot ({where}){hint}")
+
+
+def _either(keys: list[str], shown: int = 5) -> str:
+    """'"a", "b" or "c"', the first `shown` of `keys` and how many more."""
+    names = [quote(k) for k in keys[:shown]]
+    more = len(keys) - shown
+    if more > 0:
+        return f"{', '.join(names)} or {more} more"
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
