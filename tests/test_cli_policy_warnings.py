@@ -97,6 +97,40 @@ def test_an_invalid_policy_still_gives_one_error_line(tmp_path: Path) -> None:
     assert line.startswith(f"error: {path}: ") and "non-existing plugins: [Nope]" in line
 
 
+# A second profile named as the first (issue 36): upstream v0.36 loads it without a word.
+SAME_NAME = CLEAN + """\
+- name: default
+  pluginConfig:
+  - name: RemoveFailedPods
+  plugins:
+    deschedule:
+      enabled: [RemoveFailedPods]
+"""
+
+
+def test_two_profiles_of_one_name_are_a_warning_and_refused_by_strict(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(SAME_NAME, encoding="utf-8")
+    proc = desched("validate", "--policy", str(path))
+    assert (proc.returncode, proc.stdout) == (0, "ok\n")
+    assert proc.stderr == (f'warning: {path}: profiles[1].name: "default" is also the name of '
+                           f"profiles[0]: upstream accepts it, but their evictions, events and "
+                           f"metrics cannot be told apart (Koordinator's format refuses it); "
+                           f"give each profile its own name\n")
+    # --strict refuses it in one line naming the file and the name, as Koordinator's format
+    # does (`Duplicate value`).
+    strict = desched("validate", "--strict", "--policy", str(path))
+    assert (strict.returncode, strict.stdout) == (2, "")
+    assert strict.stderr == (f'error: {path}: profiles[1].name: Duplicate value: "default" '
+                             f"(profiles[0] has it too); with --strict each profile needs its "
+                             f"own name\n")
+    # Named apart, both profiles pass --strict.
+    path.write_text(SAME_NAME.replace("- name: default\n  pluginConfig:\n  - name: Remove",
+                                      "- name: failed\n  pluginConfig:\n  - name: Remove"),
+                    encoding="utf-8")
+    assert desched("validate", "--strict", "--policy", str(path)).stderr == ""
+
+
 @pytest.mark.parametrize("output", ["text", "json"])
 def test_simulate_warns_on_stderr_only(tmp_path: Path, output: str) -> None:
     path = tmp_path / "policy.yaml"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from desched import errors
-from desched.errors import InputError
+from desched.errors import InputError, quote
 from desched.upstream_flags import upstream_options
 
 if TYPE_CHECKING:
@@ -153,10 +153,16 @@ def validate(policy_path: str, strict: bool) -> None:
     from desched.framework.runner import check_policy
     from desched.plugins.catalog import PLUGINS
     from desched.policy.loader import load_policy
-    from desched.policy.unknown import idle_warning
+    from desched.policy.unknown import duplicate_profiles, idle_warning
 
     policy = load_policy(policy_path, PLUGINS)
     check_policy(policy)
+    duplicated = duplicate_profiles(policy) if strict else []
+    if duplicated:  # refused as Koordinator's format refuses it: one line, the warnings unsaid
+        i, earlier, name = duplicated[0]
+        raise InputError(policy.path, f"profiles[{i}].name: Duplicate value: {quote(name)} "
+                                      f"(profiles[{earlier}] has it too); with --strict each "
+                                      f"profile needs its own name")
     _warn(policy.warnings)
     if strict and policy.warnings:
         # The warnings above say what; this line says why they now fail the check.

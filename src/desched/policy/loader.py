@@ -15,7 +15,12 @@ from desched.framework.registry import Plugins
 from desched.policy.decoding import type_meta_error
 from desched.policy.errors import DecodeError
 from desched.policy.koordinator import load_koordinator
-from desched.policy.unknown import args_warnings, idle_warning, selector_warnings
+from desched.policy.unknown import (
+    args_warnings,
+    idle_warning,
+    profile_name_warnings,
+    selector_warnings,
+)
 from desched.policy.upstream import load_v1alpha2
 from desched.policy.v1alpha1 import load_v1alpha1
 from desched.snapshot.loader import describe_yaml_error
@@ -96,6 +101,7 @@ def policy_from_document(path: str, doc: dict[str, Any], plugins: Plugins,
               if isinstance(api_version, str) and isinstance(kind, str) else None)
     if loader is not None:
         policy = loader(path, doc, plugins)
+        policy.warnings.extend(profile_name_warnings(policy))
         policy.warnings.extend(selector_warnings(policy))
         policy.warnings.extend(args_warnings(policy))
         policy.warnings.extend(idle_warning(policy))

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import msgspec.inspect as mi
 
-from desched.errors import shown
+from desched.errors import quote, shown
 from desched.framework.policy import Policy
 from desched.framework.registry import Plugins
 from desched.model.labels import empty_set_warnings
@@ -134,6 +134,27 @@ def idle_warning(policy: Policy) -> list[str]:
         text += (" by itself (MigrationController only carries out PodMigrationJobs created by "
                  "others)")
     return [text]
+
+
+def duplicate_profiles(policy: Policy) -> list[tuple[int, int, str]]:
+    """(index, index of the first profile of the same name, the name) of each profile whose
+    name an earlier profile has: upstream v0.36 accepts them, Koordinator's format refuses
+    them (`Duplicate value`)."""
+    first: dict[str, int] = {}
+    found = []
+    for i, profile in enumerate(policy.profiles):
+        if profile.name in first:
+            found.append((i, first[profile.name], profile.name))
+        first.setdefault(profile.name, i)
+    return found
+
+
+def profile_name_warnings(policy: Policy) -> list[str]:
+    """A warning per profile that repeats an earlier profile's name."""
+    return [f"{policy.path}: profiles[{i}].name: {quote(name)} is also the name of "
+            f"profiles[{earlier}]: upstream accepts it, but their evictions, events and metrics "
+            f"cannot be told apart (Koordinator's format refuses it); give each profile its own "
+            f"name" for i, earlier, name in duplicate_profiles(policy)]
 
 
 def selector_warnings(policy: Policy) -> list[str]:
