@@ -96,7 +96,7 @@ def test_a_pods_only_snapshot_is_one_line_exit_2_in_simulate_and_explain(tmp_pat
     pods = without(EXAMPLES / "cluster.yaml", ("Node",), tmp_path / "pods.yaml")
     line = one_error(desched("simulate", "--policy", POLICY, "--snapshot", pods))
     assert re.search(r"holds no Node \(found: 13 Pod, Namespace, PodDisruptionBudget, "
-                     r"2 ReplicaSet\)", line), line
+                     r"2 ReplicaSet, 2 Service\)", line), line
     line = one_error(desched("explain", "--policy", POLICY, "--snapshot", pods,
                              "--pod", "shop/web-5d8f9-0"))
     assert f"snapshot {pods} holds no Node" in line
@@ -235,19 +235,21 @@ def test_metrics_based_low_node_utilization_without_metrics(tmp_path: Path) -> N
 
 
 def test_services_are_needed_by_the_scheduler_model_only(tmp_path: Path) -> None:
-    """examples/cluster.yaml has its ReplicaSets but no Service: only --reschedule reads them."""
-    assert ok("simulate", "--policy", POLICY, "--snapshot", CLUSTER).stderr == ""
-    said = warnings(ok("simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--reschedule"))
+    """examples/cluster.yaml without its Services: only --reschedule reads them."""
+    cluster = without(EXAMPLES / "cluster.yaml", ("Service",), tmp_path / "cluster.yaml")
+    assert ok("simulate", "--policy", POLICY, "--snapshot", cluster).stderr == ""
+    said = warnings(ok("simulate", "--policy", POLICY, "--snapshot", cluster, "--reschedule"))
     assert said == [
         "the snapshot holds no Service (v1), needed by the scheduler model of --reschedule "
         "(default topology spreading); add `kubectl get services -A -o json` to the snapshot, "
         "or use `desched snapshot`"]
 
 
-def test_a_warning_is_said_once_where_stdout_and_stderr_meet() -> None:
+def test_a_warning_is_said_once_where_stdout_and_stderr_meet(tmp_path: Path) -> None:
     """The report carries the run's warnings; on stderr too when it is elsewhere, but not a
     second time on a terminal or with `2>&1`."""
-    args = ["simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--reschedule"]
+    cluster = without(EXAMPLES / "cluster.yaml", ("Service",), tmp_path / "cluster.yaml")
+    args = ["simulate", "--policy", POLICY, "--snapshot", cluster, "--reschedule"]
     apart = ok(*args)
     [said] = warnings(apart)
     assert apart.stdout.count(said) == 1
@@ -255,6 +257,22 @@ def test_a_warning_is_said_once_where_stdout_and_stderr_meet() -> None:
                               stderr=subprocess.STDOUT, text=True, timeout=120, check=True)
     assert together.stdout.count(said) == 1
     assert together.stdout.startswith("policy ")  # the report's own line, not the warning's
+
+
+@pytest.mark.parametrize("policy_file", sorted(
+    str(p.relative_to(EXAMPLES)) for p in EXAMPLES.glob("**/*policy*.yaml")))
+def test_every_example_ships_what_its_policy_needs(policy_file: str) -> None:
+    """No example warns that its snapshot lacks something, --reschedule included (the
+    scheduler model reads Services and the pods' controllers)."""
+    path = EXAMPLES / policy_file
+    cluster = path.parent / "cluster.yaml"
+    if not cluster.exists():
+        cluster = EXAMPLES / "cluster.yaml"
+    scheduler = path.parent / "scheduler-config.yaml"
+    extra = ["--scheduler-config", str(scheduler)] if scheduler.exists() else []
+    proc = ok("simulate", "--policy", str(path), "--snapshot", str(cluster), "--reschedule",
+              "--now", "2026-11-22T12:00:00Z", *extra)
+    assert proc.stderr == ""
 
 
 def test_budget_arithmetic_that_counts_expected_replicas(tmp_path: Path) -> None:
