@@ -543,7 +543,9 @@ def test_enabled_plugin_without_plugin_config() -> None:
     d = doc(plugins={"deschedule": {"enabled": ["PodLifeTime"]}})
     assert policy_error(d) == (
         f'{PATH}: unable to create "p" profile: unable to build PodLifeTime plugin: '
-        f'unable to find "PodLifeTime" plugin config')
+        f'unable to find "PodLifeTime" plugin config; add "- name: PodLifeTime" with its args '
+        f'to the pluginConfig of profile "p" (without args: at least one filtering criterion '
+        f'must be specified (maxPodLifeTimeSeconds, states, conditions, or exitCodes))')
 
 
 def test_plugin_config_without_enabling_is_validated_but_not_run() -> None:
@@ -723,7 +725,9 @@ def test_configmap_several_keys_ambiguous() -> None:
 def test_configmap_without_data(data: Any) -> None:
     with pytest.raises(InputError) as info:
         load(_configmap(data))
-    assert str(info.value) == f"{PATH}: ConfigMap has no data key holding a policy"
+    assert str(info.value) == (f"{PATH}: ConfigMap has no data key holding a policy; expected "
+                               f"the policy under policy.yaml (the key upstream's Helm chart "
+                               f"and kustomize use)")
 
 
 def test_configmap_errors_name_the_file_and_key() -> None:

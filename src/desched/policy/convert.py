@@ -25,7 +25,7 @@ from desched.errors import InputError, quote
 from desched.framework.policy import Policy, ProfileConfig
 from desched.framework.registry import Plugins
 from desched.model.meta import LabelSelector
-from desched.policy.loader import STDIN, load_policy, one_document, parse_policy
+from desched.policy.loader import POLICY_KEYS, STDIN, load_policy, one_document, parse_policy
 from desched.policy.upstream import PolicySchema as _V1alpha2Schema
 from desched.policy.v1alpha1 import BALANCE_STRATEGIES, DESCHEDULE_STRATEGIES, convert_v1alpha1
 
@@ -97,7 +97,7 @@ def _policy_document(label: str, text: str) -> dict[str, Any]:
     if doc.get("kind") == "ConfigMap":
         data = doc["data"]
         key = next(iter(data)) if len(data) == 1 else next(
-            k for k in data if k in ("policy.yaml", "policy.yml"))
+            k for k in data if k in POLICY_KEYS)
         doc = one_document(f"{label}[{key}]", data[key], "policy")
     return dict(doc)
 

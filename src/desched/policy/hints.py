@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from desched.errors import shown
+from desched.errors import quote, shown
 from desched.framework.registry import PluginSpec
+from desched.policy.errors import aggregate
 from desched.util.names import nearest
 
 
@@ -14,6 +15,17 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     """` (did you mean "X"?)` for the known name `name` most likely misspells, else ""."""
     near = nearest(name, known)
     return f' (did you mean "{near}"?)' if near else ""
+
+
+def plugin_config_hint(name: str, profile: str, fails: list[str]) -> str:
+    """How to add the pluginConfig entry an enabled plugin lacks, and whether its args may be
+    left out: `fails`, the errors of its args left empty (upstream validates before
+    defaulting)."""
+    entry = f'add "- name: {name}"'
+    where = f"to the pluginConfig of profile {quote(profile)}"
+    if fails:
+        return f"{entry} with its args {where} (without args: {aggregate(fails)})"
+    return f"{entry} {where} (its args may be left out)"
 
 
 def plugin_hint(name: str, plugins: Mapping[str, PluginSpec], points: tuple[str, ...]) -> str:

@@ -44,14 +44,39 @@ def one_document(source: str, text: str, what: str) -> Any:
     return docs[0]
 
 
-def _parse(path: str, text: str) -> dict[str, Any]:
+def _load(path: str, text: str) -> Any:
     doc = one_document(path, text, "policy")
     bad = _non_finite(doc)
     if bad is not None:  # upstream converts YAML to JSON first, which has no NaN or infinity
         raise DecodeError(path, f"error converting YAML to JSON: json: unsupported value: {bad}")
+    return doc
+
+
+def _parse(path: str, text: str) -> dict[str, Any]:
+    doc = _load(path, text)
     if not isinstance(doc, dict):
         raise InputError(path, f"expected a policy object, got {type(doc).__name__}")
     return doc
+
+
+# The data key a ConfigMap holding a policy has among others (upstream's Helm chart and
+# kustomize name it policy.yaml); a ConfigMap with one data key may name it anything.
+POLICY_KEYS = ("policy.yaml", "policy.yml")
+_EXPECTED_KEY = "policy.yaml (the key upstream's Helm chart and kustomize use)"
+
+
+def _held(value: Any) -> str:
+    """What a ConfigMap's data value holds instead of a policy, for a message."""
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else f"{value[:40]}..."
+        return f"a string, {quote(shown)}" if value.strip() else "an empty string"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item(s)"
+    if isinstance(value, bool):
+        return f"a boolean, {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"a number, {value}"
+    return f"a {type(value).__name__}"
 
 
 def _non_finite(doc: Any) -> str | None:
@@ -84,19 +109,25 @@ def policy_from_document(path: str, doc: dict[str, Any], plugins: Plugins,
     if kind == "ConfigMap" and api_version == "v1" and depth == 0:
         data = doc.get("data") or {}
         if not isinstance(data, dict) or not data:
-            raise InputError(path, "ConfigMap has no data key holding a policy")
+            raise InputError(path, f"ConfigMap has no data key holding a policy; expected the "
+                                   f"policy under {_EXPECTED_KEY}")
         if len(data) > 1:
-            keys = [k for k in data if k in ("policy.yaml", "policy.yml")]
+            keys = [k for k in data if k in POLICY_KEYS]
             if len(keys) != 1:
                 raise InputError(path, f"ConfigMap has several data keys ({', '.join(data)}); "
-                                       f"expected one holding the policy")
+                                       f"expected one holding the policy, named {_EXPECTED_KEY}")
             data = {keys[0]: data[keys[0]]}
         key, text = next(iter(data.items()))
         if not isinstance(text, str):  # its Python repr is no policy (and may be huge)
             raise InputError(path, f"data[{quote(key)}] must be a string, got "
                                    f"{type(text).__name__}")
-        return policy_from_document(f"{path}[{key}]", _parse(f"{path}[{key}]", str(text)),
-                                    plugins, depth + 1)
+        inner = _load(f"{path}[{key}]", text) if text.strip() else text
+        if not isinstance(inner, dict):
+            raise InputError(path, f"ConfigMap holds no policy: its data key {quote(key)} holds "
+                                   f"{_held(inner)}; expected a DeschedulerPolicy or "
+                                   f"DeschedulerConfiguration, as YAML, under {_EXPECTED_KEY} "
+                                   f"or the ConfigMap's only data key")
+        return policy_from_document(f"{path}[{key}]", inner, plugins, depth + 1)
     loader = (_LOADERS.get((api_version, kind))
               if isinstance(api_version, str) and isinstance(kind, str) else None)
     if loader is not None:

@@ -25,7 +25,7 @@ from desched.model.pod import SYSTEM_CRITICAL_PRIORITY
 from desched.policy.args import ArgsError, decode_args
 from desched.policy.decoding import DecodingError, convert
 from desched.policy.errors import DecodeError, PolicyError, aggregate
-from desched.policy.hints import did_you_mean, plugin_hint
+from desched.policy.hints import did_you_mean, plugin_config_hint, plugin_hint
 from desched.policy.unknown import describe, plugin_args_fields, unknown_fields
 
 # Upstream's spelling of each extension point key, and how its profile error names it.
@@ -321,7 +321,11 @@ def _build_profile(path: str, profile: _Profile,
     for ep in _EP_KEYS:
         for name in cfg.enabled[ep]:
             if name not in cfg.args:
+                spec = plugins[name]
+                empty = spec.validate(decode_args(spec.args_type, {},
+                                                  spec.args_kind or f"{name}Args"))
                 raise PolicyError(path, f"unable to create {quote(profile.name)} profile: unable "
                                         f"to build {shown(name)} plugin: unable to find "
-                                        f"{quote(name)} plugin config")
+                                        f"{quote(name)} plugin config; "
+                                        f"{plugin_config_hint(name, profile.name, empty)}")
     return cfg
