@@ -34,6 +34,7 @@ import json
 import random
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -317,6 +318,19 @@ def generate_v1(N: int, P: int, out: str, seed: int) -> None:
 DRIFT = "bench.desched.io/drift"  # node annotation: its pool label changed after placement
 DRIFT_SHARE = 0.005  # of the nodes, relabelled after placement (NodeAffinity finds work there)
 JITTER = 0.35  # random share of a node's score: most-allocated with drift, not strict packing
+ZONE, HOSTNAME = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
+# The needs-work scenario (generate_needs_work).
+OUTAGE_ZONE = "zone-c"
+OUTAGE = (0.6, 0.9)  # when the zone was down, as shares of the pods created
+SPREAD_SHARE = 0.3  # of the pinned workloads of 3 replicas or more: zone spread
+ANTI_SHARE = 0.1  # of the others: one replica per node (required anti-affinity)
+PREFERRED_SHARE = 0.6  # of the rest: preferred anti-affinity, as most Helm charts
+NEEDS_WORK_DRIFT_SHARE = 0.02
+RETAINT_SHARE = 0.01
+OLD_SHARE = 0.05
+FAILED_SHARE = 0.005
+UNREADY_SHARE = 0.02
+MESH_SHARE = 0.7
 ISTIO_STATUS = json.dumps(
     {
         "initContainers": None,
@@ -453,9 +467,19 @@ class _Nodes:
         self.mem[n] -= mem
         self.slots[n] -= 1
 
-    def choose(self, cands: list[int], cpu: int, mem: int) -> int | None:
+    def give(self, n: int, cpu: int, mem: int) -> None:
+        """A pod left node `n` (its zone went down): what it held is free again, so requests
+        that found no room before may fit now."""
+        self.cpu[n] += cpu
+        self.mem[n] += mem
+        self.slots[n] += 1
+        self.failed.clear()
+
+    def choose(self, cands: list[int], cpu: int, mem: int,
+               skip: set[int] | None = None) -> int | None:
         """Most-allocated (by cpu) among the nodes where the requests fit, with some noise: hot
-        nodes fill up to the brim while others stay nearly idle, as drift leaves them."""
+        nodes fill up to the brim while others stay nearly idle, as drift leaves them. `skip`:
+        nodes a required pod anti-affinity rules out."""
         failed = self.failed.setdefault(id(cands), [])
         if any(cpu >= c and mem >= m for c, m in failed):
             return None
@@ -463,11 +487,12 @@ class _Nodes:
         random = self.rng.random
         best, best_score = None, -1.0
         for n in cands:
-            if free_cpu[n] >= cpu and free_mem[n] >= mem and slots[n] > 0:
+            if free_cpu[n] >= cpu and free_mem[n] >= mem and slots[n] > 0 and (
+                    not skip or n not in skip):
                 score = 1.0 - free_cpu[n] / alloc[n] + JITTER * random()
                 if score > best_score:
                     best, best_score = n, score
-        if best is None:
+        if best is None and not skip:
             failed.append((cpu, mem))
             del failed[:-8]  # the latest few: a full pool sees the same sizes again and again
         return best
@@ -618,12 +643,12 @@ def _on_node(name: str) -> dict[str, Any]:
         "nodeSelectorTerms": [{"matchFields": [field]}]}}}
 
 
-def generate(N: int, P: int, out: str, seed: int) -> dict[str, Any]:
+def generate(N: int, P: int, out: str, seed: int, work: bool = False) -> dict[str, Any]:
     """The production scenario: pools as in production-v1, every pod placed in creation order by
     a scheduler-like pass (its pool's nodes whose taints it tolerates and where its requests fit
     what is left of allocatable cpu, memory and pods; most-allocated with noise), Pending and
-    Unschedulable where nothing fits; then DRIFT_SHARE of the nodes relabelled. Returns the
-    summary it prints."""
+    Unschedulable where nothing fits; then DRIFT_SHARE of the nodes relabelled. `work`: the
+    needs-work scenario (generate_needs_work). Returns the summary it prints."""
     rng = random.Random(seed)
     nodes: list[dict[str, Any]] = []
     pools: list[list[int]] = []
@@ -650,6 +675,7 @@ def generate(N: int, P: int, out: str, seed: int) -> dict[str, Any]:
                 if p % 6 == 5 else [])
             nodes.append(node)
     free = _Nodes(nodes, rng)
+    zone_of = [n["metadata"]["labels"][ZONE] for n in nodes]
     pods: list[dict[str, Any]] = []
     start = BASE_TIME - timedelta(days=30)
     span = timedelta(days=29)
@@ -674,7 +700,15 @@ def generate(N: int, P: int, out: str, seed: int) -> dict[str, Any]:
     untainted = [p for p in range(len(pools)) if p % 6 != 5]
     pdbs: list[dict[str, Any]] = []
     pending = w = 0
+    placer = _Placer(free, zone_of, rng)
+    outage = OUTAGE if work else None
+    for_workload: list[_Workload] = []
     while len(pods) < P:
+        if outage is not None and len(pods) >= outage[0] * P and not placer.down:
+            placer.down = OUTAGE_ZONE  # its nodes are gone: their pods start elsewhere
+            pending += _evacuate(pods, for_workload, placer, start + span * outage[0], rng, N)
+        if outage is not None and len(pods) >= outage[1] * P and placer.down:
+            placer.down = None  # back, empty but for the DaemonSets: nothing moves there
         p = rng.choices(range(len(pools)), [max(r, 1) for r in room])[0]
         members = pools[p]
         w += 1
@@ -702,30 +736,37 @@ def generate(N: int, P: int, out: str, seed: int) -> dict[str, Any]:
                 for key in ("not-ready", "unreachable")
             ] + [{"key": "dedicated", "operator": "Equal", "value": f"pool-{p}",
                   "effect": "NoSchedule"}]
+        spread = anti = False
+        if work and replicas >= 3 and how < 0.85:
+            spread = rng.random() < SPREAD_SHARE
+            anti = not spread and rng.random() < ANTI_SHARE and replicas <= len(members)
+            _scheduling_terms(extra, app, spread, anti, rng.random() < PREFERRED_SHARE)
         if rng.random() < 0.03:  # large pods, sized to their pool's nodes
             cpu = min(rng.choice([12000, 20000]), pool_cpu[p] * 700)
             mem = cpu * 3
         else:
             cpu = rng.choice([100, 250, 500, 1000])
             mem = rng.choice([128, 256, 512, 1024, 2048])
-        template = _workload_template(app, ns, cpu, mem, extra, rng)
+        mesh = not work or rng.random() < MESH_SHARE
+        template = _workload_template(app, ns, cpu, mem, extra, rng, mesh=mesh)
         # The pod's requests, as the scheduler sums them: main container plus the sidecar.
-        need_cpu, need_mem = cpu + 100, mem + 128
+        need_cpu, need_mem = cpu + 100 * mesh, mem + 128 * mesh
         created = start + span * (len(pods) / P)
+        if work and rng.random() < OLD_SHARE:  # deployed long ago, never rolled since
+            created -= timedelta(days=rng.randint(15, 60))
         owner = template["metadata"]["name"]
+        wl = _Workload(template, cands, need_cpu, need_mem, spread, anti, [])
+        for_workload.append(wl)
         for r in range(replicas):
-            chosen = None
-            for group in cands:
-                chosen = free.choose(group, need_cpu, need_mem)
-                if chosen is not None:
-                    break
+            chosen = placer.place(wl)
             if chosen is None:
                 pending += 1
             else:
-                free.take(chosen, need_cpu, need_mem)
+                placer.on[len(pods)] = chosen
                 room[node_pool[chosen]] -= need_cpu
                 if how < 0.85:
                     pinned.add(chosen)
+            wl.pods.append(len(pods))
             pods.append(_pod_from(
                 template, f"{owner}-{uid(rng)[:5]}{r:x}",
                 None if chosen is None else f"node-{chosen:05d}", chosen or 0,
@@ -735,7 +776,10 @@ def generate(N: int, P: int, out: str, seed: int) -> dict[str, Any]:
                          "metadata": {"name": app, "namespace": ns},
                          "spec": {"maxUnavailable": 1,
                                   "selector": {"matchLabels": {"app": app}}}})
-    drifted = _drift(nodes, pools, untainted, pinned, rng)
+    drifted = _drift(nodes, pools, untainted, pinned, rng,
+                     NEEDS_WORK_DRIFT_SHARE if work else DRIFT_SHARE)
+    retainted = _retaint(nodes, pools, untainted, set(drifted), rng) if work else []
+    states = _pod_states(pods, rng) if work else {}
     _write(out, nodes, pdbs, pods)
     # Median pod as the API server sends it (compact) and as `kubectl get -o json` prints it.
     sample = [msgspec.json.encode(pod) for pod in pods[:: max(1, len(pods) // 2000)]]
@@ -746,6 +790,7 @@ def generate(N: int, P: int, out: str, seed: int) -> dict[str, Any]:
         "overcommitted": sum(1 for n in range(N)
                              if min(free.cpu[n], free.mem[n], free.slots[n]) < 0),
         "pools": len(pools), "drifted": drifted,
+        **({"retainted": retainted, "outage_zone": OUTAGE_ZONE, **states} if work else {}),
         "median_pod_bytes": compact[len(compact) // 2],
         "median_pod_bytes_kubectl": pretty[len(pretty) // 2],
     }
@@ -753,8 +798,184 @@ def generate(N: int, P: int, out: str, seed: int) -> dict[str, Any]:
     return summary
 
 
+def generate_needs_work(N: int, P: int, out: str, seed: int) -> dict[str, Any]:
+    """The needs-work scenario: the production cluster as it looks when users point a
+    descheduler at it. A zone (OUTAGE_ZONE) went down a little past the middle of the creation
+    span: the pods on its nodes were recreated on the surviving nodes of their pools (pools
+    span the three zones), and pods created while it was down landed there too; it came back
+    empty but for its DaemonSets. SPREAD_SHARE of the multi-replica pinned workloads spread
+    over zones (maxSkew 1, DoNotSchedule), honoured at every placement (so the outage, not the
+    scheduler, skewed them); ANTI_SHARE require one replica per node; PREFERRED_SHARE prefer it,
+    as most Helm charts do. Then NEEDS_WORK_DRIFT_SHARE of the nodes relabelled, RETAINT_SHARE
+    tainted NoSchedule, OLD_SHARE of the workloads deployed 15-60 days before the span,
+    FAILED_SHARE of the pods Failed (OOMKilled) and UNREADY_SHARE not Ready with the kubelet's
+    message, and the istio sidecar (with its JSON status annotation) on MESH_SHARE of them."""
+    return generate(N, P, out, seed, work=True)
+
+
+@dataclass
+class _Workload:
+    template: dict[str, Any]
+    cands: list[list[int]]  # the scheduler's choice, first group first
+    cpu: int
+    mem: int
+    spread: bool  # over zones, maxSkew 1, DoNotSchedule
+    anti: bool  # one replica per node, required
+    pods: list[int]  # indices of its pods in the cluster's list
+
+
+class _Placer:
+    """The scheduler's filters for a workload's next replica: its candidate groups (less a
+    zone that is down), its zone spread (only the zones holding fewest of its replicas, among
+    the zones its nodes are in) and its required anti-affinity (no node holding a replica)."""
+
+    def __init__(self, free: _Nodes, zone_of: list[str], rng: random.Random) -> None:
+        self.free = free
+        self.zone_of = zone_of
+        self.rng = rng
+        self.down: str | None = None
+        self.on: dict[int, int] = {}  # pod index -> node, for the pods placed
+        # Candidate lists by (id of a group, zone or None, down zone), kept alive here: _Nodes
+        # remembers failures by the list's id. Groups (pools, single nodes) live as long.
+        self._lists: dict[tuple[int, str | None, str | None], list[int]] = {}
+
+    def _within(self, group: list[int], zone: str | None) -> list[int]:
+        key = (id(group), zone, self.down)
+        found = self._lists.get(key)
+        if found is None:
+            found = self._lists[key] = [n for n in group if self.zone_of[n] != self.down
+                                        and (zone is None or self.zone_of[n] == zone)]
+        return found
+
+    def place(self, wl: _Workload) -> int | None:
+        nodes = [self.on[i] for i in wl.pods if i in self.on]
+        skip = set(nodes) if wl.anti else None
+        for group in wl.cands:
+            if wl.spread:
+                chosen = self._spread(wl, group, nodes, skip)
+            else:
+                chosen = self.free.choose(self._within(group, None), wl.cpu, wl.mem, skip)
+            if chosen is not None:
+                self.free.take(chosen, wl.cpu, wl.mem)
+                return chosen
+        return None
+
+    def _spread(self, wl: _Workload, group: list[int], nodes: list[int],
+                skip: set[int] | None) -> int | None:
+        zones = sorted({self.zone_of[n] for n in self._within(group, None)})
+        if not zones:
+            return None
+        count = {z: 0 for z in zones}
+        for n in nodes:
+            if self.zone_of[n] in count:
+                count[self.zone_of[n]] += 1
+        fewest = min(count.values())
+        for zone in self.rng.sample(zones, len(zones)):
+            if count[zone] == fewest:
+                chosen = self.free.choose(self._within(group, zone), wl.cpu, wl.mem, skip)
+                if chosen is not None:
+                    return chosen
+        return None  # DoNotSchedule: no zone within the skew has room
+
+
+def _evacuate(pods: list[dict[str, Any]], workloads: list[_Workload], placer: _Placer,
+              at: datetime, rng: random.Random, node_count: int) -> int:
+    """The down zone's pods recreated on its workloads' other nodes, as their ReplicaSets would
+    (new names, new pods); returns how many found no room and stay Pending."""
+    down = placer.down
+    pending = 0
+    for wl in workloads:
+        gone = [i for i in wl.pods if i in placer.on and placer.zone_of[placer.on[i]] == down]
+        for i in gone:
+            node = placer.on.pop(i)
+            placer.free.give(node, wl.cpu, wl.mem)
+        for k, i in enumerate(gone):
+            chosen = placer.place(wl)
+            old = pods[i]
+            name = f"{wl.template['metadata']['name']}-{uid(rng)[:5]}r"
+            prio = (old["spec"]["priorityClassName"], old["spec"]["priority"])
+            pods[i] = _pod_from(wl.template, name, None if chosen is None
+                                else f"node-{chosen:05d}", chosen or 0,
+                                at + timedelta(seconds=k), prio, rng, node_count)
+            if chosen is None:
+                pending += 1
+            else:
+                placer.on[i] = chosen
+    return pending
+
+
+def _scheduling_terms(extra: dict[str, Any], app: str, spread: bool, anti: bool,
+                      preferred: bool) -> None:
+    """What a Helm chart writes for the spread and anti-affinity the placement honours."""
+    selector = {"matchLabels": {"app": app}}
+    if spread:
+        extra["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE,
+                                               "whenUnsatisfiable": "DoNotSchedule",
+                                               "labelSelector": selector}]
+    affinity = extra.setdefault("affinity", {})
+    if anti:
+        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": selector, "topologyKey": HOSTNAME}]}
+    elif preferred:
+        affinity["podAntiAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": {"labelSelector": selector,
+                                                "topologyKey": HOSTNAME}}]}
+    if not affinity:
+        del extra["affinity"]
+
+
+def _retaint(nodes: list[dict[str, Any]], pools: list[list[int]], untainted: list[int],
+             drifted: set[str], rng: random.Random) -> list[str]:
+    """RETAINT_SHARE of the untainted nodes tainted NoSchedule after placement (a maintenance
+    an operator started): their pods do not tolerate it."""
+    candidates = sorted(n for p in untainted for n in pools[p]
+                        if nodes[n]["metadata"]["name"] not in drifted)
+    chosen = rng.sample(candidates, min(len(candidates),
+                                        max(1, round(len(nodes) * RETAINT_SHARE))))
+    for n in chosen:
+        nodes[n]["spec"]["taints"] = [*nodes[n]["spec"]["taints"], {
+            "key": "node.example.com/maintenance", "value": "kernel-upgrade",
+            "effect": "NoSchedule", "timeAdded": ts(BASE_TIME - timedelta(hours=2))}]
+    return sorted(nodes[n]["metadata"]["name"] for n in chosen)
+
+
+def _pod_states(pods: list[dict[str, Any]], rng: random.Random) -> dict[str, int]:
+    """FAILED_SHARE of the bound workload pods Failed (OOMKilled), UNREADY_SHARE running but not
+    Ready, with what the kubelet writes for each."""
+    failed = unready = 0
+    for pod in pods:
+        if pod["metadata"]["namespace"] == "kube-system" or "nodeName" not in pod["spec"]:
+            continue
+        roll = rng.random()
+        status = pod["status"]
+        main = status["containerStatuses"][0]
+        if roll < FAILED_SHARE:
+            failed += 1
+            status["phase"] = "Failed"
+            finished = ts(BASE_TIME - timedelta(hours=rng.randint(2, 48)))
+            main.update(ready=False, started=False, state={"terminated": {
+                "exitCode": 137, "reason": "OOMKilled", "startedAt": status["startTime"],
+                "finishedAt": finished, "containerID": main["containerID"]}})
+            _not_ready(status, finished, "PodFailed", "")
+        elif roll < FAILED_SHARE + UNREADY_SHARE:
+            unready += 1
+            main["ready"] = False
+            since = ts(BASE_TIME - timedelta(minutes=rng.randint(5, 600)))
+            _not_ready(status, since, "ContainersNotReady",
+                       f"containers with unready status: [{main['name']}]")
+    return {"failed": failed, "unready": unready}
+
+
+def _not_ready(status: dict[str, Any], since: str, reason: str, message: str) -> None:
+    for cond in status["conditions"]:
+        if cond["type"] in ("Ready", "ContainersReady"):
+            cond.update(status="False", reason=reason, lastTransitionTime=since)
+            if message:
+                cond["message"] = message
+
+
 def _drift(nodes: list[dict[str, Any]], pools: list[list[int]], untainted: list[int],
-           pinned: set[int], rng: random.Random) -> list[str]:
+           pinned: set[int], rng: random.Random, share: float = 0.0) -> list[str]:
     """Relabel DRIFT_SHARE of the nodes (untainted, holding pool-pinned pods) to another pool
     after placement, as an operator moving nodes between pools would: their pods no longer match
     their affinity. Each such node carries the DRIFT annotation (what changed) and is returned,
@@ -763,7 +984,7 @@ def _drift(nodes: list[dict[str, Any]], pools: list[list[int]], untainted: list[
     if len(untainted) < 2 or not movable:
         return []
     drifted = []
-    for n in rng.sample(movable, min(len(movable), max(1, round(len(nodes) * DRIFT_SHARE)))):
+    for n in rng.sample(movable, min(len(movable), max(1, round(len(nodes) * share)))):
         meta = nodes[n]["metadata"]
         was = meta["labels"][POOL]
         meta["annotations"][DRIFT] = f"{POOL} was {was} at placement"
@@ -791,6 +1012,7 @@ def _write(out: str, nodes: list[dict[str, Any]], pdbs: list[dict[str, Any]],
 
 SCENARIOS: dict[str, Callable[[int, int, str, int], object]] = {
     "production": generate,
+    "needs-work": generate_needs_work,
     "production-v1": generate_v1,
     "uniform": generate_uniform,
 }

@@ -19,18 +19,23 @@ import pytest
 
 from desched.predicates.nodeaffinity import required_affinity_matches
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
+from desched.simulation import run_simulation
 from desched.snapshot.loader import load_snapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import generate_production as gen
 
+REPO = Path(__file__).resolve().parents[2]
+BASE_NOW = gen.BASE_TIME  # the end of the creation span: the oldest pods are past 40 days
 NODES, PODS = 60, 1500
 
 
-def problems(path: Path, drifted: frozenset[str] = frozenset()) -> list[str]:
+def problems(path: Path, drifted: frozenset[str] = frozenset(),
+             retainted: frozenset[str] = frozenset()) -> list[str]:
     """Everything in the cluster at `path` no scheduler would have done; on the `drifted` nodes
-    (relabelled after placement) nodeSelector and affinity are not judged."""
+    (relabelled after placement) nodeSelector and affinity are not judged, on the `retainted`
+    ones (tainted after placement) taints."""
     snapshot = load_snapshot([str(path)])
     found: list[str] = []
     used: dict[str, Counter[str]] = defaultdict(Counter)
@@ -44,7 +49,7 @@ def problems(path: Path, drifted: frozenset[str] = frozenset()) -> list[str]:
         used[node.name].update(pod.requests)
         used[node.name]["pods"] += 1
         taint = first_untolerated(node.spec.taints, pod.spec.tolerations, SCHEDULING_EFFECTS)
-        if taint is not None:
+        if taint is not None and node.name not in retainted:
             found.append(f"{pod.key}: on {node.name}, taint {taint.key} not tolerated")
         if node.name not in drifted and not required_affinity_matches(pod, node):
             found.append(f"{pod.key}: on {node.name} outside its nodeSelector/affinity")
@@ -89,3 +94,39 @@ def test_checker_catches_the_old_scenario(tmp_path: Path) -> None:
     found = problems(path)
     assert any("requests" in p for p in found)
     assert any("outside" in p or "taint" in p for p in found)
+
+
+@pytest.mark.slow
+def test_needs_work_cluster_is_schedulable_and_gives_every_kind_of_plugin_work(
+        tmp_path: Path) -> None:
+    """The needs-work scenario: as a scheduler placed it (spread and anti-affinity honoured at
+    every placement, the down zone avoided while down), then changed as clusters change; the
+    all-strategies policy finds work in every plugin that the changes are for."""
+    path = tmp_path / "cluster.jsonl"
+    summary: dict[str, Any] = gen.generate_needs_work(NODES, PODS, str(path), 7)
+    assert summary["overcommitted"] == 0 and summary["pods"] == PODS
+    assert problems(path, frozenset(summary["drifted"]), frozenset(summary["retainted"])) == []
+    assert summary["failed"] > 0 and summary["unready"] > 0 and summary["retainted"]
+    snapshot = load_snapshot([str(path)])
+    # The zone that was down holds less than the others: it came back nearly empty.
+    by_zone: dict[str, list[int]] = defaultdict(list)
+    for pod in snapshot.pods.values():
+        if pod.node_name and pod.namespace != "kube-system":
+            zone = snapshot.nodes[pod.node_name].labels[gen.ZONE]
+            by_zone[zone].append(pod.requests["cpu"])
+    down = sum(by_zone.pop(gen.OUTAGE_ZONE, []))
+    assert all(down < sum(cpu) / 2 for cpu in by_zone.values()), (down, by_zone.keys())
+    # Unready pods carry the kubelet's message (text with brackets, which YAML readers meet).
+    unready = [p for p in snapshot.pods.values() if p.node_name and not p.ready
+               and p.status.phase == "Running"]
+    assert len(unready) == summary["unready"]
+    text = path.read_text(encoding="utf-8")
+    assert text.count('"message":"containers with unready status: [main]"') == 2 * len(unready)
+    result = run_simulation(str(REPO / "bench" / "all-strategies.yaml"), [str(path)],
+                            BASE_NOW, 1, False)
+    plugins = Counter(d.plugin for d in result.log.decisions if d.outcome == "evicted")
+    for plugin in ("RemoveDuplicates", "LowNodeUtilization", "PodLifeTime",
+                   "RemovePodsHavingTooManyRestarts", "RemovePodsViolatingNodeAffinity",
+                   "RemovePodsViolatingTopologySpreadConstraint", "RemoveFailedPods",
+                   "RemovePodsViolatingNodeTaints"):
+        assert plugins[plugin] > 0, plugins
