@@ -780,7 +780,10 @@ def generate(N: int, P: int, out: str, seed: int, work: bool = False) -> dict[st
                      NEEDS_WORK_DRIFT_SHARE if work else DRIFT_SHARE)
     retainted = _retaint(nodes, pools, untainted, set(drifted), rng) if work else []
     states = _pod_states(pods, rng) if work else {}
-    _write(out, nodes, pdbs, pods)
+    # What `desched snapshot` also captures: the workloads behind the pods (the production
+    # scenario keeps its published shape without them).
+    owners = _owners(for_workload, pods) if work else []
+    _write(out, nodes, pdbs, pods, owners)
     # Median pod as the API server sends it (compact) and as `kubectl get -o json` prints it.
     sample = [msgspec.json.encode(pod) for pod in pods[:: max(1, len(pods) // 2000)]]
     compact = sorted(len(text) for text in sample)
@@ -993,9 +996,51 @@ def _drift(nodes: list[dict[str, Any]], pools: list[list[int]], untainted: list[
     return drifted
 
 
+def _owners(workloads: list[_Workload], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each workload's ReplicaSet and the Deployment behind it, with the replicas it asks for
+    and the counts its controller reports."""
+    found = []
+    for wl in workloads:
+        meta = wl.template["metadata"]
+        ns, rs_name = meta["namespace"], meta["name"]
+        deployment = rs_name.rsplit("-", 1)[0]
+        ready = sum(1 for i in wl.pods if pods[i]["status"]["phase"] == "Running" and all(
+            c["status"] == "True" for c in pods[i]["status"]["conditions"]
+            if c["type"] == "Ready"))
+        counts = {"replicas": len(wl.pods), "readyReplicas": ready,
+                  "availableReplicas": ready}
+        selector = {"matchLabels": {"app": meta["labels"]["app"],
+                                    "pod-template-hash": meta["labels"]["pod-template-hash"]}}
+        found.append({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": rs_name, "namespace": ns, "uid": f"uid-{ns}-{rs_name}",
+                         "labels": meta["labels"],
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                              "name": deployment,
+                                              "uid": f"uid-{ns}-{deployment}",
+                                              "controller": True,
+                                              "blockOwnerDeletion": True}]},
+            "spec": {"replicas": len(wl.pods), "selector": selector},
+            "status": {**counts, "fullyLabeledReplicas": len(wl.pods),
+                       "observedGeneration": 1}})
+        found.append({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": deployment, "namespace": ns,
+                         "uid": f"uid-{ns}-{deployment}", "generation": 1,
+                         "labels": {k: v for k, v in meta["labels"].items()
+                                    if k != "pod-template-hash"}},
+            "spec": {"replicas": len(wl.pods),
+                     "selector": {"matchLabels": {"app": meta["labels"]["app"]}},
+                     "strategy": {"type": "RollingUpdate", "rollingUpdate": {
+                         "maxSurge": "25%", "maxUnavailable": "25%"}}},
+            "status": {**counts, "updatedReplicas": len(wl.pods), "observedGeneration": 1}})
+    return found
+
+
 def _write(out: str, nodes: list[dict[str, Any]], pdbs: list[dict[str, Any]],
-           pods: list[dict[str, Any]]) -> None:
-    """JSON lines: node pages, the priority classes and budgets, pod pages of 500."""
+           pods: list[dict[str, Any]], owners: list[dict[str, Any]] | None = None) -> None:
+    """JSON lines: node pages, the priority classes and budgets (and the workloads), pod pages
+    of 500."""
     prios = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
               "metadata": {"name": n}, "value": v}
              for n, v in [*PRIORITIES, ("system-node-critical", 2000001000)]]
@@ -1005,6 +1050,9 @@ def _write(out: str, nodes: list[dict[str, Any]], pdbs: list[dict[str, Any]],
             f.write(encode({"apiVersion": "v1", "kind": "NodeList",
                             "items": nodes[start:start + 500]}) + b"\n")
         f.write(encode({"apiVersion": "v1", "kind": "List", "items": prios + pdbs}) + b"\n")
+        for start in range(0, len(owners or ()), 500):
+            f.write(encode({"apiVersion": "v1", "kind": "List",
+                            "items": (owners or [])[start:start + 500]}) + b"\n")
         for start in range(0, len(pods), 500):
             f.write(encode({"apiVersion": "v1", "kind": "PodList",
                             "items": pods[start:start + 500]}) + b"\n")
