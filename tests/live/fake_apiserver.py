@@ -103,10 +103,13 @@ class _Kind:
 
 class FakeApiServer:
     def __init__(self, server: Emulator, *, gone_as_event: bool = False,
-                 list_kind: bool = True) -> None:
+                 gone_after: float = 0.0, list_kind: bool = True) -> None:
         self.server = server
         self.url = str(server.url).rstrip("/")
         self.gone_as_event = gone_as_event
+        # With gone_as_event: the stream is accepted (headers sent) this long before its 410
+        # ERROR event, as kube-apiserver without a watch cache does while etcd answers.
+        self.gone_after = gone_after
         self.list_kind = list_kind  # False: lists without kind/apiVersion, as kmock sends them
         self.rv = 1000
         self.kinds: dict[str, _Kind] = {}
@@ -178,6 +181,10 @@ class FakeApiServer:
         fault = self._fault("list", resource.label)
         if fault is not None:
             return fault
+        if params.get("resourceVersionMatch") == "Exact" and \
+                int(params.get("resourceVersion") or 0) < state.floor:
+            return 410, status(410, "The resourceVersion for the provided list is too old.",
+                               "Expired")
         limit = int(params.get("limit") or 0)
         token = params.get("continue")
         if token:
@@ -220,12 +227,15 @@ class FakeApiServer:
         if since < state.floor:
             gone = status(410, f"too old resource version: {since} ({state.floor})", "Expired")
             if self.gone_as_event:
-                return 200, self._one_event({"type": "ERROR", "object": gone})
+                return 200, self._one_event({"type": "ERROR", "object": gone}, self.gone_after)
             return 410, gone
         bookmarks = params.get("allowWatchBookmarks") == "true"
         return 200, self._stream(state, since, bookmarks, abort)
 
-    async def _one_event(self, event: dict[str, Any]) -> AsyncIterator[Any]:
+    async def _one_event(self, event: dict[str, Any], after: float = 0.0) -> AsyncIterator[Any]:
+        if after:
+            yield b""  # the headers first
+            await asyncio.sleep(after)
         yield event
 
     async def _stream(self, state: _Kind, since: int, bookmarks: bool,
@@ -319,10 +329,11 @@ class FakeApiServer:
         self._epoch += 1
         await self._notify()
 
-    async def change_unseen(self, kind: str, *objs: dict[str, Any]) -> None:
-        """End the open watches, add objects no watcher sees and compact the history, all before
-        any watcher can reconnect: the watchers' resourceVersion is then Gone."""
-        self._abort = False
+    async def change_unseen(self, kind: str, *objs: dict[str, Any], abort: bool = False) -> None:
+        """End the open watches (`abort`: by dropping their connections), add objects no watcher
+        sees and compact the history, all before any watcher can reconnect: the watchers'
+        resourceVersion is then Gone."""
+        self._abort = abort
         self._epoch += 1
         for obj in objs:
             self._record(kind, "ADDED", obj)

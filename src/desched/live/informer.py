@@ -7,6 +7,9 @@ resourceVersion with bookmarks, as client-go's reflector does:
   server's history window: list again;
 - a stream that ends (the server's timeoutSeconds) is re-watched from the last resourceVersion
   seen, which bookmarks keep recent even for kinds that rarely change;
+- a watch that broke is resumed only once a list at exactly its last resourceVersion says the
+  version is still there (410 otherwise: list again): a server that serves watches from etcd
+  (no watch cache) accepts the watch first and sends its 410 after, in an ERROR event;
 - dropped connections, 429 and 5xx are retried with bounded exponential backoff.
 
 List pages and watch events are decoded from bytes straight into desched's lean structs; pods
@@ -233,6 +236,9 @@ class Informer:
                         await asyncio.sleep(self.poll_interval)
                         relist = True
                         continue
+                if self.stale_since is not None:
+                    # The previous stream broke: is its last version still there?
+                    await self._check_version(self.resource_version)
                 # From the last version seen, also when the previous stream broke mid-way.
                 await self._watch(self.resource_version)
             except Gone:
@@ -440,6 +446,23 @@ class Informer:
         page = self._page_decoder.decode(body) if pods is None else pods.decode_page(body)
         return (page.items or (), page.metadata.resource_version, page.metadata.continue_,
                 pods is not None)
+
+    async def _check_version(self, rv: str) -> None:
+        """Raise Gone if the server no longer has `rv` (compacted). Asked before a watch resumes
+        after a broken stream, as a list of one object at exactly that version: kube-apiserver
+        without a watch cache serves a watch from etcd and accepts it before it says 410, in
+        an ERROR event, so the cache would count as current meanwhile (a cycle could start on
+        a cache that missed what changed while the stream was down)."""
+        if not rv:
+            return
+        params = {"limit": "1", "resourceVersion": rv, "resourceVersionMatch": "Exact"}
+        try:
+            await self.client.get(self.resource.path, params,
+                                  what=f"check resourceVersion {rv} of {self.resource.label}")
+        except ApiError as err:
+            if err.code == 410:
+                raise Gone from None
+            raise
 
     async def _watch(self, rv: str) -> None:
         """Apply watch events from `rv` until the stream ends (self.resource_version follows
