@@ -1,7 +1,8 @@
 """Faults on a real control plane, judged by the API server's own audit log: what desched (and the
-Go descheduler v0.36, where the fault applies) does when kube-apiserver dies mid-cycle, etcd
-stalls past the request timeout, the leader is paused past its lease, or the descheduler itself
-is killed mid-cycle.
+Go descheduler v0.36, where the fault applies) does when kube-apiserver dies mid-cycle or in the
+middle of PodMigrationJob migrations, etcd stalls past the request timeout, the leader is paused
+past its lease, the descheduler itself is killed mid-cycle, the API server throttles it, or its
+watches come back to a resourceVersion etcd has compacted (410 Gone).
 
 The cluster (its own control plane from tests/e2e/controlplane.py, kube-apiserver with
 `--request-timeout=10s`): two 16-cpu nodes served by the stand-in kubelet (bench/kubelet.py: a
@@ -14,7 +15,10 @@ Per fault: evictions requested and succeeded (audit log), pods that received two
 evictions (must be 0), the lowest count of Ready pods against the budget's floor of 9 (sampled
 every 100 ms; below it is a breach), whether two replicas evicted in overlapping windows, and the
 seconds from the end of the fault to the next successful eviction (and, for desched, to the next
-clean cycle in its log).
+clean cycle in its log). Some faults add their own: the requests answered 429, the watches
+answered 410 (and, for desched, cycles started before it had listed again: must be 0), the
+PodMigrationJobs that ended Succeeded or Failed, stayed active (must be none) or were made
+twice for a pod (must be 0).
 
     python bench/faults.py --assets DIR [--fault NAME ...] [--descheduler desched|go ...] [--out F]
 
@@ -27,17 +31,18 @@ import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from kubelet import Kubelet
 from lightkube import ApiError, Client, codecs
@@ -48,7 +53,7 @@ from lightkube.resources.core_v1 import Namespace, Node, Pod
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 import controlplane  # noqa: E402
-from e2e_cluster import json_log  # noqa: E402
+from e2e_cluster import PodMigrationJob, install_crds, json_log  # noqa: E402
 
 NS = "faults"
 REPLICAS, MAX_UNAVAILABLE = 12, 3
@@ -151,15 +156,16 @@ def _cleanup(client: Client, nodes: set[str]) -> None:
         for ns in client.list(Namespace)), timeout=120)
 
 
-class ReadyWatch:
-    """The lowest count of Ready pods seen, sampled every 100 ms (the budget's healthy count)."""
+class Sampler:
+    """Looks at the cluster every 100 ms on a thread of its own (`sample`), until the block
+    ends; while the API server is down there is no sample."""
 
     def __init__(self, client: Client) -> None:
-        self.client, self.lowest = client, REPLICAS
+        self.client = client
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> ReadyWatch:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -170,9 +176,101 @@ class ReadyWatch:
     def _run(self) -> None:
         while not self._stop.wait(0.1):
             try:
-                self.lowest = min(self.lowest, ready_count(self.client))
+                self.sample()
             except Exception:  # the API server is down: no sample
                 continue
+
+    def sample(self) -> None:
+        raise NotImplementedError
+
+
+class ReadyWatch(Sampler):
+    """The lowest count of Ready pods seen (the budget's healthy count)."""
+
+    def __init__(self, client: Client) -> None:
+        super().__init__(client)
+        self.lowest = REPLICAS
+
+    def sample(self) -> None:
+        self.lowest = min(self.lowest, ready_count(self.client))
+
+
+class Relay:
+    """A TCP relay on 127.0.0.1 in front of kube-apiserver, for the descheduler alone (the
+    controllers, the kubelet and the judge talk to kube-apiserver directly), that a fault can
+    cut: `cut()` closes every connection through it and refuses new ones (accepted and closed
+    at once) until `heal()`: a partition between the descheduler and the API server, which
+    itself keeps running."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.server = f"https://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._lock = threading.Lock()
+        self._open = True
+        self._sockets: set[socket.socket] = set()
+        self.refused = 0  # connections refused while cut
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def __enter__(self) -> Relay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cut()
+        self._listener.close()
+
+    def cut(self) -> None:
+        with self._lock:
+            self._open = False
+            sockets, self._sockets = self._sockets, set()
+        for sock in sockets:
+            _close(sock)
+
+    def heal(self) -> None:
+        with self._lock:
+            self._open = True
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # the listener is closed
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                _close(client)
+                continue
+            with self._lock:
+                accepted = self._open
+                if accepted:
+                    self._sockets |= {client, upstream}
+            if not accepted:
+                self.refused += 1
+                _close(client)
+                _close(upstream)
+                continue
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        """One direction, until either end closes: then the connection is closed both ways."""
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        with self._lock:
+            self._sockets -= {src, dst}
+        _close(src)
+        _close(dst)
+
+
+def _close(sock: socket.socket) -> None:
+    with suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
 
 
 # -- the descheduler ------------------------------------------------------------------------------
@@ -190,9 +288,11 @@ class Runner:
     workdir: Path
     which: str = "desched"  # or go
     replicas: list[Replica] = field(default_factory=list)
+    server: str | None = None  # a Relay's address, instead of kube-apiserver's own
 
     def start(self, user: str, *extra: str, policy_text: str = POLICY) -> Replica:
-        kubeconfig = self.plane.write_kubeconfig(self.workdir / f"{user}.kubeconfig", user)
+        kubeconfig = self.plane.write_kubeconfig(self.workdir / f"{user}.kubeconfig", user,
+                                                 self.server)
         policy = self.workdir / "policy.yaml"
         policy.write_text(policy_text)
         if self.which == "go":
@@ -225,8 +325,12 @@ class Runner:
                 r.proc.wait()
 
 
+def log_text(log: Path) -> str:
+    return log.read_text(errors="replace")
+
+
 def log_lines(log: Path) -> list[dict[str, Any]]:
-    return json_log(log.read_text(errors="replace"))
+    return json_log(log_text(log))
 
 
 def finished_cycles(log: Path) -> int:
@@ -444,13 +548,190 @@ def apf_throttle(plane: controlplane.ControlPlane, runner: Runner) -> dict[str, 
             "throttled": throttled(plane, "desched-a")}
 
 
+# Watches served from etcd (no watch cache, which would keep its own history) and etcd
+# compacted every 2 s: a watch resumed from a resourceVersion a few seconds old is answered 410.
+WATCH_EXPIRED_ARGS = ["--watch-cache=false", "--etcd-compaction-interval=2s"]
+PARTITION_SECONDS = 6.0  # three compaction intervals
+
+
+def _touch_pods(client: Client, seconds: float) -> int:
+    """The pods keep changing for `seconds`: each annotated anew, round after round. Returns
+    the rounds done."""
+    deadline, rounds = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        rounds += 1
+        for pod in client.list(Pod, namespace=NS):
+            assert pod.metadata is not None and pod.metadata.name is not None
+            with suppress(ApiError):  # gone meanwhile
+                client.patch(Pod, pod.metadata.name, namespace=NS,
+                             obj={"metadata": {"annotations": {"faults/round": str(rounds)}}})
+        time.sleep(0.3)
+    return rounds
+
+
+GONE = "is too old, listing again"  # what desched logs when a watch is answered 410
+
+
+def relists(replica: Replica, which: str) -> int:
+    """The descheduler's watches answered 410 Gone ("too old resource version") in its log."""
+    if which == "go":  # client-go's reflector, at --v=4: "Watch closed" ... "... too old ..."
+        return sum(1 for line in log_text(replica.log).splitlines() if "too old" in line)
+    return sum(1 for e in log_lines(replica.log) if GONE in str(e.get("event", "")))
+
+
+def cycles_before_relists(replica: Replica, after: datetime) -> int:
+    """desched's cycles started after `after` but before the last of its watches was answered
+    410: cycles on a cache that had missed changes (the stale-cache guard must hold them)."""
+    def stamp(event: dict[str, Any]) -> datetime:
+        return datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00"))
+    lines = [e for e in log_lines(replica.log) if "timestamp" in e and stamp(e) >= after]
+    gone = [stamp(e) for e in lines if GONE in str(e.get("event", ""))]
+    return sum(1 for e in lines if e.get("event") == "descheduling cycle started"
+               and gone and stamp(e) < max(gone))
+
+
+def watch_expired(plane: controlplane.ControlPlane, runner: Runner) -> dict[str, Any]:
+    """kube-apiserver without a watch cache, etcd compacted every 2 s; the descheduler cut
+    off from kube-apiserver for 6 s (a relay between them closes its connections and refuses
+    new ones) while the pods keep changing. When the relay lets it through again, every watch it
+    resumes starts from a resourceVersion etcd has compacted: 410 Gone, list again. The API
+    server runs throughout."""
+    admin = Client(config=KubeConfig.from_file(str(plane.kubeconfig)),
+                   field_manager="desched-faults")
+    with Relay(plane.api_port) as relay:
+        runner.server = relay.server
+        # The Go descheduler's reflector says "too old resource version" at --v=4.
+        replica = runner.start("desched-a", *(["--v=4"] if runner.which == "go" else []))
+        try:
+            _first_evictions(plane)
+            relay.cut()
+            _touch_pods(admin, PARTITION_SECONDS)
+            relay.heal()
+            ended = server_now(plane)
+            recovery = _recovered(plane, runner, replica)
+            with suppress(TimeoutError):  # the row says 0 (a client that never came back)
+                wait_until("the watches answered 410",
+                           lambda: relists(replica, runner.which) > 0, timeout=60)
+        finally:
+            runner.stop_all()  # through the relay, while it is there
+    admin.close()
+    result = {"fault": "watch-expired", "ended": ended, "recovery": recovery,
+              "users": {"desched-a"}, "relists": relists(replica, runner.which)}
+    if runner.which == "desched":
+        result["cyclesBeforeRelists"] = cycles_before_relists(replica, ended)
+    return result
+
+
+# The same churn with Koordinator's MigrationController (EvictDirectly): PodLifeTime's evictions
+# become PodMigrationJobs that desched's own job controller carries out through the Eviction
+# API. Up to 3 migrations of the Deployment at once, as the budget allows; no object limiter.
+MIGRATION_POLICY = f"""\
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerConfiguration
+profiles:
+- name: faults
+  nodeSelector:
+    matchLabels: {{fault: {NS}}}
+  plugins:
+    deschedule:
+      enabled: [{{name: PodLifeTime}}]
+  pluginConfig:
+  - name: PodLifeTime
+    args:
+      maxPodLifeTimeSeconds: 6
+      namespaces:
+        include: [{NS}]
+  - name: MigrationController
+    args:
+      defaultJobMode: EvictDirectly
+      namespaces:
+        include: [{NS}]
+      maxMigratingPerWorkload: {MAX_UNAVAILABLE}
+      maxUnavailablePerWorkload: {MAX_UNAVAILABLE}
+      objectLimiters:
+        workload: {{duration: 0s}}
+"""
+TERMINAL = ("Succeeded", "Failed")
+
+
+def _phase(job: dict[str, Any]) -> str:
+    return str((job.get("status") or {}).get("phase") or "Pending")
+
+
+def _pod_uid(job: dict[str, Any]) -> str:
+    return str(((job.get("spec") or {}).get("podRef") or {}).get("uid") or "")
+
+
+class JobWatch(Sampler):
+    """Every PodMigrationJob as last seen, and the pods seen with two active jobs at once."""
+
+    def __init__(self, client: Client) -> None:
+        super().__init__(client)
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.doubled: set[str] = set()  # pod UIDs
+
+    def sample(self) -> None:
+        active: dict[str, set[str]] = {}
+        for job in self.client.list(PodMigrationJob):
+            body = job.to_dict()
+            name = str(body["metadata"]["name"])
+            self.jobs[name] = body
+            if _phase(body) not in TERMINAL:
+                active.setdefault(_pod_uid(body) or name, set()).add(name)
+        self.doubled |= {uid for uid, names in active.items() if len(names) > 1}
+
+    def running(self) -> list[str]:
+        return [name for name, job in self.jobs.items() if _phase(job) == "Running"]
+
+    def twice(self) -> int:
+        """Pods given a second job while one was active, or after one had evicted them."""
+        succeeded = [_pod_uid(j) for j in self.jobs.values() if _phase(j) == "Succeeded"]
+        per_pod: dict[str, int] = {}
+        for job in self.jobs.values():
+            per_pod[_pod_uid(job)] = per_pod.get(_pod_uid(job), 0) + 1
+        return len(self.doubled | {uid for uid in succeeded if per_pod[uid] > 1})
+
+
+def apiserver_restart_migration(plane: controlplane.ControlPlane,
+                                runner: Runner) -> dict[str, Any]:
+    """kube-apiserver SIGKILLed while PodMigrationJobs are Running (desched's MigrationController
+    path, EvictDirectly), back 3 s later. Every job that was there by the end of the recovery
+    must end Succeeded or Failed, none twice for a pod."""
+    admin = Client(config=KubeConfig.from_file(str(plane.kubeconfig)))
+    install_crds(admin)
+    with JobWatch(admin) as jobs:
+        replica = runner.start("desched-a", policy_text=MIGRATION_POLICY)
+        _first_evictions(plane)
+        wait_until("a PodMigrationJob Running", lambda: bool(jobs.running()), timeout=120)
+        running = len(jobs.running())
+        plane.restart_apiserver(down_for=3.0)
+        ended = server_now(plane)
+        recovery = _recovered(plane, runner, replica)
+        names = set(jobs.jobs)
+        with suppress(TimeoutError):  # what is still active then is stuck
+            wait_until("the jobs to end", lambda: all(
+                _phase(jobs.jobs[n]) in TERMINAL for n in names), timeout=90)
+        stuck = sorted(n for n in names if _phase(jobs.jobs[n]) not in TERMINAL)
+        phases = [_phase(jobs.jobs[n]) for n in names]
+    admin.close()
+    return {"fault": "apiserver-restart-migration", "ended": ended, "recovery": recovery,
+            "users": {"desched-a"}, "jobsRunningAtRestart": running,
+            "jobsSucceeded": phases.count("Succeeded"), "jobsFailed": phases.count("Failed"),
+            "jobsStuck": stuck, "jobsTwice": jobs.twice()}
+
+
 FAULTS: dict[str, Callable[[controlplane.ControlPlane, Runner], dict[str, Any]]] = {
     "apiserver-restart": apiserver_restart, "etcd-pause": etcd_pause,
     "leader-pause": leader_pause, "descheduler-kill": descheduler_kill,
-    "apf-throttle": apf_throttle,
+    "apf-throttle": apf_throttle, "watch-expired": watch_expired,
+    "apiserver-restart-migration": apiserver_restart_migration,
 }
 # kube-apiserver flags per fault, beside APISERVER_ARGS.
-FAULT_APISERVER_ARGS: dict[str, list[str]] = {"apf-throttle": APF_ARGS}
+FAULT_APISERVER_ARGS: dict[str, list[str]] = {"apf-throttle": APF_ARGS,
+                                              "watch-expired": WATCH_EXPIRED_ARGS}
+# Faults of desched's own features, which the Go descheduler lacks (MigrationController is
+# Koordinator's).
+DESCHED_ONLY = {"apiserver-restart-migration"}
 
 
 def apiserver_args(fault: str) -> list[str]:
@@ -475,15 +756,30 @@ def run_fault(plane: controlplane.ControlPlane, name: str, which: str,
     return result
 
 
+def notes(result: dict[str, Any]) -> str:
+    """What a fault's own checks found."""
+    if "throttled" in result:
+        return f"{result['throttled']} requests answered 429"
+    if "relists" in result:
+        early = result.get("cyclesBeforeRelists")
+        return f"{result['relists']} watches answered 410" + (
+            "" if early is None else f", {early} cycles before the last")
+    if "jobsStuck" in result:
+        return (f"{result['jobsRunningAtRestart']} jobs Running at the kill; "
+                f"{result['jobsSucceeded']} Succeeded, {result['jobsFailed']} Failed, "
+                f"{len(result['jobsStuck'])} stuck, {result['jobsTwice']} pods with two jobs")
+    return ""
+
+
 def table(results: list[dict[str, Any]]) -> str:
     rows = ["| fault | descheduler | evictions requested / succeeded | pods evicted twice | "
             "lowest ready (floor 9) | overlapping leaders | s to next eviction | "
-            "s to recovery | 429s |", "|---|---|---|---|---|---|---|---|---|"]
+            "s to recovery | notes |", "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         rows.append(f"| {r['fault']} | {r['descheduler']} | {r['evictionsRequested']} / "
                     f"{r['evictionsSucceeded']} | {r['podsEvictedTwice']} | {r['lowestReady']} | "
                     f"{r['overlappingLeaders']} | {r['secondsToNextEviction']} | "
-                    f"{r['recovery']} | {r.get('throttled', '')} |")
+                    f"{r['recovery']} | {notes(r)} |")
     return "\n".join(rows)
 
 
@@ -505,6 +801,8 @@ def main(argv: list[str]) -> int:
           else nullcontext(opts.workdir)) as tmp:
         for fault in opts.fault or list(FAULTS):
             for w in which:
+                if w != "desched" and fault in DESCHED_ONLY:
+                    continue
                 # A fresh control plane per run: a fault leaves no trace on the next.
                 with controlplane.running(assets, Path(tmp) / f"{fault}-{w}-plane",
                                           apiserver_args(fault)) as plane:

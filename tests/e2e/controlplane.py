@@ -214,10 +214,12 @@ class ControlPlane:
         tokens.chmod(0o600)
         (w / "audit-policy.yaml").write_text(AUDIT_POLICY)
 
-    def write_kubeconfig(self, path: Path, user: str) -> Path:
+    def write_kubeconfig(self, path: Path, user: str, server: str | None = None) -> Path:
+        """A kubeconfig for `user`, to the API server or to `server` (a relay in front of it on
+        127.0.0.1: the certificate names the address, not the port)."""
         ca = base64.b64encode((self.workdir / "ca.crt").read_bytes()).decode()
         text = (f"apiVersion: v1\nkind: Config\n"
-                f"clusters: [{{name: e2e, cluster: {{server: \"{self.server}\", "
+                f"clusters: [{{name: e2e, cluster: {{server: \"{server or self.server}\", "
                 f"certificate-authority-data: \"{ca}\"}}}}]\n"
                 f"users: [{{name: {user}, user: {{token: \"{self.tokens[user]}\"}}}}]\n"
                 f"contexts: [{{name: e2e, context: {{cluster: e2e, user: {user}}}}}]\n"

@@ -24,8 +24,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx2
 from lightkube import ApiError, Client, codecs
-from lightkube.generic_resource import create_namespaced_resource
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.resources.core_v1 import Namespace, Node, Pod, ServiceAccount
 from lightkube.resources.policy_v1 import PodDisruptionBudget
 from lightkube.types import PatchType
@@ -35,6 +36,9 @@ EVENTS = create_namespaced_resource("events.k8s.io", "v1", "Event", "events")
 LABEL = "desched-e2e"  # on namespaces and fake nodes: the run's suffix
 IMAGE = "registry.k8s.io/pause:3.10"
 FAKE_TAINT = {"key": "desched-e2e/fake", "value": "true", "effect": "NoSchedule"}
+CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+PodMigrationJob = create_global_resource("scheduling.koordinator.sh", "v1alpha1",
+                                         "PodMigrationJob", "podmigrationjobs")
 
 
 def stamp(ago: timedelta = timedelta(0)) -> str:
@@ -230,6 +234,27 @@ class Cluster:
                 return False
             raise
         return True
+
+
+def install_crds(client: Client) -> None:
+    """The CRDs of deploy/crds (PodMigrationJob, Reservation), unless the cluster has them
+    already, once PodMigrationJobs are served."""
+    for path in sorted(CRDS.glob("*.yaml")):
+        for obj in codecs.load_all_yaml(path.read_text(encoding="utf-8")):
+            try:
+                client.create(obj)
+            except ApiError as err:
+                if err.status.code != 409:
+                    raise
+
+    def served() -> bool:
+        try:
+            list(client.list(PodMigrationJob))
+        except (ApiError, httpx2.HTTPStatusError):  # a plain-text 404 until the CRD is served
+            return False
+        return True
+
+    wait_until("the PodMigrationJob CRD to be served", served)
 
 
 def json_log(stderr: str) -> list[dict[str, Any]]:

@@ -2,7 +2,9 @@
 the scenarios; the bench adds the Go descheduler's figures): whatever happens to the control
 plane or to desched, no pod receives two successful evictions, no pod is deleted around its
 budget, the budget's floor of Ready pods holds, two replicas never evict in overlapping windows,
-and desched evicts again and finishes clean cycles after the fault.
+and desched evicts again and finishes clean cycles after the fault. Where desched's watches are
+answered 410 (watch-expired), no cycle runs before it has listed again; where the API server
+dies mid-migration, every PodMigrationJob ends Succeeded or Failed, none twice for a pod.
 
 These tests kill and pause control-plane processes, so each gets a control plane of its own
 (from KUBEBUILDER_ASSETS), never the one the other tests share."""
@@ -42,6 +44,13 @@ def test_no_fault_evicts_twice_breaks_a_budget_or_makes_two_leaders(
     assert result["secondsToNextEviction"] is not None, result
     if fault == "apf-throttle":  # the fault happened: desched's requests were refused
         assert result["throttled"] > 0, result
+    if fault == "watch-expired":  # the fault happened: desched's watches were answered 410
+        assert result["relists"] > 0, f"{result}\n{logs}"
+        assert result["cyclesBeforeRelists"] == 0, f"{result}\n{logs}"
+    if fault == "apiserver-restart-migration":  # killed while jobs were Running
+        assert result["jobsRunningAtRestart"] > 0, result
+        assert result["jobsStuck"] == [], f"{result}\n{logs}"
+        assert result["jobsTwice"] == 0, f"{result}\n{logs}"
     # SIGKILL ends the first replica of descheduler-kill; the paused leader exits 1 when it
     # finds its lease lost (as upstream's does); every other exit is a clean stop.
     expected = {"descheduler-kill": [-9, 0], "leader-pause": [1, 0]}.get(

@@ -11,18 +11,11 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
-from e2e_cluster import MAX_AGE, Cluster, json_log, wait_until
-from lightkube import ApiError, codecs
-from lightkube.generic_resource import create_global_resource
-
-CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
-PodMigrationJob = create_global_resource("scheduling.koordinator.sh", "v1alpha1",
-                                         "PodMigrationJob", "podmigrationjobs")
+from e2e_cluster import MAX_AGE, Cluster, PodMigrationJob, install_crds, json_log, wait_until
+from lightkube import ApiError
 
 POLICY = """\
 apiVersion: descheduler/v1alpha2
@@ -55,25 +48,6 @@ profiles:
 """
 
 
-def _install_crds(cluster: Cluster) -> None:
-    for path in sorted(CRDS.glob("*.yaml")):
-        for obj in codecs.load_all_yaml(path.read_text(encoding="utf-8")):
-            try:
-                cluster.client.create(obj)
-            except ApiError as err:
-                if err.status.code != 409:
-                    raise
-
-    def served() -> bool:
-        try:
-            list(cluster.client.list(PodMigrationJob))
-        except (ApiError, httpx2.HTTPStatusError):  # a plain-text 404 until the CRD is served
-            return False
-        return True
-
-    wait_until("the PodMigrationJob CRD to be served", served)
-
-
 def _jobs(cluster: Cluster) -> list[dict[str, Any]]:
     found = []
     for job in cluster.client.list(PodMigrationJob):
@@ -85,7 +59,7 @@ def _jobs(cluster: Cluster) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def migrating(cluster: Cluster) -> Iterator[Cluster]:
-    _install_crds(cluster)
+    install_crds(cluster.client)
     yield cluster
     for job in _jobs(cluster):
         with contextlib.suppress(ApiError):
