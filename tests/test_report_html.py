@@ -10,9 +10,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
+import yaml
 
 from desched.whatif import NOT_REPLACED
 
@@ -182,14 +184,15 @@ def test_churn_is_flagged_with_its_remedies(page: Path) -> None:
     box = between(text, 'id="churn"', "</div>")
     assert 'class="warn"' in text[text.index('id="churn"') - 30:text.index('id="churn"')]
     assert ("<b>2</b> replacement(s) placed back on the node their pod was evicted from" in box)
-    assert "<b>1</b> workload(s) evicted in more than one cycle" in box
+    assert "<b>1</b> workload(s) whose replacement was evicted again" in box
     assert "Remedy: enable PingPongGuard" in box
     assert re.search(r'class="card warn"><b>2</b>flagged as churn', text)
     back = rows(between(text, 'id="back"', 'class="pager"'))
     assert [r[0] for r in back] == ["6", "12"]
     assert all(r[3] == "cn-beijing.10.0.0.53" for r in back)
     repeated = rows(between(text, 'id="repeated"', 'class="pager"'))
-    assert repeated == [["Deployment default/stress-demo", "6, 12", "2"]]
+    assert repeated == [["Deployment default/stress-demo", "6, 12", "2",
+                         "default/stress-demo-588f9646cf-s7x2k-r6"]]
     # Churn comes before the figures it qualifies.
     assert text.index('id="churn"') < text.index("Balance per cycle")
 
@@ -221,7 +224,7 @@ def test_the_histogram_has_an_overflow_band_and_the_threshold(overcommitted: Pat
     assert "before: 1 node(s) at 90–100%" in cpu
     assert "before: 1 node(s) at above 100% (up to 403%)" in cpu
     assert 'class="overflow"' in cpu and "&gt;100</text>" in cpu and "max 403</text>" in cpu
-    assert 'class="threshold"' in cpu and "threshold 50%</text>" in cpu
+    assert 'class="threshold"' in cpu and ">high 50%</text>" in cpu and ">low 20%</text>" in cpu
     memory = svg(overcommitted.read_text(), "memory requests")
     assert 'class="overflow"' not in memory and 'class="threshold"' not in memory
     text = dom(overcommitted)
@@ -321,3 +324,135 @@ def test_per_node_bars_tell_long_similar_names_apart() -> None:
         assert len(set(labels.values())) == len(names)
         assert all(len(label) <= 22 for label in labels.values())
     assert _labels(ec2)["ip-10-0-1-17.ec2.internal"] == "ip-10-0-1-17…"
+
+
+# Every text of every plot and every threshold line, as the browser lays them out (getBBox).
+MEASURE = """<script>
+const found = [];
+document.querySelectorAll('svg').forEach((svg, plot) => {
+  svg.querySelectorAll('text').forEach(t => { const b = t.getBBox();
+    found.push({plot, kind: 'text', text: t.textContent,
+                threshold: !!t.closest('g.threshold'), size: getComputedStyle(t).fontSize,
+                x: b.x, y: b.y, w: b.width, h: b.height}); });
+  svg.querySelectorAll('g.threshold').forEach((g, mark) => g.querySelectorAll('line')
+    .forEach(l => found.push({plot, kind: 'line', mark, label: g.querySelector('text')
+      .textContent, x: +l.getAttribute('x1'), y0: +l.getAttribute('y1'),
+      y1: +l.getAttribute('y2')})));
+});
+const pre = document.createElement('pre'); pre.id = 'measured';
+pre.textContent = JSON.stringify(found); document.body.appendChild(pre);
+</script>"""
+
+
+def measured(page: Path) -> list[dict[str, Any]]:
+    """The plots' texts (their boxes) and threshold lines as the browser drew them."""
+    copy = page.with_name(page.stem + "-measured.html")
+    copy.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    text = dom(copy)
+    start = '<pre id="measured">'
+    found: list[dict[str, Any]] = json.loads(html.unescape(between(text, start, "</pre>")
+                                                           [len(start):]))
+    return found
+
+
+def collisions(found: list[dict[str, Any]]) -> list[str]:
+    """Texts of one plot whose boxes overlap (1 px of slack), and threshold lines that run
+    through a text (but their own label's)."""
+    texts = [t for t in found if t["kind"] == "text"]
+    out = []
+    for i, a in enumerate(texts):
+        for b in texts[i + 1:]:
+            if a["plot"] == b["plot"] and (
+                    a["x"] + 1 < b["x"] + b["w"] and b["x"] + 1 < a["x"] + a["w"]
+                    and a["y"] + 1 < b["y"] + b["h"] and b["y"] + 1 < a["y"] + a["h"]):
+                out.append(f"plot {a['plot']}: {a['text']!r} over {b['text']!r}")
+    for line in (f for f in found if f["kind"] == "line"):
+        for t in texts:
+            if (t["plot"] == line["plot"] and t["text"] != line["label"]
+                    and t["x"] < line["x"] < t["x"] + t["w"]
+                    and min(line["y0"], line["y1"]) < t["y"] + t["h"]
+                    and t["y"] < max(line["y0"], line["y1"])):
+                out.append(f"plot {line['plot']}: the {line['label']!r} line through "
+                           f"{t['text']!r}")
+    return out
+
+
+PLUGINS = EXAMPLES.parent / "plugins"
+
+
+@pytest.fixture(scope="module")
+def low_node_utilization(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example docs/report.md shows with the worker nodes' bars: thresholds 20 and 50."""
+    example = PLUGINS / "LowNodeUtilization"
+    return render(example / "policy.yaml", example / "cluster.yaml",
+                  tmp_path_factory.mktemp("lnu") / "report.html", "--reschedule")
+
+
+def test_both_thresholds_that_decide_a_role_are_drawn_and_labelled(
+        low_node_utilization: Path) -> None:
+    """LowNodeUtilization's `thresholds` (the nodes that receive pods) and `targetThresholds`
+    (those that shed them), on each series they bound, and the legend names both."""
+    text = low_node_utilization.read_text()
+    for series in ("cpu requests", "memory requests", "pods"):
+        plot = svg(text, series)
+        assert re.findall(r'data-role="(\w+)"', plot) == ["low", "high"]
+        assert ">low 20%</text>" in plot and ">high 50%</text>" in plot
+    legend = between(text, '<p class="legend">', "</p>")
+    assert ('<span class="line low"></span>low: LowNodeUtilization thresholds' in legend
+            and '<span class="line high"></span>high: targetThresholds' in legend)
+    assert "the policy's threshold" not in text
+
+
+def test_a_policy_without_thresholds_gets_no_threshold_in_the_legend(tmp_path: Path) -> None:
+    example = PLUGINS / "RemoveFailedPods"
+    text = render(example / "policy.yaml", example / "cluster.yaml", tmp_path / "report.html",
+                  "--reschedule").read_text()
+    legend = between(text, '<p class="legend">', "</p>")
+    assert "threshold" not in legend and 'class="line' not in legend
+    assert 'class="threshold"' not in text
+    # RemoveFailedPods removed two Failed pods, as it exists to: no churn flagged.
+    assert re.search(r'class="card"[^>]*><b>0</b>flagged as churn', text)
+
+
+def test_labels_do_not_collide_and_are_legible(low_node_utilization: Path,
+                                               overcommitted: Path) -> None:
+    """No text of a plot runs into another (the 50 % label and the 44.5 and 42.5 values were
+    drawn over each other), no threshold's line through another's label, and every text is
+    at least 11 px."""
+    for page in (low_node_utilization, overcommitted):
+        found = measured(page)
+        assert any(t["kind"] == "line" for t in found)
+        assert collisions(found) == []
+        sizes = {t["size"] for t in found if t["kind"] == "text"}
+        assert all(float(size.removesuffix("px")) >= 11 for size in sizes), sizes
+    values = [t["text"] for t in measured(low_node_utilization)
+              if t.get("text") in ("44.5", "42.5")]
+    assert sorted(values) == ["42.5", "44.5"]
+
+
+def test_each_node_pool_s_thresholds_are_drawn_on_its_nodes(tmp_path: Path) -> None:
+    """LowNodeLoad with a node pool of its own thresholds: the pool's low and high drawn across
+    its nodes' rows only and labelled with its name, the default pool's across every node, no
+    label over another."""
+    policy = yaml.safe_load((EXAMPLES / "policy.yaml").read_text())
+    args = policy["profiles"][0]["pluginConfig"][0]["args"]
+    args["nodePools"] = [{"name": "big", "nodeSelector": {"matchExpressions": [{
+        "key": "kubernetes.io/hostname", "operator": "In",
+        "values": ["cn-beijing.10.0.0.53", "cn-beijing.10.0.0.215"]}]},
+        "lowThresholds": {"cpu": 25, "memory": 30}, "highThresholds": {"cpu": 55, "memory": 58}}]
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(policy))
+    page = render(tmp_path / "policy.yaml", EXAMPLES / "cluster.yaml", tmp_path / "report.html")
+    cpu = svg(page.read_text(), "cpu usage")
+    labels = re.findall(r'<text [^>]*>([^<]*)</text></g>', cpu)
+    assert labels == ["low 20%", "big low 25%", "high 50%", "big high 55%"]
+    found = measured(page)
+    assert collisions(found) == []
+    # The default pool's high across the three rows, the pool's across its two (the row of
+    # cn-beijing.10.0.0.100, first by name, left out).
+    rows = {mark["label"]: sorted((line["y0"], line["y1"]) for line in found
+                                  if line["kind"] == "line" and line["label"] == mark["label"]
+                                  and line["plot"] == mark["plot"])
+            for mark in found if mark["kind"] == "line" and mark["plot"] == 3}
+    top = min(y0 for y0, _ in rows["high 50%"][1:])
+    assert rows["high 50%"][1:] == [(top, top + 3 * 34)]
+    assert rows["big high 55%"][1:] == [(top + 34, top + 3 * 34)]

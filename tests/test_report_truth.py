@@ -72,8 +72,8 @@ def test_churn_is_counted_and_flagged_with_the_remedy() -> None:
     text = simulate(PACKING, "--cycles", "3", "--reschedule")
     churn = text[text.index("  churn:"):text.index("cycle 1:")]
     assert "5 replacement(s) placed back on the node their pod was evicted from" in churn
-    assert "2 workload(s) evicted in more than one cycle" in churn
-    assert "4 eviction(s) changed no balance figure (cycle(s) 2, 3)" in churn
+    assert "2 workload(s) whose replacement was evicted again" in churn
+    assert "4 eviction(s) by a balancing plugin changed no balance figure (cycle(s) 2, 3)" in churn
     assert churn.count("PingPongGuard") == 3
     report = simulate_json(PACKING, "--cycles", "3", "--reschedule")
     back = report["churn"]["backOnSource"]
@@ -89,17 +89,20 @@ def test_churn_is_counted_and_flagged_with_the_remedy() -> None:
 
 
 def test_a_replacement_back_where_the_reason_said_it_would_not_go_is_named() -> None:
-    """LowNodeLoad's reason says the pod fits elsewhere; kube-scheduler, scoring requests, puts
-    the replacement back on the hot node. The report must not leave that unsaid."""
+    """LowNodeLoad's reason says where the pod fits now; kube-scheduler, scoring requests, puts
+    the replacement back on the hot node. The report must not leave that unsaid, and the two
+    lines must not read as a contradiction: one is a fit, the other the scheduler's choice."""
     report = simulate_json(HOTSPOT, "--cycles", "14", "--reschedule")
     hot = "cn-beijing.10.0.0.53"
-    assert all("fits on cn-beijing.10.0.0.215" in e["reason"] for e in report["evictions"])
+    assert all(e["reason"].endswith("; fits now on cn-beijing.10.0.0.215")
+               for e in report["evictions"])
     assert [(b["cycle"], b["node"]) for b in report["churn"]["backOnSource"]] == [(6, hot),
                                                                                   (12, hot)]
     text = simulate(HOTSPOT, "--cycles", "14", "--reschedule")
     assert "2 replacement(s) placed back on the node their pod was evicted from" in text
-    assert (f"placed  default/stress-demo-588f9646cf-s7x2k-r6 on {hot}: back on the node its "
-            f"pod was evicted from (churn)") in text
+    assert (f"placed  default/stress-demo-588f9646cf-s7x2k-r6 on {hot}: the scheduler "
+            f"(kube-default model) put it back on the node its pod was evicted from "
+            f"(churn)") in text
 
 
 def test_without_reschedule_the_summary_leads_with_now_and_names_the_optimism() -> None:

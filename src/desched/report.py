@@ -54,6 +54,7 @@ def to_json_obj(result: SimulationResult) -> dict[str, Any]:
         "evictedPodsReplaced": result.replaced,
         "balance": whatif.balance_json(result),
         "churn": whatif.churn(result).to_json(),
+        "summary": whatif.story(result).to_json(),
         "warnings": result.warnings,
     }
     groups = whatif.groups_json(result)
@@ -146,6 +147,7 @@ def summary_lines(result: SimulationResult) -> list[str]:
             more = (f" (and {len(by_node) - 5} more nodes; evictions per node: "
                     + ", ".join(f"{n} on {spread[n]}" for n in sorted(spread)) + ")")
         lines.append(f"  by node: {shown}{more}")
+    lines.extend(f"  {line}" for line in whatif.story(result).lines())
     placed = sum(1 for s in result.summaries for _, node in s.placements if node)
     tied = sum(1 for s in result.summaries for p in s.chances.values() if p.ties > 1)
     sampled = max((p.sampled for s in result.summaries for p in s.chances.values()), default=0)
@@ -239,6 +241,7 @@ def render_text(result: SimulationResult) -> str:
         else:
             continue
         by_cycle.setdefault(d.cycle, []).append(text)
+    back = {b.replacement for b in whatif.churn(result).back_on_source}
     for summary in result.summaries:
         evicted = sum(1 for d in result.log.decisions
                       if d.cycle == summary.cycle and d.outcome == "evicted")
@@ -252,8 +255,9 @@ def render_text(result: SimulationResult) -> str:
             chance = summary.chances.get(key)
             tied = chance.ties if chance is not None else 1
             chance_text = f" (one of {tied} equally likely nodes)" if tied > 1 else ""
-            if summary.came_back(key, node) is not None:
-                chance_text += ": back on the node its pod was evicted from (churn)"
+            if key in back:
+                chance_text += (f": the scheduler ({result.scheduler} model) put it back on "
+                                f"the node its pod was evicted from (churn)")
             lines.append(f"  placed  {key} on {node}{chance_text}" if node
                          else f"  pending {key}: no node fits")
     if result.log.notes:

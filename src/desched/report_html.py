@@ -15,19 +15,22 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from desched import whatif
 from desched.framework.decisions import EVICTED_OUTCOMES, REFUSED_OUTCOMES, Decision
+from desched.framework.registry import RoleThreshold
+from desched.model.labels import compile_selector
 from desched.simulation import SimulationResult
-from desched.utilization import SERIES, Balance, balance, thresholds
+from desched.utilization import SERIES, Balance, balance, role_thresholds, thresholds
 
 _BANDS = 10  # bands of 10 percentage points up to 100 % (100 in the last); then one overflow band
 _PER_NODE = 30  # clusters this small get a bar pair per node instead of a histogram
 _TOP_NODES = 15
 _W = 372  # three plots side by side in the page's 1200 px
 _FONT = 11
-_BEFORE, _AFTER, _LIMIT = "#9bb7d4", "#2b6cb0", "#c53030"
+_BEFORE, _AFTER, _LIMIT, _LOW = "#9bb7d4", "#2b6cb0", "#c53030", "#2f855a"
 UNPLACED = "where replacements land is known only with --reschedule"
 # A live cycle (report_body's `live`): the cluster's scheduler places the replacements.
 LIVE_UNPLACED = "where the scheduler put the replacements shows in the next cycle's before"
@@ -38,8 +41,8 @@ _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}
 h3{font-size:1em;margin:.8em 0 .3em}
-.cards{display:flex;gap:.8em;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;
-padding:.6em 1em;flex:1 1 0;min-width:6em}.card b{display:block;font-size:1.5em}
+.cards{display:flex;gap:.6em;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;
+padding:.5em .8em;flex:1 1 0;min-width:5em}.card b{display:block;font-size:1.5em}
 .card.warn{border-color:#d69e2e;background:#fffaf0}
 .warn{border:1px solid #d69e2e;border-left:6px solid #d69e2e;background:#fffaf0;
 padding:.5em 1em;border-radius:4px}.warn li{margin:.3em 0}.remedy{color:#555}
@@ -54,7 +57,8 @@ figure{margin:0}figcaption{font-size:.9em;text-align:center}
 .none{color:#777;font-style:italic}input{padding:4px;width:22em}
 .pager button{margin:0 .3em}.legend span{display:inline-block;width:.8em;height:.8em;
 margin:0 .3em 0 1em}.legend span.line{width:1.4em;height:0;border-top:2px dashed #c53030;
-vertical-align:middle}.muted{color:#666;font-size:.9em}
+vertical-align:middle}.legend span.low{border-top:2px dotted #2f855a}
+.muted{color:#666;font-size:.9em}
 """
 
 # Sortable tables: a click on a header sorts by that column (numbers as numbers, empty cells
@@ -173,12 +177,91 @@ def _band(v: float) -> int:
     return _BANDS if v > 100 else min(_BANDS - 1, max(0, int(v // 10)))
 
 
-def _threshold_line(x: float, y0: float, y1: float, limit: float) -> str:
-    anchor, dx = ("end", -3) if x > _W * 0.7 else ("start", 3)
-    return (f'<g class="threshold"><line x1="{x:.1f}" y1="{y0:.1f}" x2="{x:.1f}" y2="{y1:.1f}" '
-            f'stroke="{_LIMIT}" stroke-width="1.5" stroke-dasharray="4 3"/>'
-            f'<text x="{x + dx:.1f}" y="{y0 + 8:.1f}" font-size="{_FONT}" fill="{_LIMIT}" '
-            f'text-anchor="{anchor}">threshold {limit:g}%</text></g>')
+# A threshold drawn on a plot: the low ones dotted green, the high ones dashed red.
+_MARK_STYLE = {"low": (_LOW, "2 2"), "high": (_LIMIT, "5 3")}
+# The px a character of an 11 px label takes (DejaVu Sans, chromium's system-ui here): digits
+# and "." as drawn, other characters at most about.
+_WIDTHS = {**dict.fromkeys("0123456789", 7.0), ".": 3.5, " ": 3.5, "%": 10.5}
+
+
+def _width(text: str) -> float:
+    return sum(_WIDTHS.get(c, 6.6) for c in text)
+
+
+_LINE = 14  # px between stacked threshold labels
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """A threshold as a plot draws it: where, its label, and the nodes it applies to (None:
+    every node the plot shows)."""
+
+    threshold: RoleThreshold
+    nodes: frozenset[str] | None
+
+    @property
+    def label(self) -> str:
+        t = self.threshold
+        return f"{t.pool + ' ' if t.pool else ''}{t.role} {t.percent:g}%"
+
+
+def _marks(result: SimulationResult) -> dict[str, list[_Mark]]:
+    """Every threshold that decides a node's role, by series; a node pool's own applies to
+    the nodes its selector matches (all of them when the snapshot's nodes are not at hand)."""
+    snapshot = result.descheduler.snapshot if result.descheduler is not None else None
+    out: dict[str, list[_Mark]] = {}
+    for t in role_thresholds(result.policy):
+        nodes = None
+        if t.node_selector is not None and snapshot is not None:
+            matches = compile_selector(t.node_selector)
+            nodes = frozenset(name for name, node in snapshot.nodes.items()
+                              if matches(node.metadata.labels))
+        out.setdefault(t.series, []).append(_Mark(t, nodes))
+    for marks in out.values():
+        marks.sort(key=lambda m: (m.threshold.percent, m.threshold.role, m.threshold.pool))
+    return out
+
+
+def _stack(marks: list[tuple[float, str]]) -> tuple[list[tuple[str, int]], int]:
+    """Each label's anchor and line above the plot (0 the nearest), for thresholds at x, each
+    label right of its threshold (left of it at the plot's right edge) and joined to it by the
+    threshold's line rising to it: side by side where they fit, else further up, so that no
+    label overlaps another and no rising line crosses a label (but one reaching left from the
+    right edge). Placed right to left: a label then covers only thresholds already placed.
+    Returned in the order given, with the number of lines used."""
+    placed: dict[int, tuple[str, int, float, float]] = {}  # index -> anchor, line, extent
+    for i in sorted(range(len(marks)), key=lambda k: -marks[k][0]):
+        x, text = marks[i]
+        width = _width(text)
+        anchor, start = ("end", x - 3 - width) if x + 3 + width > _W - 2 else ("start", x + 3)
+        lo, hi = start - 3, start + width + 3
+        # At or above the labels of the thresholds it covers (their lines rise that far).
+        line = max((placed[j][1] for j in placed if lo <= marks[j][0] <= hi), default=0)
+        while any(other == line and not (hi <= a or lo >= b)
+                  for _, other, a, b in placed.values()):
+            line += 1
+        placed[i] = (anchor, line, lo, hi)
+    lines = max((line for _, line, _, _ in placed.values()), default=-1) + 1
+    return [(placed[i][0], placed[i][1]) for i in range(len(marks))], lines
+
+
+def _threshold(mark: _Mark, x: float, top: float, row: int, anchor: str,
+               segments: list[tuple[float, float]]) -> str:
+    """The threshold's line over `segments` (y ranges of the plot), its label on line `row`
+    above the plot, joined to it by the line."""
+    color, dash = _MARK_STYLE[mark.threshold.role]
+    label_y = top - 5 - row * _LINE
+    rise = label_y - 9
+    lines = [(rise, top), *segments]
+    drawn = "".join(f'<line x1="{x:.1f}" y1="{y0:.1f}" x2="{x:.1f}" y2="{y1:.1f}" '
+                    f'stroke="{color}" stroke-width="1.5" stroke-dasharray="{dash}"/>'
+                    for y0, y1 in lines)
+    dx = -3 if anchor == "end" else 3
+    t = mark.threshold
+    return (f'<g class="threshold" data-role="{t.role}"><title>{_e(t.plugin)} {_e(t.arg)}'
+            f'{_e(" (node pool " + t.pool + ")") if t.pool else ""}: {t.percent:g}%</title>'
+            f'{drawn}<text x="{x + dx:.1f}" y="{label_y:.1f}" font-size="{_FONT}" '
+            f'fill="{color}" text-anchor="{anchor}">{_e(mark.label)}</text></g>')
 
 
 def _figure(series: str, width: int, height: int, body: str, caption: str) -> str:
@@ -187,11 +270,12 @@ def _figure(series: str, width: int, height: int, body: str, caption: str) -> st
             f'</svg><figcaption>{caption}</figcaption></figure>')
 
 
-def _histogram(series: str, before: list[float], after: list[float], limit: float | None,
+def _histogram(series: str, before: list[float], after: list[float], marks: list[_Mark],
                after_label: str) -> str:
     """Grouped bars: how many nodes sit in each 10-point band of utilization, before and after;
     an overflow band holds the nodes above 100 % (requests can be overcommitted, usage can
-    burst), with the real maximum under it."""
+    burst), with the real maximum under it. Thresholds are drawn across (one above 100 %
+    opens the overflow band)."""
     top_value = max((*before, *after), default=0.0)
     overflow = top_value > 100
     bands = _BANDS + overflow
@@ -199,9 +283,13 @@ def _histogram(series: str, before: list[float], after: list[float], limit: floa
     for j, values in enumerate((before, after)):
         for v in values:
             counts[j][_band(v)] += 1
-    height, left, right, top, bottom = 210, 52, 10, 24, 46
+    left, right, bottom = 52, 10, 46
+    band = (_W - left - right) / bands
+    xs = [left + min(m.threshold.percent, 100.0) / 10 * band for m in marks]
+    placed, lines = _stack([(x, m.label) for x, m in zip(xs, marks, strict=True)])
+    top = 12 + lines * _LINE
+    height = top + 140 + bottom
     plot_w, plot_h = _W - left - right, height - top - bottom
-    band = plot_w / bands
     peak = max(*counts[0], *counts[1], 1)
     parts = [f'<line x1="{left}" y1="{top + plot_h}" x2="{_W - right}" y2="{top + plot_h}" '
              f'stroke="#999"/>']
@@ -233,21 +321,19 @@ def _histogram(series: str, before: list[float], after: list[float], limit: floa
         x = left + (_BANDS + 0.5) * band
         parts.append(f'<text class="overflow-label" x="{x:.1f}" y="{top + plot_h + 14}" '
                      f'font-size="{_FONT}" text-anchor="middle" fill="{_LIMIT}">&gt;100</text>'
-                     f'<text x="{x:.1f}" y="{top + plot_h + 26}" font-size="{_FONT - 1}" '
+                     f'<text x="{x:.1f}" y="{top + plot_h + 27}" font-size="{_FONT}" '
                      f'text-anchor="middle" fill="{_LIMIT}">max {top_value:.0f}</text>')
     parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" font-size="{_FONT}" '
                  f'text-anchor="middle">% of allocatable</text>'
                  f'<text transform="translate(12 {top + plot_h / 2:.1f}) rotate(-90)" '
                  f'font-size="{_FONT}" text-anchor="middle">nodes</text>')
-    if limit is not None:
-        x = left + min(limit, 100.0) / 10 * band  # a threshold above 100 % opens the overflow
-        parts.append(_threshold_line(x, top - 14, top + plot_h, limit))
-    return _figure(series, _W, height, "".join(parts), _caption(series, limit))
+    for x, mark, (anchor, row) in zip(xs, marks, placed, strict=True):
+        parts.append(_threshold(mark, x, top, row, anchor, [(top, top + plot_h)]))
+    return _figure(series, _W, height, "".join(parts), _caption(series, marks))
 
 
-def _caption(series: str, limit: float | None) -> str:
-    policy = f" · threshold {limit:g}%" if limit is not None else ""
-    return f"<b>{_e(series)}</b>{policy}"
+def _caption(series: str, marks: list[_Mark]) -> str:
+    return "".join([f"<b>{_e(series)}</b>", *(f" · {_e(m.label)}" for m in marks)])
 
 
 def _short(name: str, room: int = 22) -> str:
@@ -289,30 +375,35 @@ def _step(span: float) -> int:
 
 
 def _node_bars(series: str, before: dict[str, float], after: dict[str, float],
-               limit: float | None, after_label: str) -> str:
+               marks: list[_Mark], after_label: str) -> str:
     """A small cluster: one bar pair per node (before, after), named, on a scale that reaches
-    the largest value (100 % at least), the threshold drawn across."""
+    the largest value (100 % at least), each threshold drawn across the nodes it applies to
+    and labelled above the plot, the values in legible type over the lines."""
     names = sorted(before)
-    values = [*before.values(), *after.values(), *([limit] if limit is not None else [])]
+    values = [*before.values(), *after.values(), *(m.threshold.percent for m in marks)]
     span = max(100.0, *values)
     step = _step(span)
     span = math.ceil(span / step) * step
     labels = _labels(names)
     # The names' column as wide as the longest name needs (about 6.5 px a character).
     left = min(150, max(60, 12 + round(6.5 * max(map(len, labels.values())))))
-    right, top, row, bottom = 40, 22, 24, 34
-    height = top + row * len(names) + bottom
+    right, row, bar, bottom = 40, 34, 12, 34
     plot_w = _W - left - right
 
     def x(v: float) -> float:
         return left + plot_w * v / span
 
+    xs = [x(m.threshold.percent) for m in marks]
+    placed, lines = _stack([(at, m.label) for at, m in zip(xs, marks, strict=True)])
+    top = 8 + lines * _LINE
+    height = top + row * len(names) + bottom
     parts = []
     for tick in range(0, int(span) + 1, step):
         parts.append(f'<line x1="{x(tick):.1f}" y1="{top}" x2="{x(tick):.1f}" '
                      f'y2="{height - bottom}" stroke="#eee"/><text x="{x(tick):.1f}" '
                      f'y="{height - bottom + 14}" font-size="{_FONT}" '
                      f'text-anchor="middle">{tick}</text>')
+    values_text = []
     for i, name in enumerate(names):
         y = top + i * row
         parts.append(f'<text x="{left - 6}" y="{y + row / 2 + 4:.1f}" font-size="{_FONT}" '
@@ -321,40 +412,89 @@ def _node_bars(series: str, before: dict[str, float], after: dict[str, float],
                                                    (after.get(name), _AFTER, after_label))):
             if value is None:
                 continue
-            by = y + 3 + j * 9
-            parts.append(f'<rect x="{left}" y="{by}" width="{x(value) - left:.1f}" height="8" '
-                         f'fill="{color}"><title>{_e(name)} {_e(label)}: {value:.1f}%</title>'
-                         f'</rect><text x="{x(value) + 3:.1f}" y="{by + 8}" '
-                         f'font-size="{_FONT - 2}" fill="#444">{value:.1f}</text>')
+            by = y + 4 + j * (bar + 1)
+            parts.append(f'<rect x="{left}" y="{by}" width="{x(value) - left:.1f}" '
+                         f'height="{bar}" fill="{color}"><title>{_e(name)} {_e(label)}: '
+                         f'{value:.1f}%</title></rect>')
+            crossing = [at for at, m in zip(xs, marks, strict=True)
+                        if m.nodes is None or name in m.nodes]
+            values_text.append(_value(f"{value:.1f}", x(value), left, by + bar - 2, crossing,
+                                      "#fff" if color == _AFTER else "#1a202c"))
     parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" '
                  f'stroke="#999"/><text x="{left + plot_w / 2:.1f}" y="{height - 4}" '
                  f'font-size="{_FONT}" text-anchor="middle">% of allocatable</text>')
-    if limit is not None:
-        parts.append(_threshold_line(x(limit), top - 14, height - bottom, limit))
-    return _figure(series, _W, height, "".join(parts), _caption(series, limit))
+    for at, mark, (anchor, line) in zip(xs, marks, placed, strict=True):
+        parts.append(_threshold(mark, at, top, line, anchor, _rows(names, mark.nodes, top, row)))
+    parts.extend(values_text)
+    return _figure(series, _W, height, "".join(parts), _caption(series, marks))
 
 
-def _plots(result: SimulationResult, limits: dict[str, float]) -> str:
+def _value(text: str, end: float, left: float, y: float, lines: list[float],
+           inside: str) -> str:
+    """A bar's value, where no threshold's line runs through it: right of the bar's end, else
+    inside the bar (in `inside`, a colour that reads on it), else right of the lines in the
+    way; a white halo keeps it legible over a line where none of these is clear."""
+    width = _width(text)
+
+    def crossed(lo: float) -> list[float]:
+        return [at for at in lines if lo - 1 <= at <= lo + width + 1]
+
+    at = end + 3
+    if crossed(at) and end - left >= width + 6 and not crossed(end - 3 - width):
+        return (f'<text x="{end - 3:.1f}" y="{y}" font-size="{_FONT}" fill="{inside}" '
+                f'text-anchor="end">{text}</text>')
+    while crossed(at) and max(crossed(at)) + 3 + width <= _W:
+        at = max(crossed(at)) + 3
+    return (f'<text x="{at:.1f}" y="{y}" font-size="{_FONT}" fill="#333" stroke="#fff" '
+            f'stroke-width="3" paint-order="stroke">{text}</text>')
+
+
+def _rows(names: list[str], nodes: frozenset[str] | None, top: float,
+          row: int) -> list[tuple[float, float]]:
+    """The y ranges of the rows of `nodes` (every row for None), runs of rows joined."""
+    out: list[tuple[float, float]] = []
+    for i, name in enumerate(names):
+        if nodes is not None and name not in nodes:
+            continue
+        y0, y1 = top + i * row, top + (i + 1) * row
+        if out and out[-1][1] == y0:
+            out[-1] = (out[-1][0], y1)
+        else:
+            out.append((y0, y1))
+    return out
+
+
+def _plots(result: SimulationResult) -> str:
     if len(result.frames) < 2:
         return '<p class="none">no utilization data</p>'
     first, last = result.frames[0], result.frames[-1]
     after_label = _after_label(result)
     small = result.nodes <= _PER_NODE
+    marks = _marks(result)
     out = []
+    drawn: dict[tuple[str, str, str], None] = {}  # (role, plugin, arg) of every mark drawn
     for s in SERIES:
         before, after = first.values.get(s), last.values.get(s, {})
         if not before:
             continue
+        shown = marks.get(s, [])
+        drawn.update(dict.fromkeys((m.threshold.role, m.threshold.plugin, m.threshold.arg)
+                                   for m in shown))
         if small:
-            out.append(_node_bars(s, before, after, limits.get(s), after_label))
+            out.append(_node_bars(s, before, after, shown, after_label))
         else:
-            out.append(_histogram(s, list(before.values()), list(after.values()),
-                                  limits.get(s), after_label))
+            out.append(_histogram(s, list(before.values()), list(after.values()), shown,
+                                  after_label))
     kind = ("per node" if small else "nodes per band of 10 points; nodes above 100% in the "
             "last band")
+    # The legend names only what the plots draw: a policy without thresholds gets no line.
+    keys, named = [], set()
+    for role, plugin, arg in sorted(drawn, key=lambda k: (k[1], k[0] != "low", k[2])):
+        keys.append(f'<span class="line {role}"></span>{role}: '
+                    f'{"" if plugin in named else _e(plugin) + " "}{_e(arg)}')
+        named.add(plugin)
     legend = (f'<p class="legend">{kind}:<span style="background:{_BEFORE}"></span>before'
-              f'<span style="background:{_AFTER}"></span>{_e(after_label)}'
-              f'<span class="line"></span>the policy\'s threshold</p>')
+              f'<span style="background:{_AFTER}"></span>{_e(after_label)}{"".join(keys)}</p>')
     return f'{legend}<div class="plots">{"".join(out)}</div>'
 
 
@@ -421,17 +561,6 @@ def _spread(by_node: Counter[str], nodes: int) -> str:
             f"{rows}</table>")
 
 
-def _flagged(result: SimulationResult, churn: whatif.Churn) -> int:
-    """Evictions that are churn of any kind, each counted once."""
-    repeated = {r.workload for r in churn.repeated}
-    idle = {i.cycle for i in churn.idle}
-    keys = {b.replaces for b in churn.back_on_source}
-    for s in result.summaries:
-        keys.update(key for key, e in s.evicted.items()
-                    if e.workload in repeated or s.cycle in idle)
-    return len(keys)
-
-
 def _churn(result: SimulationResult, churn: whatif.Churn, live: bool = False) -> str:
     if not churn:
         if not any(s.evicted for s in result.summaries):
@@ -443,21 +572,31 @@ def _churn(result: SimulationResult, churn: whatif.Churn, live: bool = False) ->
         items.append((len(churn.back_on_source), "replacement(s) placed back on the node their "
                       "pod was evicted from", whatif.REMEDY_BACK))
     if churn.repeated:
-        items.append((len(churn.repeated), "workload(s) evicted in more than one cycle",
+        items.append((len(churn.repeated), "workload(s) whose replacement was evicted again",
                       whatif.REMEDY_REPEATED))
     if churn.idle:
         cycles = ", ".join(str(i.cycle) for i in churn.idle)
         items.append((sum(i.evictions for i in churn.idle),
-                      f"eviction(s) that changed no balance figure (cycle(s) {cycles})",
-                      whatif.REMEDY_IDLE))
+                      f"eviction(s) by a balancing plugin that changed no balance figure "
+                      f"(cycle(s) {cycles})", whatif.REMEDY_IDLE))
     lis = "".join(f'<li><b>{n}</b> {_e(what)}. <span class="remedy">Remedy: {_e(fix)}.</span>'
                   f'</li>' for n, what, fix in items)
     tables = ""
     if churn.back_on_source:
         tables += '<h3>Replacements back on their source node</h3><div id="back"></div>'
     if churn.repeated:
-        tables += '<h3>Workloads evicted in more than one cycle</h3><div id="repeated"></div>'
+        tables += '<h3>Workloads whose replacement was evicted again</h3><div id="repeated"></div>'
     return f'<div class="warn" id="churn"><ul>{lis}</ul></div>{tables}'
+
+
+def _paced(story: whatif.Story) -> str:
+    """The workloads a budget or a limit drained over several cycles: told, not flagged."""
+    if not story.paced:
+        return ""
+    return (f'<h3>Paced, not churn</h3><p id="paced-note"><b>{story.paced_pods:,}</b> of the '
+            f'evicted pods, of <b>{len(story.paced):,}</b> workload(s), were evicted in a later '
+            f'cycle than one that held their workload back (a budget, a limit, the policy\'s '
+            f'moves): {_e(whatif.PACED)}.</p><div id="paced"></div>')
 
 
 def _groups(result: SimulationResult, limits: dict[str, float]) -> tuple[str, dict[str, Any]]:
@@ -535,15 +674,20 @@ def _round(v: float | None) -> float | None:
 
 
 def _tables(result: SimulationResult, evictions: list[Decision], refusals: list[Decision],
-            churn: whatif.Churn, limits: dict[str, float]) -> dict[str, dict[str, Any]]:
+            churn: whatif.Churn, story: whatif.Story,
+            limits: dict[str, float]) -> dict[str, dict[str, Any]]:
     log = result.log
     back = {b.replacement for b in churn.back_on_source}
     return {
         "back": {"columns": ["cycle", "replacement", "replaces", "node"], "rows": [
             [b.cycle, b.replacement, b.replaces, b.node] for b in churn.back_on_source]},
-        "repeated": {"columns": ["workload", "cycles", "evictions"], "rows": [
-            [r.workload, ", ".join(str(c) for c in r.cycles), r.evictions]
-            for r in churn.repeated]},
+        "repeated": {"columns": ["workload", "cycles", "evictions",
+                                 "replacements evicted again"], "rows": [
+            [r.workload, ", ".join(str(c) for c in r.cycles), r.evictions,
+             ", ".join(r.replacements)] for r in churn.repeated]},
+        "paced": {"columns": ["workload", "held back by", "cycles", "pods evicted after"],
+                  "rows": [[p.workload, ", ".join(p.by), ", ".join(str(c) for c in p.cycles),
+                            p.pods] for p in story.paced], "page": 10},
         "evictions": {"columns": ["cycle", "pod", "node", "plugin", "reason"], "rows": [
             [d.cycle, f"{d.namespace}/{d.pod}", d.node, f"{d.profile}/{d.plugin}", d.reason]
             for d in evictions]},
@@ -582,9 +726,24 @@ def _move_tables(result: SimulationResult,
     }
 
 
+# What a card's figure counts, where its label alone is too short to say it (a tooltip).
+_CARD_TITLES = {
+    "refused": "pods whose every eviction a budget, a limit or an error refused: still on their "
+               "node (one pod once, however many cycles tried it)",
+    "paced": "evicted pods whose workload a budget or a limit held back in an earlier cycle: "
+             "the drain paced over cycles, not churn",
+    "kept": "pods a plugin considered and did not evict (its filters, its criteria), each once",
+}
+
+
 def _cards(items: Iterable[tuple[int, str, bool]]) -> str:
-    return "".join(f'<div class="card{" warn" if warn else ""}"><b>{value:,}</b>{_e(label)}'
-                   f'</div>' for value, label, warn in items)
+    out = []
+    for value, label, warn in items:
+        title = _CARD_TITLES.get(label.split(" (")[0])
+        hover = f' title="{_e(title)}"' if title else ""
+        out.append(f'<div class="card{" warn" if warn else ""}"{hover}><b>{value:,}</b>'
+                   f'{_e(label)}</div>')
+    return "".join(out)
 
 
 def render_html(result: SimulationResult) -> str:
@@ -611,7 +770,8 @@ def report_body(result: SimulationResult, id_prefix: str = "",
     refusals = [d for d in log.decisions if d.outcome in REFUSED_OUTCOMES]
     limits = thresholds(result.policy)
     churn = whatif.churn(result)
-    flagged = _flagged(result, churn)
+    story = whatif.story(result)
+    flagged = len(churn.flagged)
     placed = sum(len(s.placements) for s in result.summaries)
     restarted = sum(1 for d in evictions if d.outcome == "restarted")
     # With `moves`: the pods restarts moved, the restarts and the deferrals (docs/moves.md).
@@ -622,11 +782,14 @@ def report_body(result: SimulationResult, id_prefix: str = "",
     cards = _cards(card for card in (
         (result.nodes, "nodes", False), (result.pods, "pods", False),
         (result.cycles, "cycle(s)", False), *move_cards,
-        (len(refusals), "refused", False), (placed, "replacements placed", False),
+        (story.refused_pods, "refused" + (f" ({story.refused_attempts:,} attempts)"
+                                          if story.refused_attempts else ""), False),
+        (story.paced_pods, "paced", False),
+        (story.kept, "kept", False), (placed, "replacements placed", False),
         (flagged, "flagged as churn", flagged > 0))
         if not live or card[1] not in ("cycle(s)", "replacements placed"))
     group_section, group_table = _groups(result, limits)
-    tables = _tables(result, evictions, refusals, churn, limits)
+    tables = _tables(result, evictions, refusals, churn, story, limits)
     if moves:
         tables.update(_move_tables(result, evictions))
     if group_table:
@@ -652,9 +815,9 @@ def report_body(result: SimulationResult, id_prefix: str = "",
                 '<div class="warn" id="warnings"><b>Warnings</b><ul>'
                 + "".join(f"<li>{_e(line)}</li>" for line in result.warnings) + "</ul></div>")
     body = f"""{warnings}<div class="cards">{cards}</div>
-<h2>Churn</h2>{_churn(result, churn, live)}
+<h2>Churn</h2>{_churn(result, churn, live)}{_paced(story)}
 <h2>Balance per cycle</h2>{_balance_rows(result, limits, LIVE_NOT_REPLACED if live else None)}
-<h2>Utilization before and after</h2>{_plots(result, limits)}
+<h2>Utilization before and after</h2>{_plots(result)}
 {group_section}
 <h2>Evictions by plugin and by node</h2>
 <div class="plots"><div>{_counts("by plugin", by_plugin)}</div>

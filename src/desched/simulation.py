@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from desched.errors import InputError, quote, warn
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
-from desched.framework.evictor import LIMIT_MESSAGES
+from desched.framework.evictor import LIMIT_MESSAGES, LimitScope
 from desched.framework.moves import MoveTracker
 from desched.framework.moves.inflight import vanished
 from desched.framework.policy import Policy
@@ -102,8 +102,9 @@ class Evicted:
 # What held a pod back, by outcome: a budget, a limit, an error, the policy's `moves`.
 HELD_OUTCOMES = frozenset({"pdb-blocked", "limited", "failed", "deferred"})
 # The policy fields behind the Evictor's limit messages (framework/evictor.py LIMIT_MESSAGES).
-_LIMITS = {"total": "maxNoOfPodsToEvictTotal", "node": "maxNoOfPodsToEvictPerNode",
-           "namespace": "maxNoOfPodsToEvictPerNamespace"}
+_LIMITS: dict[LimitScope, str] = {"total": "maxNoOfPodsToEvictTotal",
+                                   "node": "maxNoOfPodsToEvictPerNode",
+                                   "namespace": "maxNoOfPodsToEvictPerNamespace"}
 LIMIT_FIELDS = {LIMIT_MESSAGES[scope]: name for scope, name in _LIMITS.items()}
 
 

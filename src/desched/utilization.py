@@ -14,11 +14,12 @@ it was taken, through the same usage source LowNodeUtilization balances with.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from desched.framework.policy import Policy
+from desched.framework.registry import RoleThreshold
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.usage.metrics_server import KubernetesMetricsUsage
 from desched.usage.nodemetric import NodeLoad, read_node_load
@@ -130,16 +131,26 @@ def take_frame(snapshot: ClusterSnapshot, label: str, now: datetime,
     return frame
 
 
-def thresholds(policy: Policy) -> dict[str, float]:
-    """The high thresholds the policy's plugins bound utilization with (percent), by series,
-    as each plugin's spec gives them (PluginSpec.high_thresholds): the first plugin naming a
-    series sets it."""
-    found: dict[str, float] = {}
+def role_thresholds(policy: Policy) -> list[RoleThreshold]:
+    """Every threshold the policy's plugins decide a node's role with (PluginSpec.
+    role_thresholds), low and high, per series and node pool, in profile and plugin order; one
+    of each (series, value, role, pool)."""
+    found: dict[tuple[str, float, str, str], RoleThreshold] = {}
     for profile in policy.profiles:
         for name, args in profile.args.items():
             spec = policy.plugins.get(name)
-            for series, value in (spec.high_thresholds(args) if spec else {}).items():
-                found.setdefault(series, value)
+            for t in spec.role_thresholds(args) if spec else ():
+                found.setdefault((t.series, t.percent, t.role, t.pool), replace(t, plugin=name))
+    return list(found.values())
+
+
+def thresholds(policy: Policy) -> dict[str, float]:
+    """The high thresholds on every node (no node pool's own) by series, for the balance
+    figures' nodes over it: the first plugin naming a series sets it."""
+    found: dict[str, float] = {}
+    for t in role_thresholds(policy):
+        if t.role == "high" and not t.pool:
+            found.setdefault(t.series, t.percent)
     return found
 
 

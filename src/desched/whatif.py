@@ -1,21 +1,30 @@
 """What a simulation's reports say beyond its decisions, computed once for text, JSON and HTML:
-the balance per cycle and series, the churn (evictions that bought nothing), and the balance of
-each node group (`--group-by LABEL`).
+the whole story of the evictions (evicted, refused, paced, kept), the balance per cycle and
+series, the churn (evictions that bought nothing), and the balance of each node group
+(`--group-by LABEL`).
 
-Churn is what a user turning a policy on must not discover live:
+Churn is what a user turning a policy on must not discover live, each plugin judged by what its
+evictions exist for (PluginSpec.purpose):
 - a replacement placed back on the node its pod was evicted from (the scheduler undoes the
-  eviction);
-- a workload evicted in more than one cycle (the policy keeps moving the same pods);
-- a cycle whose evictions changed no balance figure (disruption that bought nothing).
-Each comes with the remedy that addresses it.
+  eviction), unless the plugin wanted only a fresh pod (PodLifeTime, RemoveFailedPods);
+- a replacement evicted again (the policy moves the same workload twice for one cause);
+- an eviction by a balancing plugin in a cycle that changed no balance figure (disruption that
+  bought nothing).
+Each comes with the remedy that addresses it. Not churn: a workload drained over several cycles
+because a budget or a limit held some of its pods back (paced: the budget working), an eviction
+refused and tried again, the evictions of plugins that do not balance.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from desched.simulation import SimulationResult
+from desched.framework.decisions import EVICTED_OUTCOMES
+from desched.framework.policy import Policy
+from desched.framework.registry import Purpose
+from desched.simulation import CycleSummary, SimulationResult
 from desched.utilization import Balance, Frame, balance, thresholds
 
 NOT_REPLACED = ("evicted pods not replaced: optimistic, their replacements land somewhere and "
@@ -25,9 +34,11 @@ REMEDY_BACK = ("enable PingPongGuard (it refuses an eviction whose replacement w
                "straight back), or give --reschedule the scheduler configuration the cluster "
                "runs (--scheduler-config), or revisit the plugin's thresholds")
 REMEDY_REPEATED = ("enable PingPongGuard, or set thresholds the moved pods do not cross again "
-                   "(the same workloads are evicted cycle after cycle)")
-REMEDY_IDLE = ("raise the thresholds or enable PingPongGuard: these evictions disrupted pods "
-               "and left every balance figure as it was")
+                   "(a replacement evicted again moved its workload twice)")
+REMEDY_IDLE = ("raise the thresholds or enable PingPongGuard: these evictions by a balancing "
+               "plugin disrupted pods and left every balance figure as it was")
+PACED = ("the budgets, limits and pacing at work: the drain takes more cycles, and no pod "
+         "moves twice")
 
 
 @dataclass(frozen=True)
@@ -41,14 +52,15 @@ class BackOnSource:
 @dataclass(frozen=True)
 class Repeated:
     workload: str  # "Deployment ns/name"
-    cycles: tuple[int, ...]
-    evictions: int
+    cycles: tuple[int, ...]  # every cycle that evicted one of its pods
+    evictions: int  # of its pods, replacements included
+    replacements: tuple[str, ...] = ()  # its replacements evicted again
 
 
 @dataclass(frozen=True)
 class Idle:
     cycle: int
-    evictions: int
+    evictions: int  # by balancing plugins
 
 
 @dataclass
@@ -56,6 +68,9 @@ class Churn:
     back_on_source: list[BackOnSource] = field(default_factory=list)
     repeated: list[Repeated] = field(default_factory=list)
     idle: list[Idle] = field(default_factory=list)
+    # The evictions flagged, each once: the pods whose replacement came back, the replacements
+    # evicted again, the balancing plugins' evictions in an idle cycle.
+    flagged: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return bool(self.back_on_source or self.repeated or self.idle)
@@ -64,21 +79,17 @@ class Churn:
         """One line per kind found, with its count, examples and remedy."""
         out = []
         if self.back_on_source:
-            shown = ", ".join(f"{b.replacement} on {b.node}" for b in self.back_on_source[:3])
-            more = (f" and {len(self.back_on_source) - 3} more" if len(self.back_on_source) > 3
-                    else "")
+            shown = _some([f"{b.replacement} on {b.node}" for b in self.back_on_source])
             out.append(f"{len(self.back_on_source)} replacement(s) placed back on the node "
-                       f"their pod was evicted from ({shown}{more}): {REMEDY_BACK}")
+                       f"their pod was evicted from ({shown}): {REMEDY_BACK}")
         if self.repeated:
-            shown = ", ".join(f"{r.workload} in cycles {_cycles(r.cycles)}"
-                              for r in self.repeated[:3])
-            more = f" and {len(self.repeated) - 3} more" if len(self.repeated) > 3 else ""
-            out.append(f"{len(self.repeated)} workload(s) evicted in more than one cycle "
-                       f"({shown}{more}): {REMEDY_REPEATED}")
+            shown = _some([f"{r.workload} in cycles {_cycles(r.cycles)}" for r in self.repeated])
+            out.append(f"{len(self.repeated)} workload(s) whose replacement was evicted again "
+                       f"({shown}): {REMEDY_REPEATED}")
         if self.idle:
             count = sum(i.evictions for i in self.idle)
-            out.append(f"{count} eviction(s) changed no balance figure (cycle(s) "
-                       f"{_cycles(tuple(i.cycle for i in self.idle))}): {REMEDY_IDLE}")
+            out.append(f"{count} eviction(s) by a balancing plugin changed no balance figure "
+                       f"(cycle(s) {_cycles(tuple(i.cycle for i in self.idle))}): {REMEDY_IDLE}")
         return out
 
     def to_json(self) -> dict[str, object]:
@@ -86,12 +97,22 @@ class Churn:
             "backOnSource": [{"cycle": b.cycle, "pod": b.replacement, "replaces": b.replaces,
                               "node": b.node} for b in self.back_on_source],
             "repeatedWorkloads": [{"workload": r.workload, "cycles": list(r.cycles),
-                                   "evictions": r.evictions} for r in self.repeated],
+                                   "evictions": r.evictions,
+                                   "replacementsEvicted": list(r.replacements)}
+                                  for r in self.repeated],
             "noBalanceChange": [{"cycle": i.cycle, "evictions": i.evictions}
                                 for i in self.idle],
+            "flaggedEvictions": len(self.flagged),
             "remedies": {"backOnSource": REMEDY_BACK, "repeatedWorkloads": REMEDY_REPEATED,
                          "noBalanceChange": REMEDY_IDLE},
         }
+
+
+def _some(examples: list[str], joint: str = ", ") -> str:
+    """The first three examples, and how many more."""
+    more = (f"{joint.strip(', ')} and {len(examples) - 3} more" if len(examples) > 3
+            else "")
+    return joint.join(examples[:3]) + more
 
 
 def _cycles(cycles: tuple[int, ...]) -> str:
@@ -103,34 +124,187 @@ def _figures(b: Balance) -> tuple[float, float, int | None]:
     return round(b.std, 1), round(b.max, 1), b.over
 
 
+def purpose(policy: Policy, plugin: str) -> Purpose:
+    """What the plugin's evictions exist for; a plugin the policy does not know relocates."""
+    spec = policy.plugins.get(plugin)
+    return spec.purpose if spec is not None else "relocate"
+
+
 def churn(result: SimulationResult) -> Churn:
     found = Churn()
+    policy = result.policy
+    replacements: set[str] = set()  # every replacement placed so far
     by_workload: dict[str, list[int]] = defaultdict(list)
+    again: dict[str, list[str]] = defaultdict(list)
     for summary in result.summaries:
-        for evicted in summary.evicted.values():
+        for key, evicted in summary.evicted.items():
             by_workload[evicted.workload].append(summary.cycle)
+            if key in replacements and purpose(policy, evicted.plugin) != "replace":
+                again[evicted.workload].append(key)
+                found.flagged.add(key)
         for key, node in summary.placements:
             old = summary.came_back(key, node)
-            if old is not None and node is not None:
+            if (old is not None and node is not None
+                    and purpose(policy, summary.evicted[old].plugin) != "replace"):
                 found.back_on_source.append(BackOnSource(summary.cycle, key, old, node))
-    # A workload paced by `moves` (a pod deferred, then moved) moves over several cycles by
-    # design: that is not churn.
-    deferred = {f"{d.namespace}/{d.pod}" for d in result.log.of_outcome("deferred")}
-    paced = {e.workload for s in result.summaries for key, e in s.evicted.items()
-             if key in deferred} if deferred else set()
+                found.flagged.add(old)
+            if node is not None:
+                replacements.add(key)
     found.repeated = sorted(
-        (Repeated(workload, tuple(sorted(set(cycles))), len(cycles))
-         for workload, cycles in by_workload.items()
-         if len(set(cycles)) > 1 and workload not in paced),
+        (Repeated(workload, tuple(sorted(set(by_workload[workload]))),
+                  len(by_workload[workload]), tuple(keys))
+         for workload, keys in again.items()),
         key=lambda r: (-r.evictions, r.workload))
     frames = result.frames
-    limits = thresholds(result.policy)
+    limits = thresholds(policy)
     if len(frames) == len(result.summaries) + 1:
         figures = [{b.series: _figures(b) for b in balance(frame, limits)} for frame in frames]
         for i, summary in enumerate(result.summaries):
-            if summary.evicted and figures[i] == figures[i + 1]:
-                found.idle.append(Idle(summary.cycle, len(summary.evicted)))
+            balancing = [key for key, e in summary.evicted.items()
+                         if purpose(policy, e.plugin) == "balance"]
+            if balancing and figures[i] == figures[i + 1]:
+                found.idle.append(Idle(summary.cycle, len(balancing)))
+                found.flagged.update(balancing)
     return found
+
+
+def workloads_in_several_cycles(summaries: Iterable[CycleSummary]) -> list[Repeated]:
+    """The workloads evicted in more than one cycle, but those a budget, a limit or `moves`
+    held back in an earlier one (paced: see `story`); for cycles whose replacements nobody
+    tracked (`desched run`'s, placed by the cluster's scheduler)."""
+    by_workload: dict[str, list[int]] = defaultdict(list)
+    held: dict[str, int] = {}  # workload -> the first cycle that held one of its pods back
+    for summary in summaries:
+        for h in summary.held.values():
+            held.setdefault(h.workload, summary.cycle)
+        for evicted in summary.evicted.values():
+            by_workload[evicted.workload].append(summary.cycle)
+    return sorted(
+        (Repeated(workload, tuple(sorted(set(cycles))), len(cycles))
+         for workload, cycles in by_workload.items()
+         if len(set(cycles)) > 1 and not (workload in held and held[workload] < max(cycles))),
+        key=lambda r: (-r.evictions, r.workload))
+
+
+# The whole story -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Pods whose every eviction a budget, a limit or an error refused: still on their node."""
+
+    kind: str  # "a PodDisruptionBudget", "a limit", "an error"
+    pods: int
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Paced:
+    """A workload drained over several cycles: a budget or a limit (or `moves`) held some of
+    its pods back in one cycle, and a later cycle evicted them (or others of it)."""
+
+    workload: str
+    by: tuple[str, ...]  # "PodDisruptionBudget ns/name", "maxNoOfPodsToEvictPerNode", ...
+    cycles: tuple[int, ...]  # every cycle that evicted one of its pods
+    pods: int  # its pods evicted after the hold
+
+
+@dataclass
+class Story:
+    evicted: int
+    refused: list[Refused]
+    paced: list[Paced]
+    kept: int  # pods a plugin considered and did not evict, each once, evicted in no cycle
+
+    @property
+    def refused_pods(self) -> int:
+        return sum(r.pods for r in self.refused)
+
+    @property
+    def refused_attempts(self) -> int:
+        return sum(r.attempts for r in self.refused)
+
+    @property
+    def paced_pods(self) -> int:
+        return sum(p.pods for p in self.paced)
+
+    def lines(self) -> list[str]:
+        """The refused, paced and kept lines of the text summary (none when nothing)."""
+        out = []
+        if len(self.refused) == 1:
+            r = self.refused[0]
+            out.append(f"refused: {r.pods:,} pod(s) never evicted, by {r.kind} "
+                       f"({r.attempts:,} attempt(s))")
+        elif self.refused:
+            kinds = ", ".join(f"{r.pods:,} by {r.kind} ({r.attempts:,} attempt(s))"
+                              for r in self.refused)
+            out.append(f"refused: {self.refused_pods:,} pod(s) never evicted "
+                       f"({self.refused_attempts:,} attempt(s)): {kinds}")
+        if self.paced:
+            shown = _some([f"{p.workload} by {', '.join(p.by)} in cycles {_cycles(p.cycles)}"
+                           for p in self.paced], "; ")
+            out.append(f"paced: {self.paced_pods:,} of the evicted pod(s), of "
+                       f"{len(self.paced):,} workload(s), evicted in a later cycle than one that "
+                       f"held their workload back ({shown}): not churn, {PACED}")
+        if self.kept:
+            out.append(f"kept: {self.kept:,} pod(s) a plugin considered and did not evict "
+                       f"(\"kept in cycle\" below, by reason)")
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "evicted": self.evicted,
+            "refused": {"pods": self.refused_pods, "attempts": self.refused_attempts,
+                        "by": [{"kind": r.kind, "pods": r.pods, "attempts": r.attempts}
+                               for r in self.refused]},
+            "paced": {"pods": self.paced_pods, "workloads": [
+                {"workload": p.workload, "by": list(p.by), "cycles": list(p.cycles),
+                 "pods": p.pods} for p in self.paced]},
+            "kept": self.kept,
+        }
+
+
+_KINDS = {"pdb-blocked": "a PodDisruptionBudget", "limited": "a limit", "failed": "an error"}
+
+
+def story(result: SimulationResult) -> Story:
+    """Evicted, refused (distinct pods never evicted, with their attempts), paced, kept: one pod
+    counted once, however many cycles tried it."""
+    log = result.log
+    evicted = {f"{d.namespace}/{d.pod}" for d in log.decisions if d.outcome in EVICTED_OUTCOMES}
+    last: dict[str, str] = {}
+    attempts: Counter[str] = Counter()
+    for d in log.decisions:
+        if d.outcome in _KINDS:
+            key = f"{d.namespace}/{d.pod}"
+            if key not in evicted:
+                last[key] = d.outcome
+                attempts[key] += 1
+    held: dict[str, dict[str, int]] = {}  # workload -> what held it back -> the first cycle
+    paced_pods: Counter[str] = Counter()
+    cycles: dict[str, set[int]] = defaultdict(set)
+    for summary in result.summaries:
+        for e in summary.evicted.values():
+            cycles[e.workload].add(summary.cycle)
+            if any(c < summary.cycle for c in held.get(e.workload, {}).values()):
+                paced_pods[e.workload] += 1
+        for h in summary.held.values():
+            held.setdefault(h.workload, {}).setdefault(h.by, summary.cycle)
+    refused: dict[str, list[int]] = {}
+    for key, outcome in last.items():
+        entry = refused.setdefault(outcome, [0, 0])
+        entry[0] += 1
+        entry[1] += attempts[key]
+    paced = sorted(
+        (Paced(workload, tuple(by for by, c in held[workload].items()
+                               if c < max(cycles[workload])),
+               tuple(sorted(cycles[workload])), n)
+         for workload, n in paced_pods.items()),
+        key=lambda p: (-p.pods, p.workload))
+    kept = log.kept_count(evicted)
+    return Story(len(result.evictions),
+                 [Refused(_KINDS[o], *refused[o]) for o in _KINDS if o in refused],
+                 paced, kept)
 
 
 def _figures_json(b: Balance) -> dict[str, object]:

@@ -211,7 +211,7 @@ def test_deviation_mode_evicts_down_to_mean_plus_span() -> None:
                  "highThresholds": {"cpu": 20}, "anomalyCondition": BYPASS}, cluster)
     assert run.cycle() == ["a"]
     assert run.reasons() == [
-        "node is overutilized, node cpu usage(70.00%)>threshold(20.00%); fits on n2"]
+        "node is overutilized, node cpu usage(70.00%)>threshold(20.00%); fits now on n2"]
 
 
 def test_deviation_average_counts_unschedulable_and_capacity_less_nodes() -> None:
@@ -376,7 +376,7 @@ def test_each_pod_lands_on_the_target_with_most_room() -> None:
                 .node("n2", system=2000).node("n3", system=2500))
     assert run.cycle() == ["a", "b", "c"]
     assert [r.rsplit("; ", 1)[1] for r in run.reasons()] == [
-        "fits on n2", "fits on n3", "fits on n2"]
+        "fits now on n2", "fits now on n3", "fits now on n2"]
     assert run.kept("d") == ["no target node can take it: n3: cpu would reach 55.00% > "
                              "50.00%; n2: cpu would reach 65.00% > 50.00%"]
     assert run.notes("n1") == [
@@ -391,7 +391,7 @@ def test_eviction_reason_names_every_resource_over() -> None:
     assert run.cycle() == ["a"]
     assert run.reasons() == [
         "node is overutilized, node cpu usage(100.00%)>threshold(50.00%), node memory "
-        "usage(70.00%)>threshold(50.00%); fits on n2"]
+        "usage(70.00%)>threshold(50.00%); fits now on n2"]
 
 
 def test_a_hot_node_whose_pods_fit_nowhere_says_why() -> None:
@@ -457,10 +457,10 @@ def test_dry_run_evicts_nothing_but_plans_as_if() -> None:
     assert run.cycle() == []
     assert run.kept("a") == [
         "dryRun: would be evicted: node is overutilized, node cpu usage(70.00%)>threshold(50.00%)"
-        "; fits on n2"]
+        "; fits now on n2"]
     assert run.kept("b") == [
         "dryRun: would be evicted: node is overutilized, node cpu usage(60.00%)>threshold(50.00%)"
-        "; fits on n2"]
+        "; fits now on n2"]
     assert run.kept("c") == []  # the planned usage fell to 50%: done
 
 
@@ -520,7 +520,7 @@ def test_prod_high_node_gives_up_prod_pods_only() -> None:
                 .node("n2", system=500).pod("small", "n2", 200))
     assert run.cycle() == ["pb"]
     assert run.reasons() == [
-        "node is overutilized, prod cpu usage(35.00%)>threshold(30.00%); fits on n2"]
+        "node is overutilized, prod cpu usage(35.00%)>threshold(30.00%); fits now on n2"]
 
 
 def test_prod_pass_respects_the_targets_node_level_threshold() -> None:
@@ -750,7 +750,7 @@ def test_example_evicts_the_stress_pod_on_the_sixth_pass() -> None:
         (6, "default", "stress-demo-588f9646cf-s7x2k", "cn-beijing.10.0.0.53")]
     assert result.evictions[0].reason == (
         "node is overutilized, node cpu usage(68.53%)>threshold(50.00%); "
-        "fits on cn-beijing.10.0.0.215")
+        "fits now on cn-beijing.10.0.0.215")
     waiting = [n.text for n in result.log.notes
                if n.plugin == "LowNodeLoad" and "consecutive pass" in n.text]
     assert len(waiting) == 5
@@ -807,7 +807,7 @@ def test_example_through_the_command_line() -> None:
         *(f"cycle {i}: 0 pod(s) evicted" for i in range(1, 6)), "cycle 6: 1 pod(s) evicted"]
     assert ("  evict   default/stress-demo-588f9646cf-s7x2k on cn-beijing.10.0.0.53 "
             "[koord-descheduler/LowNodeLoad]: node is overutilized, node cpu usage(68.53%)>"
-            "threshold(50.00%); fits on cn-beijing.10.0.0.215") in lines
+            "threshold(50.00%); fits now on cn-beijing.10.0.0.215") in lines
     assert lines[-1] == "total: 1 pod(s) evicted in 6 cycle(s)"
 
 

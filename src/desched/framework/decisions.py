@@ -108,6 +108,10 @@ class DecisionLog:
     # Surge-first restarts, and the waits for a replacement desched gave up (framework/moves).
     restarts: list[Restart] = field(default_factory=list)
     timeouts: list[WaitTimeout] = field(default_factory=list)
+    # Every pod `kept` counts, as (namespace, name), once however many cycles and plugins kept
+    # it: the reports' "kept" pods. `compact_kept` keeps only their number.
+    kept_pods: set[tuple[str, str]] = field(default_factory=set)
+    _kept_count: int = 0
 
     def wants_detail(self, pod_key: str, node: str) -> bool:
         return pod_key in self.explain_pods or node in self.explain_nodes
@@ -120,6 +124,7 @@ class DecisionLog:
     def filtered(self, namespace: str, pod: str, node: str, profile: str, plugin: str,
                  reason: str) -> None:
         self.kept[(self.cycle, profile, plugin, reason)] += 1
+        self.kept_pods.add((namespace, pod))
         if (self.explain_pods or self.explain_nodes) and self.wants_detail(
                 f"{namespace}/{pod}", node):
             self.record("filtered", namespace, pod, node, profile, plugin, reason)
@@ -130,6 +135,20 @@ class DecisionLog:
         if self.wants_detail(pod_key, node):
             self.protections.setdefault((self.cycle, profile, pod_key), {}).setdefault(reason,
                                                                                        by)
+
+    def kept_count(self, leaving: set[str] | frozenset[str] = frozenset()) -> int:
+        """The pods kept, each once, but those in `leaving` ("namespace/name": evicted in
+        another cycle or by another plugin)."""
+        if not self.kept_pods:
+            return self._kept_count
+        return sum(1 for ns, name in self.kept_pods if f"{ns}/{name}" not in leaving) \
+            if leaving else len(self.kept_pods)
+
+    def compact_kept(self) -> None:
+        """Keep the number of kept pods, not the pods (a log kept after its cycle)."""
+        if self.kept_pods:
+            self._kept_count = len(self.kept_pods)
+            self.kept_pods = set()
 
     @property
     def filtered_counts(self) -> Counter[tuple[str, str, str]]:

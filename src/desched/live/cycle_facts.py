@@ -180,6 +180,7 @@ def cap(log: DecisionLog, dropped: Counter[str]) -> None:
         log.kept = Counter(dict(log.kept.most_common(MAX_KEPT)))
     # Only explain reads these; a live cycle records none, but nothing unbounded is kept.
     log.subjects, log.verdicts, log.protections, log.node_roles = {}, {}, {}, {}
+    log.compact_kept()
 
 
 class RecordedEvictions(EvictionApiExecutor):

@@ -40,7 +40,7 @@ from desched.live.health import Handler
 from desched.model.meta import json_encoder
 from desched.report import to_json_obj
 from desched.report_html import SCRIPT, html_page, report_body, table_data
-from desched.simulation import CycleSummary, SimulationResult
+from desched.simulation import HELD_OUTCOMES, CycleSummary, Held, SimulationResult
 from desched.snapshot.clock import SimulationClock
 
 if TYPE_CHECKING:
@@ -223,23 +223,24 @@ def _overview(reports: Sequence[CycleReport]) -> str:
 
 
 def _churn(reports: Sequence[CycleReport]) -> str:
-    """Workloads evicted in more than one kept cycle: churn no single cycle shows."""
-    summaries = [CycleSummary(r.number, evicted=dict(r.facts.evicted))
-                 for r in reports if r.facts is not None]
+    """Workloads evicted in more than one kept cycle: churn no single cycle shows (but those
+    whose pods a budget, a limit or `moves` held back in an earlier one: paced on purpose)."""
+    # Only evicted pods have their workload resolved: a pod held back, then evicted, tells it.
+    workloads = {key: e.workload for r in reports if r.facts is not None
+                 for key, e in r.facts.evicted.items()}
+    summaries = [CycleSummary(r.number, evicted=dict(r.facts.evicted), held={
+        key: Held(d.outcome, "", workloads[key]) for d in r.log.decisions
+        if d.outcome in HELD_OUTCOMES and (key := f"{d.namespace}/{d.pod}") in workloads})
+        for r in reports if r.facts is not None]
     if not summaries:
         return ""
-    policy = next(r.facts.policy for r in reports if r.facts is not None)
-    # The deferrals tell the workloads `moves` paces over several cycles on purpose.
-    deferred = DecisionLog(decisions=[d for r in reports for d in r.log.decisions
-                                      if d.outcome == "deferred"])
-    churn = whatif.churn(SimulationResult(policy, [], 0, 0, len(summaries), deferred,
-                                          summaries, SimulationClock(datetime.now(UTC), "")))
-    if not churn.repeated:
+    repeated = whatif.workloads_in_several_cycles(sorted(summaries, key=lambda s: s.cycle))
+    if not repeated:
         return ""
     items = "".join(f"<li>{_e(r.workload)}: cycles {_e(', '.join(map(str, r.cycles)))}</li>"
-                    for r in churn.repeated[:20])
-    more = f"<li>and {len(churn.repeated) - 20} more</li>" if len(churn.repeated) > 20 else ""
-    return (f'<div class="warn" id="repeated-workloads"><b>{len(churn.repeated)} workload(s) '
+                    for r in repeated[:20])
+    more = f"<li>and {len(repeated) - 20} more</li>" if len(repeated) > 20 else ""
+    return (f'<div class="warn" id="repeated-workloads"><b>{len(repeated)} workload(s) '
             f'evicted in more than one of these cycles.</b> <span class="remedy">Remedy: '
             f'{_e(whatif.REMEDY_REPEATED)}.</span><ul>{items}{more}</ul></div>')
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, RoleThreshold
 from desched.framework.types import Handle
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -127,10 +127,19 @@ class HighNodeUtilization:
         ).run(sort_by_total_usage(low, ascending=True), schedulable)
 
 
+def role_thresholds(args: HighNodeUtilizationArgs) -> list[RoleThreshold]:
+    """`thresholds`, on requests: the nodes at or below them are emptied (low)."""
+    return [RoleThreshold("pods" if resource == "pods" else f"{resource} requests",
+                          float(value), "low", "thresholds")
+            for resource, value in args.thresholds.items()]
+
+
 SPEC = PluginSpec(
     name="HighNodeUtilization",
     extension_points=frozenset({"balance"}),
     args_type=HighNodeUtilizationArgs,
     factory=HighNodeUtilization,
     validate=validate,
+    role_thresholds=role_thresholds,
+    purpose="balance",
 )

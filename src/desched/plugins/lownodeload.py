@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from desched.errors import InputError
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, RoleThreshold
 from desched.framework.types import Handle
 from desched.model.koord import is_prod, raw_allocatable
 from desched.model.labels import Matcher, compile_selector
@@ -700,7 +700,8 @@ class _PoolRun:
                     continue
             reason = self.eviction_reason(source, prod)
             if target is not None:
-                reason += f"; fits on {target.name}"
+                # Where it fits now, not where it goes: the scheduler places the replacement.
+                reason += f"; fits now on {target.name}"
             if plugin.dry_run:
                 handle.skip(pod, f"dryRun: would be evicted: {reason}")
             else:
@@ -829,12 +830,22 @@ class _Targets:
         return None, f"no target node can take it: {'; '.join(failures)}{more}"
 
 
-def high_thresholds(args: LowNodeLoadArgs) -> dict[str, float]:
-    """highThresholds, on usage."""
-    if args.use_deviation_thresholds:
-        return {}
-    return {f"{resource} usage": float(value)
-            for resource, value in (args.high_thresholds or {}).items()}
+def role_thresholds(args: LowNodeLoadArgs) -> list[RoleThreshold]:
+    """lowThresholds and highThresholds on usage, per node pool (the top-level ones are the
+    default pool's); none for a pool in deviation mode, nor a high threshold without its low
+    (fill_thresholds makes both 100 %). The prod thresholds bound the prod pods' usage, a series
+    the reports do not have."""
+    out = []
+    for pool in build_pools(args):
+        if pool.deviation:
+            continue
+        name = "" if pool.name == DEFAULT_POOL else pool.name
+        high = {resource: v for resource, v in pool.high.items() if resource in pool.low}
+        out += [RoleThreshold(f"{r} usage", float(v), "low", "lowThresholds", name,
+                              pool.node_selector) for r, v in pool.low.items()]
+        out += [RoleThreshold(f"{r} usage", float(v), "high", "highThresholds", name,
+                              pool.node_selector) for r, v in high.items()]
+    return out
 
 
 SPEC = PluginSpec(
@@ -844,5 +855,6 @@ SPEC = PluginSpec(
     factory=LowNodeLoad,
     default=default,
     args_kind="LowNodeLoadArgs",
-    high_thresholds=high_thresholds,
+    role_thresholds=role_thresholds,
+    purpose="balance",
 )

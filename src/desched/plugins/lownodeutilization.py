@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import msgspec
 
 from desched.errors import InputError, quote
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, RoleThreshold
 from desched.framework.types import Handle
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -330,13 +330,19 @@ class LowNodeUtilization:
         ).run(sort_by_total_usage(high, ascending=False), low)
 
 
-def high_thresholds(args: LowNodeUtilizationArgs) -> dict[str, float]:
-    """targetThresholds, on requests, or on usage with metricsUtilization."""
+def role_thresholds(args: LowNodeUtilizationArgs) -> list[RoleThreshold]:
+    """`thresholds` (low: the nodes that receive pods) and `targetThresholds` (high: the nodes
+    that shed them), on requests, or on usage with metricsUtilization."""
     if args.use_deviation_thresholds:
-        return {}
+        return []
     kind = "usage" if args.metrics_utilization is not None else "requests"
-    return {"pods" if resource == "pods" else f"{resource} {kind}": float(value)
-            for resource, value in args.target_thresholds.items()}
+    def series(resource: str) -> str:
+        return "pods" if resource == "pods" else f"{resource} {kind}"
+
+    return [*(RoleThreshold(series(r), float(v), "low", "thresholds")
+              for r, v in args.thresholds.items()),
+            *(RoleThreshold(series(r), float(v), "high", "targetThresholds")
+              for r, v in args.target_thresholds.items())]
 
 
 SPEC = PluginSpec(
@@ -345,5 +351,6 @@ SPEC = PluginSpec(
     args_type=LowNodeUtilizationArgs,
     factory=LowNodeUtilization,
     validate=validate,
-    high_thresholds=high_thresholds,
+    role_thresholds=role_thresholds,
+    purpose="balance",
 )

@@ -253,4 +253,6 @@ SPEC = PluginSpec(
     args_type=PodLifeTimeArgs,
     factory=PodLifeTime,
     validate=validate,
+    # A fresh pod is the point, wherever it lands.
+    purpose="replace",
 )

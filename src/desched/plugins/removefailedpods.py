@@ -166,4 +166,6 @@ SPEC = PluginSpec(
     factory=RemoveFailedPods,
     validate=validate,
     default=default,
+    # A fresh pod is the point, wherever it lands.
+    purpose="replace",
 )

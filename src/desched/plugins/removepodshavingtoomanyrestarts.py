@@ -140,4 +140,6 @@ SPEC = PluginSpec(
     args_type=RemovePodsHavingTooManyRestartsArgs,
     factory=RemovePodsHavingTooManyRestarts,
     validate=validate,
+    # A fresh pod is the point, wherever it lands.
+    purpose="replace",
 )
