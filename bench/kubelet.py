@@ -124,11 +124,16 @@ class Kubelet:
         phase = pod.status.phase if pod.status is not None else None
         if key not in self._started and phase != "Running":
             self._started.add(key)
-            self._report(pod, ready=False, first=True)
-            self._later(self.ready_after, lambda: self._report(pod, ready=True, only_alive=True))
+            self._later(0, lambda: self._starting_pod(pod))
+
+    # Each pod's steps are retried until they go through (the API server may be down, or just
+    # restarted and answering 429/503): a pod taken on is never left half started or stopped.
+    def _starting_pod(self, pod: Pod) -> None:
+        self._report(pod, ready=False, first=True)
+        self._later(self.ready_after, lambda: self._report(pod, ready=True, only_alive=True))
 
     def _stopping_pod(self, pod: Pod) -> None:
-        self._report(pod, ready=False, only_alive=True)
+        self._later(0, lambda: self._report(pod, ready=False, only_alive=True))
         grace = pod.metadata.deletionGracePeriodSeconds if pod.metadata else None
         self._later(float(grace or 0), lambda: self._finish(pod))
 
@@ -143,7 +148,7 @@ class Kubelet:
         timer.start()
 
     def _guarded(self, action: Any) -> None:
-        for _ in range(20):  # the API server may be restarting: try again for ~10 s
+        for _ in range(120):  # the API server may be down or restarting: try again for ~60 s
             if self._stopping.is_set():
                 return
             try:
