@@ -265,7 +265,8 @@ def _threshold(mark: _Mark, x: float, top: float, row: int, anchor: str,
 
 
 def _figure(series: str, width: int, height: int, body: str, caption: str) -> str:
-    return (f'<figure><svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+    return (f'<figure style="max-width:{width}px"><svg width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" '
             f'role="img" aria-label="{_e(series)}" font-family="system-ui,sans-serif">{body}'
             f'</svg><figcaption>{caption}</figcaption></figure>')
 
@@ -333,7 +334,14 @@ def _histogram(series: str, before: list[float], after: list[float], marks: list
 
 
 def _caption(series: str, marks: list[_Mark]) -> str:
-    return "".join([f"<b>{_e(series)}</b>", *(f" · {_e(m.label)}" for m in marks)])
+    """The series and its thresholds; by plugin when several plugins draw on it."""
+    plugins = dict.fromkeys(m.threshold.plugin for m in marks)
+    if len(plugins) < 2:
+        return "".join([f"<b>{_e(series)}</b>", *(f" · {_e(m.label)}" for m in marks)])
+    return "".join([f"<b>{_e(series)}</b>", *(
+        f" · {_e(plugin)}: " + ", ".join(_e(m.label) for m in marks
+                                         if m.threshold.plugin == plugin)
+        for plugin in plugins)])
 
 
 def _short(name: str, room: int = 22) -> str:
@@ -432,20 +440,17 @@ def _node_bars(series: str, before: dict[str, float], after: dict[str, float],
 def _value(text: str, end: float, left: float, y: float, lines: list[float],
            inside: str) -> str:
     """A bar's value, where no threshold's line runs through it: right of the bar's end, else
-    inside the bar (in `inside`, a colour that reads on it), else right of the lines in the
-    way; a white halo keeps it legible over a line where none of these is clear."""
+    inside the bar (in `inside`, a colour that reads on it); else right of the end, over the
+    line, a white halo keeping it legible."""
     width = _width(text)
 
-    def crossed(lo: float) -> list[float]:
-        return [at for at in lines if lo - 1 <= at <= lo + width + 1]
+    def clear(lo: float) -> bool:
+        return not any(lo - 0.5 <= at <= lo + width + 0.5 for at in lines)
 
-    at = end + 3
-    if crossed(at) and end - left >= width + 6 and not crossed(end - 3 - width):
+    if not clear(end + 3) and end - left >= width + 6 and clear(end - 3 - width):
         return (f'<text x="{end - 3:.1f}" y="{y}" font-size="{_FONT}" fill="{inside}" '
                 f'text-anchor="end">{text}</text>')
-    while crossed(at) and max(crossed(at)) + 3 + width <= _W:
-        at = max(crossed(at)) + 3
-    return (f'<text x="{at:.1f}" y="{y}" font-size="{_FONT}" fill="#333" stroke="#fff" '
+    return (f'<text x="{end + 3:.1f}" y="{y}" font-size="{_FONT}" fill="#333" stroke="#fff" '
             f'stroke-width="3" paint-order="stroke">{text}</text>')
 
 
