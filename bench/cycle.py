@@ -39,20 +39,22 @@ snap = load_snapshot([sys.argv[1]], warn=lambda m: None)
 executor = SimulationExecutor(snap)
 d = Descheduler(policy, snap, executor, Clock(datetime(2026, 11, 22, 12, tzinfo=timezone.utc)))
 timings = {}
+cpus = {}
 for profile in d.profiles:
     for kind in ("deschedule", "balance"):
         for i, (name, plugin) in enumerate(getattr(profile, kind)):
             method = getattr(plugin, kind)
             def timed(nodes, _m=method, _n=name):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 _m(nodes)
                 timings[_n] = timings.get(_n, 0.0) + time.perf_counter() - t0
+                cpus[_n] = cpus.get(_n, 0.0) + time.process_time() - c0
             setattr(plugin, kind, timed)
 t, cpu = time.perf_counter(), time.process_time()
 d.run_cycle(1)
 elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
 print(json.dumps({"seconds": elapsed, "cpu": cpu, "evicted": len(d.log.evictions()),
-                  "plugins": timings}))
+                  "plugins": timings, "plugins_cpu": cpus}))
 """
 
 
@@ -77,9 +79,11 @@ def main() -> None:
     print(f"cycle: median {statistics.median(secs):.2f} s (min {min(secs):.2f}, "
           f"max {max(secs):.2f}, {len(secs)} runs); CPU median {statistics.median(cpu):.2f} s; "
           f"{runs[0]['evicted']} evictions")
+    print(f"  {'plugin':48} {'wall':>9} {'CPU':>9}  (medians)")
     for name in runs[0]["plugins"]:
         med = statistics.median(r["plugins"][name] for r in runs)
-        print(f"  {name:48} {med:7.3f} s")
+        med_cpu = statistics.median(r["plugins_cpu"][name] for r in runs)
+        print(f"  {name:48} {med:7.3f} s {med_cpu:7.3f} s")
 
 
 if __name__ == "__main__":
