@@ -336,6 +336,46 @@ def test_distinct_constraints_per_namespace() -> None:
     assert len(found) == 3
 
 
+def _pool(extra_x: list[Any]) -> list[Any]:
+    """Pool x (n1 zone a, n2 zone b, and `extra_x`) among six pool-y nodes, so the node label
+    index narrows a pool-x selector to a few nodes."""
+    return [zone_node("n1", "a", labels={"pool": "x"}), zone_node("n2", "b", labels={"pool": "x"}),
+            *extra_x, *(zone_node(f"y{i}", "abc"[i % 3], labels={"pool": "y"}) for i in range(6))]
+
+
+PIN_X = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+    "nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "pool", "operator": "In", "values": ["x"]},
+        {"key": "disk", "operator": "NotIn", "values": ["hdd"]}]}]}}}}
+
+
+@pytest.mark.parametrize(("extra_x", "expected"), [
+    ([zone_node("n3", "c", labels={"pool": "x"})], ["n2-1"]),  # zone c: an empty domain
+    ([zone_node("n3", "c", labels={"pool": "x", "disk": "hdd"})], []),  # NotIn excludes it
+    ([zone_node("n3", "c", labels={"pool": "x"}, ready=False)], []),  # not among the nodes
+], ids=["narrowed-node-admitted", "narrowed-node-excluded", "not-ready-node"])
+def test_honored_affinity_through_the_node_index(extra_x: list[Any],
+                                                 expected: list[str]) -> None:
+    """Nodes admitted through the label index are still matched in full, and only those of the
+    run's node list count: a pool-x node zone c adds an empty domain only when admitted."""
+    pods = (spread("n1", 2, spec=PIN_X) + spread("n2", 2, spec=PIN_X))
+    names, _ = run(_pool(extra_x), pods, {"topologyBalanceNodeFit": False})
+    assert names == expected
+
+
+def test_constraints_sharing_an_inclusion_policy_keep_their_own_domains() -> None:
+    """Two workloads pinned alike, one spread by zone, one by hostname: the admitted nodes are
+    shared, each groups them by its own topology key."""
+    extra = [zone_node("n3", "a", labels={"pool": "x"})]
+    by_host = [tsc(key="kubernetes.io/hostname", selector={"matchLabels": {"app": "db"}})]
+    pods = (spread("n1", 2, spec=PIN_X) + spread("n2", 2, spec=PIN_X)
+            + spread("n1", 2, prefix="db", labels={"app": "db"}, constraints=by_host,
+                     spec=PIN_X))
+    names, _ = run(_pool(extra), pods, {"topologyBalanceNodeFit": False})
+    # zone: a (n1, n3) 2, b 2: balanced. hostname: n1 2, n2 0, n3 0: one moves.
+    assert names == ["db-1"]
+
+
 # -- validation and defaults ----------------------------------------------------------------------
 
 def test_validate_constraints() -> None:

@@ -31,8 +31,14 @@ from desched.policy.args import (
     validate_namespaces,
 )
 from desched.predicates.nodeaffinity import NodeMatcher, required_affinity_matcher
-from desched.predicates.nodefit import placement_signature, pod_fits_any_other_node
+from desched.predicates.nodefit import (
+    placement_signature,
+    pod_fits_any_other_node,
+    taint_free_signature,
+)
+from desched.predicates.nodeindex import node_index
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
+from desched.snapshot.cluster import ClusterSnapshot
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
@@ -80,6 +86,9 @@ class _Constraint:
     eligibility_key: tuple[object, ...]
     # Label pairs every matching pod carries (matchLabels and matchLabelKeys): an index key.
     equalities: tuple[tuple[str, str], ...] = ()
+    # The pod whose nodeSelector and required affinity `affinity` matches, when Honor: the node
+    # label index narrows the nodes to try from it.
+    affinity_pod: Pod | None = None
 
     def describe(self) -> str:
         return f"topologyKey {self.topology_key} (maxSkew {self.max_skew})"
@@ -161,7 +170,8 @@ def _build_constraint(tsc: TopologySpreadConstraint, pod: Pod, key: tuple[object
         tolerations_pod=pod if honor_taints else None,
         key=key, eligibility_key=eligibility_key,
         equalities=(*(tsc.label_selector.match_labels or {}).items(), *extra.items())
-        if tsc.label_selector is not None else ())
+        if tsc.label_selector is not None else (),
+        affinity_pod=pod if honor_affinity else None)
 
 
 def _count_domains(constraint: _Constraint, pods: Iterable[Pod],
@@ -231,15 +241,56 @@ class _Eligible:
 
     __slots__ = ("index", "nodes_by_value", "values")
 
-    def __init__(self, constraint: _Constraint, nodes: list[Node]) -> None:
-        key = constraint.topology_key
+    def __init__(self, topology_key: str, admitted: Iterable[Node]) -> None:
         self.nodes_by_value: dict[str, list[Node]] = {}
-        for n in nodes:
-            value = n.metadata.labels.get(key)
-            if value is not None and _node_eligible(constraint, n):
+        for n in admitted:
+            value = n.metadata.labels.get(topology_key)
+            if value is not None:
                 self.nodes_by_value.setdefault(value, []).append(n)
         self.values = list(self.nodes_by_value)
         self.index = {v: i for i, v in enumerate(self.values)}
+
+
+class _Admitted:
+    """The nodes of one node list each constraint's inclusion policies admit, in the list's
+    order, and the _Eligible groupings of them: built once per inclusion policy (the
+    eligibility key without the topology key) and per eligibility key. Constraints of many
+    workloads share a policy (a pool's nodeSelector), and the node label index gives the nodes
+    a nodeSelector or required affinity may match, so only those are matched in full."""
+
+    def __init__(self, nodes: list[Node], snapshot: ClusterSnapshot) -> None:
+        self.nodes = nodes
+        self.snapshot = snapshot
+        self._position: dict[str, int] | None = None
+        self._by_policy: dict[tuple[object, ...], list[Node]] = {}
+        self._eligible: dict[tuple[object, ...], _Eligible] = {}
+
+    def eligible(self, constraint: _Constraint) -> _Eligible:
+        key = constraint.eligibility_key
+        found = self._eligible.get(key)
+        if found is None:
+            policy = key[1:]
+            admitted = self._by_policy.get(policy)
+            if admitted is None:
+                admitted = self._by_policy[policy] = self._admit(constraint)
+            found = self._eligible[key] = _Eligible(constraint.topology_key, admitted)
+        return found
+
+    def _admit(self, constraint: _Constraint) -> list[Node]:
+        """matchNodeInclusionPolicies over the list's nodes."""
+        nodes: Iterable[Node] = self.nodes
+        pod = constraint.affinity_pod
+        if pod is not None:
+            narrowed = node_index(self.snapshot).candidates(pod, taint_free_signature(pod)[0])
+            if narrowed is not None:
+                position = self._position
+                if position is None:
+                    position = self._position = {n.metadata.name: i
+                                                 for i, n in enumerate(self.nodes)}
+                at = sorted(i for i in (position.get(n.metadata.name) for n in narrowed.nodes)
+                            if i is not None)
+                nodes = [self.nodes[i] for i in at]
+        return [n for n in nodes if _node_eligible(constraint, n)]
 
 
 class RemovePodsViolatingTopologySpreadConstraint:
@@ -294,17 +345,14 @@ class RemovePodsViolatingTopologySpreadConstraint:
 
         # Insertion-ordered set of pods to evict (upstream: a Go map, random order).
         selected: dict[str, tuple[Pod, str]] = {}
-        eligible_cache: dict[tuple[object, ...], _Eligible] = {}
+        admitted = _Admitted(nodes, snapshot)
         for namespace, pods in by_namespace.items():
             # label -> value -> the namespace's counted pods carrying it, built per label on
             # demand; lets a constraint look only at pods that can match its selector instead of
             # the whole namespace.
             label_index: dict[str, dict[str, list[Pod]]] = {}
             for constraint in self._namespace_constraints(pods):
-                eligible = eligible_cache.get(constraint.eligibility_key)
-                if eligible is None:
-                    eligible = eligible_cache[constraint.eligibility_key] = _Eligible(
-                        constraint, nodes)
+                eligible = admitted.eligible(constraint)
                 # Domains of eligible nodes exist even when empty; a pod on a node the
                 # inclusion policies exclude creates its domain on demand.
                 candidates = pods
@@ -375,7 +423,8 @@ class RemovePodsViolatingTopologySpreadConstraint:
         if own is None:
             return f"node {pod.node_name} has no label {topology_key}: in no domain"
         # Eligible domains count even when empty; others only when pods of them match.
-        sizes = dict.fromkeys(_Eligible(constraint, list(node_map.values())).values, 0)
+        eligible = _Admitted(list(node_map.values()), self.handle.snapshot).eligible(constraint)
+        sizes = dict.fromkeys(eligible.values, 0)
         for value, in_domain in _count_domains(constraint, pods, node_map)[0].items():
             sizes[value] = len(in_domain)
         found = (f"{constraint.describe()}: pods per domain "
