@@ -201,7 +201,7 @@ def test_a_pod_refused_in_three_cycles_is_one_refused_pod_and_three_attempts(
     blocked = [r for r in out["refusals"] if r["outcome"] == "pdb-blocked"]
     assert len({r["pod"] for r in blocked}) == 6  # refused at least once
     assert out["summary"]["refused"] == {"pods": 4, "attempts": 12, "by": [
-        {"kind": "a PodDisruptionBudget", "pods": 4, "attempts": 12}]}
+        {"outcome": "pdb-blocked", "pods": 4, "attempts": 12}]}
     assert out["summary"]["evicted"] == 3
     assert "  refused: 4 pod(s) never evicted, by a PodDisruptionBudget (12 attempt(s))" in text
 

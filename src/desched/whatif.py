@@ -193,9 +193,14 @@ def workloads_in_several_cycles(summaries: Iterable[CycleSummary]) -> list[Repea
 class Refused:
     """Pods whose every eviction a budget, a limit or an error refused: still on their node."""
 
-    kind: str  # "a PodDisruptionBudget", "a limit", "an error"
+    outcome: str  # the refusals' outcome: "pdb-blocked", "limited", "failed"
     pods: int
     attempts: int
+
+    @property
+    def kind(self) -> str:
+        """What refused them, as the text says it: "a PodDisruptionBudget", ..."""
+        return _KINDS[self.outcome]
 
 
 @dataclass(frozen=True)
@@ -255,7 +260,7 @@ class Story:
         return {
             "evicted": self.evicted,
             "refused": {"pods": self.refused_pods, "attempts": self.refused_attempts,
-                        "by": [{"kind": r.kind, "pods": r.pods, "attempts": r.attempts}
+                        "by": [{"outcome": r.outcome, "pods": r.pods, "attempts": r.attempts}
                                for r in self.refused]},
             "paced": {"pods": self.paced_pods, "workloads": [
                 {"workload": p.workload, "by": list(p.by), "cycles": list(p.cycles),
@@ -303,7 +308,7 @@ def story(result: SimulationResult) -> Story:
         key=lambda p: (-p.pods, p.workload))
     kept = log.kept_count(evicted)
     return Story(len(result.evictions),
-                 [Refused(_KINDS[o], *refused[o]) for o in _KINDS if o in refused],
+                 [Refused(o, *refused[o]) for o in _KINDS if o in refused],
                  paced, kept)
 
 
