@@ -34,7 +34,7 @@ LEASE = 5  # seconds: the Lease duration of the partition test's replicas
 
 # The long soak stops itself after DESCHED_SOAK_SECONDS (default 1800).
 pytestmark = [pytest.mark.asyncio, pytest.mark.soak,
-              pytest.mark.timeout(0 if LONG else 300)]
+              pytest.mark.timeout(0 if LONG else 420)]
 
 
 def settings() -> SoakSettings:
