@@ -224,7 +224,7 @@ def test_inter_pod_affinity_counts_running_pods_preferred_terms() -> None:
     subject = pod("p", node_name="", labels={"app": "web"})
     snap = snapshot(subject, *nodes, holder)
     p = snap.pods["default/p"]
-    topology = interpod.affinity_raw(p, snap.ready_nodes(), snap, DEFAULT)
+    topology = interpod.affinity_raw(p, snap, DEFAULT)
     assert topology == {"zone": {"za": -50}}
     raw = {n.name: interpod.affinity_score(topology, n) for n in snap.ready_nodes()}
     assert sc.min_max_normalize(raw) == {"n1": 0, "n2": 100}

@@ -225,9 +225,9 @@ class KubeDefault:
                 reasons[problem] += 1
         checks: list[tuple[str, str, Callable[[list[Node]], set[str]]]] = [
             ("InterPodAffinity", "node(s) didn't satisfy existing pods anti-affinity rules",
-             lambda ns: blocked_by_running_anti_affinity(snapshot, pod, everywhere, gone)),
+             lambda ns: blocked_by_running_anti_affinity(snapshot, pod, gone)),
             ("InterPodAffinity", "node(s) didn't match pod affinity/anti-affinity rules",
-             lambda ns: affinity_misses(pod, ns, everywhere, snapshot, gone)),
+             lambda ns: affinity_misses(pod, ns, snapshot, gone)),
             ("PodTopologySpread", "node(s) didn't match pod topology spread constraints",
              lambda ns: spread_misses(pod, ns, everywhere, snapshot, profile)),
         ]
@@ -285,7 +285,7 @@ class KubeDefault:
             if spread is not None:
                 add("PodTopologySpread", sc.spread_normalize(*spread))
         if "InterPodAffinity" in weights:
-            topology = affinity_raw(pod, nodes, snapshot, profile, gone)
+            topology = affinity_raw(pod, snapshot, profile, gone)
             if topology is not None:
                 add("InterPodAffinity", sc.min_max_normalize(
                     {n.metadata.name: affinity_score(topology, n) for n in feasible}))

@@ -74,7 +74,7 @@ def place(model: KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Cluster
     ranking = model.rankings.get(key, pod, nodes, snapshot,
                                  lambda p: entry(model, p, everywhere, snapshot, profile),
                                  candidates=model.space(pod, nodes, snapshot, profile))
-    exclude = (blocked_by_running_anti_affinity(snapshot, pod, everywhere, gone)
+    exclude = (blocked_by_running_anti_affinity(snapshot, pod, gone)
                if "InterPodAffinity" in profile.filters else set())
     constraints: list[spread.Spread] = []
     require_all = False
