@@ -180,6 +180,25 @@ def test_alias_bomb_and_deep_nesting_in_an_item_are_refused(tmp_path: Path) -> N
         read(write(tmp_path, "deep.yaml", text))
 
 
+def test_an_object_larger_than_any_the_api_server_stores_is_refused_unparsed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node with a million labels (45 MB of YAML) took 14 s and 1.1 GB to parse; no API server
+    stores an object that large (etcd: 1.5 MiB), so it is refused from its size alone."""
+    labels = "".join(f"      example.com/l-{i:06d}: v{i}\n" for i in range(3000))
+    text = kubectl_yaml([NODE, pod("a")]).replace("      app: a\n", labels, 1)
+    monkeypatch.setattr(loader, "MAX_OBJECT_YAML", 64 << 10)  # the same, at a test's size
+    parsed: list[object] = []
+    monkeypatch.setattr(yamlstream.Parser, "item_to_json",
+                        lambda *args: parsed.append(args) or None)
+    with pytest.raises(InputError, match=r"document 1 item 1: 0 MiB of YAML for one object, "
+                                         r"more than the API server stores"):
+        read(write(tmp_path, "huge.yaml", text))
+    assert len(parsed) == 1  # the node before it, not the pod
+    # Within the real bound, the same pod is read.
+    monkeypatch.undo()
+    assert [o.metadata.name for o in read(write(tmp_path, "big.yaml", text))] == ["n1", "a"]
+
+
 def test_invalid_yaml_is_one_error_and_nothing_on_stderr(
         tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     text = kubectl_yaml([NODE, pod("a")]).replace("      app: a\n", "      app: [a\n", 1)
@@ -268,6 +287,43 @@ def test_suspect_tokens_inside_longer_text_or_read_alike_stay_with_rapidyaml(
     with parser.quiet():
         out = parser.to_json(text.encode(), item=True)
     assert (out is not None) is fast
+    _assert_read_alike(text)
+
+
+@pytest.mark.parametrize(("text", "fast"), [
+    # a quoted scalar closed on its line is text, brackets and braces included (issue 33)
+    ("- message: 'containers with unready status: [main]'\n", True),
+    ("- sidecar.istio.io/status: '{\"initContainers\":null,\"containers\":[\"istio-proxy\"],"
+     "\"volumes\":[\"istio-envoy\"],\"revision\":\"default\"}'\n", True),
+    ('- k: "{\\"a\\":[1, {\\"b\\": 2}]}"\n', True),
+    ("- k: 'it''s [x] {y}'  # a comment\n", True),
+    ("- - '[a]'\n  - \"{b}\"\n", True),
+    # what could still be a flow collection, or a quote not closed on its line: PyYAML reads it
+    ("- k: [a, '[b]']\n", False),
+    ("- k: 'a' [b]\n", False),
+    ("- k: 'a\n    [b]'\n", False),
+    ("- k: 'a [b]\n    c'\n", False),
+    ("- 'a [b]': v\n", False),
+    ("- k: '[a]'\n  j: [b]\n", False),
+])
+def test_brackets_inside_a_quoted_scalar_are_text(text: str, fast: bool) -> None:
+    parser = yamlstream.Parser()
+    with parser.quiet():
+        out = parser.to_json(text.encode(), item=True)
+    assert (out is not None) is fast, text
+    _assert_read_alike(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(value=st.text(alphabet="ab []{},:'\"#\\-x\u00e9", max_size=24),
+       style=st.sampled_from(["'", '"']), key=st.sampled_from(["k", "a.b/c-d", "- k"]))
+def test_a_quoted_scalar_with_brackets_and_quotes_reads_as_pyyaml_reads_it(
+        value: str, style: str, key: str) -> None:
+    """JSON annotations, bracketed messages, quotes inside quotes, as PyYAML quotes them."""
+    body = yaml.safe_dump(value, default_style=style, width=10_000).removesuffix("...\n")
+    nested = key.startswith("- ")
+    text = f"- {key.removeprefix('- ')}: {body.strip()}\n" if not nested else \
+        f"- - {body.strip()}\n"
     _assert_read_alike(text)
 
 

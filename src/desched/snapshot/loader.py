@@ -90,6 +90,11 @@ _YAML_WARN_BYTES = 64 << 20
 # recursion limit (about 1,000 levels; Kubernetes objects nest about 15).
 _TOO_DEEP = "nesting too deep to decode"
 _BATCH = 500  # objects handed to the snapshot at a time, and pages released between them
+# The YAML of one object larger than this is refused before it is parsed: no API server stores
+# such an object (etcd takes at most 1.5 MiB a request; an object's YAML, indented and with its
+# keys spelled out, is a few times its stored size), and parsing it would take seconds a MiB.
+MAX_OBJECT_YAML = 8 << 20
+_YAML_NAME = re.compile(rb"\n {2,4}name: *([^\s#]+)")
 # A line longer than this that holds a List is read an item at a time: one call decoding the
 # whole line holds all its objects at once. Larger than a page `desched snapshot` writes (500
 # items, ~2.5 MB of production-like pods), which decodes faster in one call.
@@ -448,6 +453,7 @@ class _Reader:
             if shape is not None:
                 yield from self._yaml_list(parser, mm, shape, f"document {number}")
                 continue
+            _check_object_size(mm, doc.span, f"document {number}", self.path)
             ignored = dict(self.ignored)
             with parser.quiet():
                 text = parser.to_json(view[doc.span.start:doc.span.end], item=False)
@@ -498,6 +504,7 @@ class _Reader:
 
     def _yaml_item(self, parser: yamlstream.Parser, mm: mmap.mmap, span: yamlstream.Span,
                    item_kind: str, version: str, where: str) -> KubeObject | None:
+        _check_object_size(mm, span, where, self.path)
         text = parser.item_to_json(mm, span)
         if text is not None:
             try:
@@ -530,6 +537,19 @@ class _Reader:
             except (TypeError, msgspec.EncodeError) as err:
                 raise InputError(self.path, f"document {index + 1}: {err}") from None
             yield from self._json_general(data, f"document {index + 1}")
+
+
+def _check_object_size(mm: mmap.mmap, span: yamlstream.Span, where: str, path: str) -> None:
+    """InputError for an object whose YAML is over MAX_OBJECT_YAML (named from its first lines
+    when they name it)."""
+    size = span.end - span.start
+    if size <= MAX_OBJECT_YAML:
+        return
+    found = _YAML_NAME.search(mm, span.start, min(span.end, span.start + (64 << 10)))
+    named = f" ({found.group(1).decode(errors='replace')!r})" if found else ""
+    raise InputError(path, f"{where}{named}: {size / 2**20:.0f} MiB of YAML for one object, "
+                           f"more than the API server stores (etcd takes at most 1.5 MiB an "
+                           f"object): not a cluster's object; refused before parsing it")
 
 
 class _WholeFile(Exception):

@@ -114,10 +114,33 @@ SnapshotLoader.yaml_implicit_resolvers = {
 _STR = "tag:yaml.org,2002:str"
 
 
+# A line whose value is one quoted scalar closed on the line: an optional sequence entry and
+# plain key before it, nothing but a comment after. A `[` or `{` inside it is text (a kubelet's
+# "containers with unready status: [main]", an annotation holding JSON), not a flow collection.
+_QUOTED_LINE = re.compile(
+    rb"[ \t]*(?:-[ \t]+)*(?:[^ \t'\"#\[\]{},:&*!|>%@`?-][^:#\r\n]*?:[ \t]+)?"
+    rb"('(?:[^'\r\n]|'')*'|\"(?:[^\"\\\r\n]|\\.)*\")[ \t]*(?:#[^\r\n]*)?\r?")
+
+
+def _in_closed_quotes(text: memoryview | bytes, at: int) -> bool:
+    """Whether offset `at` of `text` lies inside a quoted scalar that opens and closes on its
+    line (the line's whole value: see _QUOTED_LINE). Asked only of suspect text."""
+    data = bytes(text) if isinstance(text, memoryview) else text
+    start = data.rfind(b"\n", 0, at) + 1
+    end = data.find(b"\n", at)
+    line = _QUOTED_LINE.fullmatch(data, start, len(data) if end < 0 else end)
+    return line is not None and line.start(1) < at < line.end(1) - 1
+
+
 def _found(pattern: re2._Regexp, text: memoryview | bytes) -> frozenset[bytes] | None:
     """The suspect plain tokens the pattern finds, or None when it finds other suspect text."""
     found = set()
     for match in pattern.finditer(text):
+        raw = bytes(match.group())
+        rest = raw.lstrip(b" \t,")
+        if rest[:1] in (b"[", b"{") and _in_closed_quotes(
+                text, match.start() + len(raw) - len(rest)):
+            continue  # text inside a closed quoted scalar, as both parsers read it
         token = _BLOCK_TOKEN.fullmatch(match.group())
         # (A number may end in a colon, `1:`, which PyYAML takes for a key's end.)
         if token is None or token.group(1).endswith(b":") or _REWRITTEN.fullmatch(token.group(1)):
