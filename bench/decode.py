@@ -39,6 +39,46 @@ print(json.dumps({"seconds": elapsed, "cpu": cpu, "peak_rss": hwm, "nodes": len(
 """
 
 
+# The floor (issue 33, item 4): msgspec's own decode of the same bytes into plain Python objects,
+# line by line for JSON lines, whole otherwise; the objects are dropped as they come, as the
+# loader drops what it does not keep.
+_FLOOR = r"""
+import json, sys, time, msgspec
+decode = msgspec.json.decode
+t, cpu = time.perf_counter(), time.process_time()
+for path in sys.argv[1:]:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    t, cpu = time.perf_counter(), time.process_time()  # the read is the loader's too: not timed
+    if path.endswith(".jsonl"):
+        for line in data.splitlines():
+            if line.strip():
+                decode(line)
+    else:
+        decode(data)
+elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
+print(json.dumps({"seconds": elapsed, "cpu": cpu}))
+"""
+# A second floor for JSON lines: each page decoded by msgspec straight into desched's own lean
+# types (model/kinds.PAGE_DECODERS), one call a page, nothing indexed: what the load adds past
+# decoding is the snapshot's indices and the pods' shared parts.
+_TYPED_FLOOR = r"""
+import json, re, sys, time, msgspec
+from desched.model.kinds import PAGE_DECODERS
+kind = re.compile(rb'"kind":"([A-Za-z]+List)"')
+plain = msgspec.json.decode
+with open(sys.argv[1], "rb") as fh:
+    lines = [line for line in fh.read().splitlines() if line.strip()]
+t, cpu = time.perf_counter(), time.process_time()
+for line in lines:
+    found = kind.search(line[:200]) or kind.search(line[-200:])
+    decoder = PAGE_DECODERS.get(found.group(1).decode()) if found else None
+    decoder.decode(line) if decoder is not None else plain(line)
+elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
+print(json.dumps({"seconds": elapsed, "cpu": cpu}))
+"""
+
+
 def ensure_snapshot(nodes: int, pods: int) -> Path:
     base = Path(os.environ.get("DESCHED_BENCH_DIR", "/tmp/desched-bench"))
     base.mkdir(parents=True, exist_ok=True)
@@ -58,6 +98,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--snapshot", type=Path, action="append",
                     help="load this file instead of the uniform cluster (repeat for several)")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time msgspec's plain decode of the same bytes (JSON only) and "
+                         "give the load as a ratio of it")
     opts = ap.parse_args()
     paths = opts.snapshot or [ensure_snapshot(opts.nodes, opts.pods)]
     results = []
@@ -78,6 +121,22 @@ def main() -> None:
           f"CPU median {statistics.median(cpu):.2f} s")
     print(f"peak RSS:  median {statistics.median(rss):.0f} MiB "
           f"(min {min(rss):.0f}, max {max(rss):.0f})")
+    if opts.floor:
+        floor = [json.loads(subprocess.run([sys.executable, "-c", _FLOOR, *map(str, paths)],
+                                           check=True, capture_output=True,
+                                           text=True).stdout)["cpu"]
+                 for _ in range(opts.runs)]
+        print(f"msgspec's plain decode of the same bytes: CPU median "
+              f"{statistics.median(floor):.2f} s; load / floor "
+              f"{statistics.median(cpu) / statistics.median(floor):.2f}x")
+        if len(paths) == 1 and paths[0].suffix == ".jsonl":
+            typed = [json.loads(subprocess.run([sys.executable, "-c", _TYPED_FLOOR,
+                                                str(paths[0])], check=True, capture_output=True,
+                                               text=True).stdout)["cpu"]
+                     for _ in range(opts.runs)]
+            print(f"msgspec's decode into desched's types, page by page: CPU median "
+                  f"{statistics.median(typed):.2f} s; load / typed floor "
+                  f"{statistics.median(cpu) / statistics.median(typed):.2f}x")
 
 
 if __name__ == "__main__":

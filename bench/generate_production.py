@@ -768,7 +768,7 @@ def generate(N: int, P: int, out: str, seed: int, work: bool = False) -> dict[st
                     pinned.add(chosen)
             wl.pods.append(len(pods))
             pods.append(_pod_from(
-                template, f"{owner}-{uid(rng)[:5]}{r:x}",
+                template, _unique(f"{owner}-", f"{r:x}", placer.names, rng),
                 None if chosen is None else f"node-{chosen:05d}", chosen or 0,
                 created + timedelta(seconds=r), rng.choice(PRIORITIES), rng, N))
         if replicas > 1 and rng.random() < 0.8:
@@ -837,6 +837,7 @@ class _Placer:
         self.zone_of = zone_of
         self.rng = rng
         self.down: str | None = None
+        self.names: set[str] = set()  # the workload pods' names given so far
         self.on: dict[int, int] = {}  # pod index -> node, for the pods placed
         # Candidate lists by (id of a group, zone or None, down zone), kept alive here: _Nodes
         # remembers failures by the list's id. Groups (pools, single nodes) live as long.
@@ -881,6 +882,16 @@ class _Placer:
         return None  # DoNotSchedule: no zone within the skew has room
 
 
+def _unique(prefix: str, suffix: str, taken: set[str], rng: random.Random) -> str:
+    """A pod name as a ReplicaSet makes one (five random characters), never one already
+    given: two pods of one name cannot both exist."""
+    while True:
+        name = f"{prefix}{uid(rng)[:5]}{suffix}"
+        if name not in taken:
+            taken.add(name)
+            return name
+
+
 def _evacuate(pods: list[dict[str, Any]], workloads: list[_Workload], placer: _Placer,
               at: datetime, rng: random.Random, node_count: int) -> int:
     """The down zone's pods recreated on its workloads' other nodes, as their ReplicaSets would
@@ -895,7 +906,7 @@ def _evacuate(pods: list[dict[str, Any]], workloads: list[_Workload], placer: _P
         for k, i in enumerate(gone):
             chosen = placer.place(wl)
             old = pods[i]
-            name = f"{wl.template['metadata']['name']}-{uid(rng)[:5]}r"
+            name = _unique(f"{wl.template['metadata']['name']}-", "r", placer.names, rng)
             prio = (old["spec"]["priorityClassName"], old["spec"]["priority"])
             pods[i] = _pod_from(wl.template, name, None if chosen is None
                                 else f"node-{chosen:05d}", chosen or 0,
