@@ -282,3 +282,51 @@ def test_a_refusal_names_the_budget_as_it_is_after_each_change() -> None:
     assert executor.evict(pods[2], "default", "Test", "r").ok
     # Back at three healthy of three desired: refused again, with the numbers as they are now.
     assert refusal(pods[3]).endswith(numbers)  # type: ignore[union-attr]
+
+
+def _replica_set(name: str, replicas: int) -> Any:
+    return decode("ReplicaSet", {"metadata": {"name": name, "namespace": "default",
+                                              "uid": f"uid-ReplicaSet-{name}"},
+                                 "spec": {"replicas": replicas}})
+
+
+def test_the_expected_count_follows_an_evicted_pod_without_a_workload() -> None:
+    """maxUnavailable over a ReplicaSet's pod and a bare one: the bare pod's workload cannot be
+    resolved, so the pods count (2, one may go); once it is evicted, the ReplicaSet's 5
+    replicas do, and the refusal says so."""
+    rs_pod = web("rs-0", owner=("ReplicaSet", "rs-1"))
+    bare = web("bare", owner=None)
+    snap = snapshot(node("n1"), node("n2"), _replica_set("rs-1", 5),
+                    budget(maxUnavailable=1), rs_pod, bare)
+    executor = SimulationExecutor(snap)
+    assert executor.evict(bare, "default", "Test", "r").ok
+    refused = executor.evict(rs_pod, "default", "Test", "r")
+    assert refused.message.endswith("healthy 1, desired healthy 4, disruptionsAllowed 0)")
+
+
+def test_the_expected_count_follows_pods_gone_other_than_by_eviction() -> None:
+    """A covered pod leaving the snapshot without an eviction (a planned move) takes its
+    workload out of the expected count at the next recount: rs-b's replica no longer counts
+    once rs-b's pod is gone (2 expected, not 3), so a1 may go after a0 (the healthy count is
+    kept by evictions alone)."""
+    a0, a1 = (web(f"a{i}", owner=("ReplicaSet", "rs-a")) for i in range(2))
+    b0 = web("b0", owner=("ReplicaSet", "rs-b"))
+    snap = snapshot(node("n1"), node("n2"), _replica_set("rs-a", 2), _replica_set("rs-b", 1),
+                    budget(maxUnavailable=1), a0, a1, b0)
+    executor = SimulationExecutor(snap)
+    assert executor.check_budget(a0).ok  # 3 expected, 3 healthy, 1 may go
+    snap.remove_pod(b0)
+    assert executor.evict(a0, "default", "Test", "r").ok
+    assert executor.evict(a1, "default", "Test", "r").ok
+
+
+def test_the_expected_count_stays_while_evicted_workloads_stay_wanted() -> None:
+    """Evicting the pods of a budget one by one: each refusal counts the replicas the
+    workloads want, evicted pods included (as a fresh count would)."""
+    pods = [web(f"p{i}", owner=("ReplicaSet", "rs-1")) for i in range(4)]
+    snap = snapshot(node("n1"), node("n2"), _replica_set("rs-1", 4),
+                    budget(maxUnavailable=2), *pods)
+    executor = SimulationExecutor(snap)
+    outcomes = [executor.evict(p, "default", "Test", "r") for p in pods]
+    assert [o.ok for o in outcomes] == [True, True, False, False]
+    assert outcomes[3].message.endswith("healthy 2, desired healthy 2, disruptionsAllowed 0)")

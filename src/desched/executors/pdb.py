@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 from desched.model.objects import PodDisruptionBudget
 from desched.model.pod import Pod
@@ -59,13 +60,34 @@ class BudgetTracker:
         self._counted: dict[int, tuple[int, tuple[int, int, int]]] = {}
         # Per PDB: (snapshot.additions, its disruptions used, the refusal naming its numbers).
         self._refusals: dict[int, tuple[int, int, str]] = {}
+        # Per PDB: (snapshot.additions, how many pods it covers, _expected_scale's answer). An
+        # eviction through record_removal of a pod whose workload resolves leaves the answer as
+        # it was (the workload stays wanted, as evicted); any other change of the covered pods
+        # changes their number or the additions, and the answer is computed again.
+        self._scales: dict[int, tuple[int, int, int | None]] = {}
 
     def _expected_scale(self, pdb: PodDisruptionBudget) -> int | None:
         """The disruption controller's expected count for maxUnavailable and percentage
         minAvailable: the replicas its pods' controllers want (a workload short of pods must not
         look healthy). None when a pod's controller cannot be resolved: then the pods count."""
+        members = self.snapshot.pods_of_pdb(pdb)
+        additions = self.snapshot.additions
+        known = self._scales.get(id(pdb))
+        if known is not None and known[0] == additions and known[1] == len(members):
+            return known[2]
+        scale = self._scale(pdb, members)
+        self._scales[id(pdb)] = (additions, len(members), scale)
+        return scale
+
+    def _scale(self, pdb: PodDisruptionBudget, members: Collection[Pod]) -> int | None:
         wanted = dict(self._evicted_workloads.get(id(pdb), {}))
-        for pod in self.snapshot.pods_of_pdb(pdb):
+        refs: object = None
+        for pod in members:
+            # Replicas share their owner references (model.sharing), and the pods of one
+            # budget one namespace: equal references resolve alike.
+            if pod.metadata.owner_references is refs:
+                continue
+            refs = pod.metadata.owner_references
             workload = self._workloads.resolve(pod)
             if not isinstance(workload, Workload):
                 return None
@@ -204,6 +226,9 @@ class BudgetTracker:
             if isinstance(workload, Workload):
                 self._evicted_workloads.setdefault(id(pdb), {})[workload.key] = \
                     workload.replicas
+                scale = self._scales.get(id(pdb))
+                if scale is not None:  # the pod leaves the budget's pods next
+                    self._scales[id(pdb)] = (scale[0], scale[1] - 1, scale[2])
             entry = self._live.get(id(pdb))
             if entry is not None:
                 self._live[id(pdb)] = (entry[0], entry[1] - 1, entry[2] - healthy)

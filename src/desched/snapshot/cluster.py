@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -359,7 +359,7 @@ class ClusterSnapshot:
         answers[id(labels)] = (labels, result)
         return result
 
-    def pods_of_pdb(self, pdb: PodDisruptionBudget) -> Iterable[Pod]:
+    def pods_of_pdb(self, pdb: PodDisruptionBudget) -> Collection[Pod]:
         """The pods a PDB covers: indexed on first use and kept current as pods come and go,
         because every eviction of a covered pod re-counts its budget."""
         members = self._pdb_members.get(id(pdb))
