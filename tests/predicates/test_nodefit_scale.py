@@ -125,7 +125,7 @@ def clusters(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[str]]:
                             taints=taints, unschedulable=draw(st.integers(0, 5)) == 0))
     for i in range(draw(st.integers(1, 14))):
         spec: dict[str, Any] = {}
-        choice = draw(st.integers(0, 5))
+        choice = draw(st.integers(0, 6))
         if choice == 1:
             spec["nodeSelector"] = {"pool": draw(st.sampled_from(LABELS["pool"]))}
         elif choice == 2:
@@ -142,11 +142,13 @@ def clusters(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[str]]:
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                     {"matchFields": [{"key": "metadata.name", "operator": "In",
                                       "values": [draw(st.sampled_from(node_names))]}]}]}}}
-        elif choice == 4:
+        elif choice in (4, 6):
             spec["affinity"] = {"podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [{
                     "labelSelector": {"matchLabels": {"app": "a"}},
                     "topologyKey": "kubernetes.io/hostname"}]}}
+            if choice == 6:  # a pool's pods with anti-affinity of their own
+                spec["nodeSelector"] = {"pool": draw(st.sampled_from(LABELS["pool"]))}
         if draw(st.booleans()):
             spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
         objects.append(pod(f"p{i}", draw(st.sampled_from(node_names)),
@@ -231,3 +233,35 @@ def test_namespace_joins_the_signature_only_through_anti_affinity() -> None:
     assert pod_fits_any_other_node(pods["two/anti-2"], nodes, snap)
     assert pod_fits_any_other_node(pods["one/plain-1"], nodes, snap)
     assert pod_fits_any_other_node(pods["two/plain-2"], nodes, snap)
+
+
+def test_workloads_of_a_pool_share_its_nodes_whatever_their_anti_affinity() -> None:
+    """Two workloads pinned to pool x, each with anti-affinity of its own: their signatures
+    differ, the nodes to search are one list, and room freed on one of them is seen by the
+    next question of either."""
+    def anti(app: str) -> dict[str, Any]:
+        return {"nodeSelector": {POOL: "x"}, "affinity": {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": app}},
+                "topologyKey": "kubernetes.io/hostname"}]}}}
+
+    pool_x = [node(f"x{i}", cpu=str(2 - i), labels={"kubernetes.io/hostname": f"x{i}",
+                                                    POOL: "x"}) for i in range(2)]
+    others = [node(f"y{i}", labels={"kubernetes.io/hostname": f"y{i}", POOL: "y"})
+              for i in range(4)]
+    snap = snapshot(*pool_x, *others,
+                    pod("a", "x0", cpu="1", memory=None, spec=anti("none-a"),
+                        owner=("ReplicaSet", "a")),
+                    pod("filler", "x0", cpu="1", memory=None, owner=("ReplicaSet", "f")),
+                    pod("b", "x1", cpu="1", memory=None, spec=anti("none-b"),
+                        owner=("ReplicaSet", "b")))
+    nodes = snap.ready_nodes()
+    a, b = snap.pods["default/a"], snap.pods["default/b"]
+    assert nodefit.placement_signature(a) != nodefit.placement_signature(b)
+    assert affinity_space(a, nodes, snap) is affinity_space(b, nodes, snap)
+    assert [n.name for n in affinity_space(a, nodes, snap)] == ["x0", "x1"]
+    assert not pod_fits_any_other_node(a, nodes, snap)  # x1 is full
+    assert not pod_fits_any_other_node(b, nodes, snap)  # x0 is full
+    snap.remove_pod(snap.pods["default/filler"])
+    assert pod_fits_any_other_node(b, nodes, snap)  # x0 has room now
+    assert not pod_fits_any_other_node(a, nodes, snap)

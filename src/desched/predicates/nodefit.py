@@ -236,16 +236,31 @@ class _Spaces:
         key = taint_free_signature(pod)[0]
         found = self.spaces.get(key)
         if found is None:
-            narrowed = node_index(snapshot).candidates(pod, key)
-            if narrowed is None:
-                found = self.whole
-            else:
-                members = self.members()
-                nodes = [n for n in narrowed.nodes if n.metadata.name in members]
-                found = _Space(nodes, frozenset(n.metadata.name for n in nodes))
-                for node in nodes:
-                    self.by_node.setdefault(node.metadata.name, []).append(found)
+            # The key of a pod with required pod anti-affinity is its workload's own, but the
+            # space depends on nodeSelector and required node affinity alone, which many
+            # workloads share (a pool's): looked up under those (the key itself without
+            # anti-affinity, as taint_free_signature encodes it).
+            spec = pod.spec
+            affinity = spec.affinity
+            node_affinity = affinity.node_affinity if affinity is not None else None
+            required = (node_affinity.required_during_scheduling_ignored_during_execution
+                        if node_affinity is not None else None)
+            placement = _signature_encoder.encode((spec.node_selector, required))
+            found = self.spaces.get(placement)
+            if found is None:
+                found = self.spaces[placement] = self._narrowed(pod, placement, snapshot)
             self.spaces[key] = found
+        return found
+
+    def _narrowed(self, pod: Pod, key: bytes, snapshot: ClusterSnapshot) -> _Space:
+        narrowed = node_index(snapshot).candidates(pod, key)
+        if narrowed is None:
+            return self.whole
+        members = self.members()
+        nodes = [n for n in narrowed.nodes if n.metadata.name in members]
+        found = _Space(nodes, frozenset(n.metadata.name for n in nodes))
+        for node in nodes:
+            self.by_node.setdefault(node.metadata.name, []).append(found)
         return found
 
     def sync(self, snapshot: ClusterSnapshot) -> None:
