@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 
 from desched.model.meta import Shared
@@ -53,6 +53,7 @@ from desched.scheduler.node_scores import (
     prefer_no_schedule_tolerations,
     untolerated_soft_taints,
 )
+from desched.scheduler.nowhere import remember, rememberable, remembered
 from desched.scheduler.profile import (
     DEFAULT,
     DEFAULT_CONFIG,
@@ -60,8 +61,13 @@ from desched.scheduler.profile import (
     SchedulerConfig,
 )
 from desched.scheduler.ranking import Rankings, simple, stranger
-from desched.scheduler.spread import spread_misses, spread_raw
+from desched.scheduler.spread import counted_nodes, spread_misses, spread_raw
+from desched.scheduler.verdicts import refusals
 from desched.snapshot.cluster import ClusterSnapshot
+
+_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+_OWN_AFFINITY = "node(s) didn't match pod affinity/anti-affinity rules"
+_INTERPOD_REASONS = frozenset((_EXISTING_ANTI_AFFINITY, _OWN_AFFINITY))
 
 # What NodeUnschedulable asks a pod to tolerate to go to a cordoned node.
 _UNSCHEDULABLE = Taint(key=Shared("node.kubernetes.io/unschedulable"), effect="NoSchedule")
@@ -98,6 +104,10 @@ class KubeDefault:
         the snapshot, as kube-scheduler counts over its whole cache). A pod still bound to a
         node is asked about as if it were evicted: see `subject`."""
         profile = self.profile(pod)
+        if rememberable(pod):  # asked again while it waits: the same answer, if nothing moved
+            known = remembered(self, pod, nodes, snapshot)
+            if known is not None:
+                return known
         subject, gone = self.subject(pod)
         if self.rng is None and self.rankable(subject, snapshot, profile, gone):
             placed = kube_ranked.place(self, subject, nodes, snapshot, profile, gone)
@@ -145,10 +155,17 @@ class KubeDefault:
 
     def _exact(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
                profile: Profile, gone: Pod | None) -> Placement:
-        feasible, why = self.feasible(pod, nodes, snapshot, profile, gone)
-        if not feasible:
-            return Placement(None, why)
-        return self.choose(self.scores(pod, feasible, snapshot, profile, gone),
+        candidates, fits, reasons = self._filter(pod, nodes, snapshot, profile, gone)
+        if not fits:
+            placement = Placement(None, self._why(candidates, reasons))
+            if gone is None and rememberable(pod) and not reasons.keys() & _INTERPOD_REASONS:
+                # Decided by the candidates' pods and those the spread constraints count.
+                watched: list[Container[str]] = [{n.metadata.name for n in candidates}]
+                if "PodTopologySpread" in profile.filters:
+                    watched += counted_nodes(pod, snapshot.all_nodes(), snapshot, profile)
+                remember(self, pod, nodes, snapshot, watched, placement)
+            return placement
+        return self.choose(self.scores(pod, fits, snapshot, profile, gone),
                            len(snapshot.all_nodes()), profile)
 
     def choose(self, scores: Mapping[str, int], total: int, profile: Profile) -> Placement:
@@ -212,21 +229,27 @@ class KubeDefault:
                  ) -> tuple[list[Node], str]:
         """The candidates among `nodes` the profile's filters pass, or why none does. `gone`:
         the pod being placed again, already deleted (not counted anywhere)."""
+        candidates, fits, reasons = self._filter(pod, nodes, snapshot, profile, gone)
+        return fits, "" if fits else self._why(candidates, reasons)
+
+    def _filter(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+                profile: Profile, gone: Pod | None
+                ) -> tuple[Sequence[Node], list[Node], Counter[str]]:
+        """The candidates, those the filters pass, and how many each refusal took."""
         candidates = self.space(pod, nodes, snapshot, profile)
         everywhere = snapshot.all_nodes()
-        refuse = self.node_filter(pod, profile)
         reasons: Counter[str] = Counter()
         fits: list[Node] = []
-        for node in candidates:
-            problem = refuse(node, snapshot)
+        for node, problem in refusals(pod, profile, candidates, snapshot,
+                                      lambda: self.node_filter(pod, profile)):
             if problem is None:
                 fits.append(node)
             else:
                 reasons[problem] += 1
         checks: list[tuple[str, str, Callable[[list[Node]], set[str]]]] = [
-            ("InterPodAffinity", "node(s) didn't satisfy existing pods anti-affinity rules",
+            ("InterPodAffinity", _EXISTING_ANTI_AFFINITY,
              lambda ns: blocked_by_running_anti_affinity(snapshot, pod, gone)),
-            ("InterPodAffinity", "node(s) didn't match pod affinity/anti-affinity rules",
+            ("InterPodAffinity", _OWN_AFFINITY,
              lambda ns: affinity_misses(pod, ns, snapshot, gone)),
             ("PodTopologySpread", "node(s) didn't match pod topology spread constraints",
              lambda ns: spread_misses(pod, ns, everywhere, snapshot, profile)),
@@ -240,12 +263,14 @@ class KubeDefault:
             if out:
                 reasons[label] += sum(1 for n in fits if n.metadata.name in out)
                 fits = [n for n in fits if n.metadata.name not in out]
-        if fits:
-            return fits, ""
+        return candidates, fits, reasons
+
+    @staticmethod
+    def _why(candidates: Sequence[Node], reasons: Counter[str]) -> str:
         if not reasons:
-            return [], "no node matches the pod's node selector and affinity"
+            return "no node matches the pod's node selector and affinity"
         shown = ", ".join(f"{count} {reason}" for reason, count in reasons.most_common())
-        return [], f"0/{len(candidates)} nodes are available: {shown}"
+        return f"0/{len(candidates)} nodes are available: {shown}"
 
     # -- scores --------------------------------------------------------------------------------
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+import msgspec
+
 from desched.model.labels import lenient_matcher
 from desched.model.meta import LabelSelector, LabelSelectorRequirement
 from desched.model.node import Node
@@ -14,6 +16,7 @@ from desched.model.pod import Pod, TopologySpreadConstraint
 from desched.predicates.nodeaffinity import (
     required_affinity_matcher,
 )
+from desched.predicates.nodefit import affinity_space
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
 from desched.scheduler import scores as sc
 from desched.scheduler.default_spread import default_selector
@@ -21,6 +24,7 @@ from desched.scheduler.profile import Profile
 from desched.snapshot.cluster import ClusterSnapshot
 
 _HOSTNAME = "kubernetes.io/hostname"
+_encoder = msgspec.json.Encoder(enc_hook=str)
 
 
 def _with_match_label_keys(c: TopologySpreadConstraint, pod: Pod) -> LabelSelector | None:
@@ -61,25 +65,44 @@ def spread_constraints(pod: Pod, snapshot: ClusterSnapshot, profile: Profile, ac
     return [(c, selector) for c in defaults], not profile.spread.system
 
 
-def _counted_nodes(pod: Pod, c: TopologySpreadConstraint, nodes: Sequence[Node],
-                   keys: Sequence[str], require_all: bool) -> list[Node]:
-    """The nodes whose pods count toward a constraint: nodeAffinityPolicy (Honor by default:
-    nodes the pod's nodeSelector and required affinity match), nodeTaintsPolicy (Ignore by
-    default), and every topology key present when that is required."""
-    match = required_affinity_matcher(pod) if c.node_affinity_policy != "Ignore" else None
+def _counted_domains(pod: Pod, c: TopologySpreadConstraint, nodes: Sequence[Node],
+                     keys: Sequence[str], require_all: bool, snapshot: ClusterSnapshot
+                     ) -> tuple[dict[str, str], frozenset[str]]:
+    """The nodes whose pods count toward a constraint -> their value of its topology key ("" for
+    none), and those values. A node counts by nodeAffinityPolicy (Honor by default: the pod's
+    nodeSelector and required affinity match it), nodeTaintsPolicy (Ignore by default), and
+    carrying every topology key when that is required. Kept per node list for each set of what
+    decides it (the replicas of a workload, the workloads of a pool share one)."""
+    honor_affinity = c.node_affinity_policy != "Ignore"
     honor_taints = c.node_taints_policy == "Honor"
-    out = []
-    for node in nodes:
+    spec = pod.spec
+    node_affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+    required = (node_affinity.required_during_scheduling_ignored_during_execution
+                if node_affinity is not None else None)
+    key = _encoder.encode((
+        (spec.node_selector, required) if honor_affinity else None,
+        spec.tolerations if honor_taints else None, c.topology_key, keys, require_all))
+    cached = snapshot.caches.get("spread.counted")
+    if cached is None or cached[0] is not nodes:
+        cached = snapshot.caches["spread.counted"] = (nodes, {})
+    known: dict[bytes, tuple[dict[str, str], frozenset[str]]] = cached[1]
+    found = known.get(key)
+    if found is not None:
+        return found
+    match = required_affinity_matcher(pod) if honor_affinity else None
+    counted: dict[str, str] = {}
+    for node in affinity_space(pod, nodes, snapshot) if honor_affinity else nodes:
         labels = node.metadata.labels
         if require_all and any(k not in labels for k in keys):
             continue
         if match is not None and not match(node):
             continue
         if honor_taints and node.spec.taints and first_untolerated(
-                node.spec.taints, pod.spec.tolerations, SCHEDULING_EFFECTS) is not None:
+                node.spec.taints, spec.tolerations, SCHEDULING_EFFECTS) is not None:
             continue
-        out.append(node)
-    return out
+        counted[node.metadata.name] = labels.get(c.topology_key, "")
+    found = known[key] = (counted, frozenset(counted.values()))
+    return found
 
 
 def matching_per_node(pod: Pod, selector: LabelSelector | None,
@@ -125,10 +148,11 @@ def spread_raw(pod: Pod, feasible: Sequence[Node], nodes: Sequence[Node],
             continue
         domains = {n.metadata.labels.get(key, "") for n in scored}
         counts = dict.fromkeys(domains, 0)
-        for node in _counted_nodes(pod, c, nodes, keys, require_all):
-            value = node.metadata.labels.get(key, "")
-            if value in counts:
-                counts[value] += per_node.get(node.metadata.name, 0)
+        counted = _counted_domains(pod, c, nodes, keys, require_all, snapshot)[0]
+        for name, matching in per_node.items():
+            value = counted.get(name)
+            if value is not None and value in counts:
+                counts[value] += matching
         weight = sc.topology_weight(len(domains))
         for n in scored:
             domain = n.metadata.labels.get(key)
@@ -148,13 +172,14 @@ def spread_misses(pod: Pod, fits: Sequence[Node], nodes: Sequence[Node],
     for c, selector in constraints:
         key = c.topology_key
         per_node = matching_per_node(pod, selector, snapshot)
+        counted, domains = _counted_domains(pod, c, nodes, keys, True, snapshot)
         counts: Counter[str] = Counter()
-        domains: set[str] = set()
-        for node in _counted_nodes(pod, c, nodes, keys, True):
-            value = node.metadata.labels[key]
-            domains.add(value)
-            counts[value] += per_node.get(node.metadata.name, 0)
-        lowest = min((counts[d] for d in domains), default=0)
+        for name, matching in per_node.items():
+            value = counted.get(name)
+            if value is not None:
+                counts[value] += matching
+        # The least populated domain: one without a matching pod when some has none.
+        lowest = min(counts.values()) if len(counts) == len(domains) and counts else 0
         if c.min_domains is not None and len(domains) < c.min_domains:
             lowest = 0
         match = lenient_matcher(selector)
@@ -165,3 +190,12 @@ def spread_misses(pod: Pod, fits: Sequence[Node], nodes: Sequence[Node],
                 misses.add(n.metadata.name)
     return misses
 
+
+
+def counted_nodes(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
+                  profile: Profile) -> list[dict[str, str]]:
+    """For each DoNotSchedule constraint of the pod, the nodes whose pods it counts (the pods
+    that decide the filter), as spread_misses counts them over `nodes`."""
+    constraints, _ = spread_constraints(pod, snapshot, profile, "DoNotSchedule")
+    keys = [c.topology_key for c, _ in constraints]
+    return [_counted_domains(pod, c, nodes, keys, True, snapshot)[0] for c, _ in constraints]
