@@ -191,7 +191,7 @@ def stranger(pod: Pod) -> Pod:
 class Rankings:
     """A model's Rankings by key (what the entries depend on besides the nodes' pods)."""
 
-    MAX = 256  # placement signatures kept; a run meeting more starts over
+    MAX = 256  # placement signatures kept
 
     def __init__(self) -> None:
         self._by_key: dict[Hashable, Ranking] = {}
@@ -202,13 +202,13 @@ class Rankings:
         """The Ranking for `key` over `nodes`, brought up to date (built over `candidates`,
         the pod's affinity space unless given, the first time)."""
         full_key = (key, id(snapshot), id(nodes))
-        ranking = self._by_key.get(full_key)
+        ranking = self._by_key.pop(full_key, None)  # put back last: the most recently used
         if ranking is None or ranking.source is not nodes or not ranking.current(snapshot):
-            if len(self._by_key) >= self.MAX:
-                self._by_key.clear()
+            if len(self._by_key) >= self.MAX:  # the least recently used goes
+                del self._by_key[next(iter(self._by_key))]
             space = affinity_space(pod, nodes, snapshot) if candidates is None else candidates
-            ranking = self._by_key[full_key] = Ranking(
-                nodes, space, snapshot, entry_for(stranger(pod)))
+            ranking = Ranking(nodes, space, snapshot, entry_for(stranger(pod)))
+        self._by_key[full_key] = ranking
         return ranking
 
     def best(self, key: Hashable, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
