@@ -265,3 +265,17 @@ def test_workloads_of_a_pool_share_its_nodes_whatever_their_anti_affinity() -> N
     snap.remove_pod(snap.pods["default/filler"])
     assert pod_fits_any_other_node(b, nodes, snap)  # x0 has room now
     assert not pod_fits_any_other_node(a, nodes, snap)
+
+
+def test_replicas_share_one_signature_object() -> None:
+    """Equal scheduling fields give one signature object (hashed once, found by identity);
+    pods that differ in any of them get signatures of their own."""
+    tolerate = {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
+    pods = [pod("r1", "n1"), pod("r2", "n1"), pod("big", "n1", cpu="2"),
+            pod("tol", "n1", spec=tolerate)]
+    r1, r2, big, tol = pods
+    assert nodefit.placement_signature(r1) is nodefit.placement_signature(r2)
+    assert nodefit.taint_free_signature(r1) is nodefit.taint_free_signature(r2)
+    assert nodefit.placement_signature(big) != nodefit.placement_signature(r1)
+    assert nodefit.placement_signature(tol) != nodefit.placement_signature(r1)
+    assert nodefit.taint_free_signature(tol) is nodefit.taint_free_signature(r1)

@@ -130,6 +130,12 @@ _placement_by_owner: dict[str, tuple[tuple[object, ...], bytes]] = {}
 _tolerations_by_owner: dict[str, tuple[tuple[object, ...], bytes]] = {}
 # id(requests dict) -> (that dict, its JSON).
 _requests_texts: dict[int, tuple[dict[str, int], bytes]] = {}
+# The ids of the texts a signature is made of -> those texts and the signature: the pods of a
+# workload get the same texts from the tables above, and so one signature object, whose hash
+# is computed once and which dict lookups find by identity. The texts are held, so their ids
+# stay theirs.
+_taint_free_signatures: dict[tuple[int, int], tuple[bytes, bytes, tuple[bytes, bytes]]] = {}
+_placement_signatures: dict[tuple[int, int, int], tuple[bytes, bytes, bytes, bytes]] = {}
 
 
 def _encoded(memo: dict[str, tuple[tuple[object, ...], bytes]], pod: Pod,
@@ -176,7 +182,14 @@ def taint_free_signature(pod: Pod) -> tuple[bytes, bytes]:
                                       else (pod.metadata.namespace, spec.node_selector, required,
                                             anti))
         encoded = _encoded(_placement_by_owner, pod, fields)
-        signature = pod.cached_taint_free_signature = (encoded, _requests_text(pod.requests))
+        requests = _requests_text(pod.requests)
+        ids = (id(encoded), id(requests))
+        known = _taint_free_signatures.get(ids)
+        if known is None or known[0] is not encoded or known[1] is not requests:
+            known = remember(_taint_free_signatures, ids, (encoded, requests,
+                                                           (encoded, requests)),
+                             limit=_ENCODED_LIMIT)
+        signature = pod.cached_taint_free_signature = known[2]
     return signature
 
 
@@ -187,8 +200,15 @@ def placement_signature(pod: Pod) -> bytes:
     if signature is None:
         fields, requests = taint_free_signature(pod)
         tolerations = _encoded(_tolerations_by_owner, pod, (pod.spec.tolerations,))
-        # JSON texts back to back still read one way.
-        signature = pod.cached_signature = fields + requests + tolerations
+        ids = (id(fields), id(requests), id(tolerations))
+        known = _placement_signatures.get(ids)
+        if known is None or known[0] is not fields or known[1] is not requests \
+                or known[2] is not tolerations:
+            # JSON texts back to back still read one way.
+            known = remember(_placement_signatures, ids, (
+                fields, requests, tolerations, fields + requests + tolerations),
+                limit=_ENCODED_LIMIT)
+        signature = pod.cached_signature = known[3]
     return signature
 
 
