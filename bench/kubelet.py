@@ -21,8 +21,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lightkube import ApiError, Client, codecs
+from lightkube.models.meta_v1 import Status
 from lightkube.resources.core_v1 import Node, Pod
 from lightkube.types import PatchType
+
+# msgspec builds a class's type information on its first decode, and building it from several
+# threads at once crashed the process (a segfault in CI: the kubelet's steps raising their first
+# ApiError together). Built here, once, before any thread: ApiError decodes a Status.
+Status.from_dict({"kind": "Status", "apiVersion": "v1", "metadata": {"resourceVersion": ""},
+                  "status": "Failure", "message": "", "reason": "NotFound", "code": 404,
+                  "details": {"name": "", "kind": "pods", "causes": [
+                      {"reason": "", "message": "", "field": ""}]}})
 
 
 def stamp() -> str:
@@ -62,6 +71,7 @@ class Kubelet:
         self.namespace = namespace
         self._stopping = threading.Event()
         self._lock = threading.Lock()
+        self._steps = threading.Lock()
         # By uid: a StatefulSet's replacement has its predecessor's name.
         self._started: set[str] = set()  # reported Running
         self._stopped: set[str] = set()  # deletion under way
@@ -152,7 +162,8 @@ class Kubelet:
             if self._stopping.is_set():
                 return
             try:
-                action()
+                with self._steps:  # one step at a time through the shared client
+                    action()
                 return
             except ApiError as err:
                 if err.status.code in (404, 409, 422):
