@@ -14,14 +14,18 @@ from desched.snapshot.workloads import Workload, WorkloadResolver
 # terminating, not finished) and Ready.
 from desched.snapshot.workloads import is_available as is_healthy
 
+_TERMINAL = ("Succeeded", "Failed")
 TOO_MANY_REQUESTS = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE_PDBS = ("This pod has more than one PodDisruptionBudget, which the eviction "
                  "subresource does not support.")
 
 
+_IGNORED_PHASES = ("Succeeded", "Failed", "Pending")
+
+
 def can_ignore_pdb(pod: Pod) -> bool:
     """The Eviction API skips the budget for pods that are done, not started, or going away."""
-    return pod.terminal or pod.status.phase == "Pending" or pod.terminating
+    return pod.status.phase in _IGNORED_PHASES or pod.metadata.deletion_timestamp is not None
 
 
 def _scaled(value: int | str, total: int) -> int:
@@ -97,10 +101,14 @@ class BudgetTracker:
     def _live_counts(self, pdb: PodDisruptionBudget) -> tuple[int, int]:
         entry = self._live.get(id(pdb))
         if entry is None or entry[0] != self.snapshot.additions:
-            matching = [p for p in self.snapshot.pods_of_pdb(pdb) if not p.terminal]
-            entry = (self.snapshot.additions, len(matching),
-                     sum(1 for p in matching if is_healthy(p)))
-            self._live[id(pdb)] = entry
+            live = healthy = 0
+            for p in self.snapshot.pods_of_pdb(pdb):
+                if p.status.phase in _TERMINAL:
+                    continue
+                live += 1
+                if p.metadata.deletion_timestamp is None and p.ready:  # is_healthy, inlined
+                    healthy += 1
+            entry = self._live[id(pdb)] = (self.snapshot.additions, live, healthy)
         return entry[1], entry[2]
 
     def _counts(self, pdb: PodDisruptionBudget) -> tuple[int, int, int]:
@@ -141,6 +149,7 @@ class BudgetTracker:
         self._checked = (None, [])
         if can_ignore_pdb(pod):
             return None, None
+        # From here the pod is neither finished nor terminating: healthy is Ready.
         pdbs = self.snapshot.pdbs_for_pod(pod)
         self._checked = (pod, pdbs)
         if not pdbs:
@@ -148,7 +157,7 @@ class BudgetTracker:
         if len(pdbs) > 1:
             return None, MULTIPLE_PDBS
         pdb = pdbs[0]
-        if not is_healthy(pod):
+        if not pod.ready:
             policy = pdb.spec.unhealthy_pod_eviction_policy
             if policy == "AlwaysAllow":
                 return None, None
