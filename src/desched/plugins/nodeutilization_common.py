@@ -346,9 +346,15 @@ class DestinationTaints:
             groups.setdefault(tuple((t.key, t.value, t.effect) for t in taints), taints)
         self.groups = list(groups.values())
         self._cache: dict[tuple[tuple[object, ...], ...], bool] = {}
+        # id(toleration list) -> (the list, its verdict): a workload's pods share their list
+        # (model.sharing), so most pods are answered without building the key.
+        self._by_list: dict[int, tuple[Sequence[Toleration], bool]] = {}
 
     def tolerated(self, pod: Pod) -> bool:
         tolerations = pod.spec.tolerations
+        known = self._by_list.get(id(tolerations))
+        if known is not None and known[0] is tolerations:
+            return known[1]
         key = _toleration_key(tolerations)
         verdict = self._cache.get(key)
         if verdict is None:
@@ -356,6 +362,7 @@ class DestinationTaints:
                           and first_untolerated(taints, tolerations) is None
                           for taints in self.groups)
             self._cache[key] = verdict
+        self._by_list[id(tolerations)] = (tolerations, verdict)
         return verdict
 
 
