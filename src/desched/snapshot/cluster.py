@@ -231,10 +231,9 @@ class ClusterSnapshot:
         if self.pods.get(key) is not pod:
             return
         del self.pods[key]
-        self._node_requested.pop(pod.spec.node_name, None)
-        self._node_non_zero.pop(pod.spec.node_name, None)
         node_name = pod.spec.node_name
         if node_name:
+            self._take_off_requested(node_name, pod)
             self.node_version[node_name] = self.node_version.get(node_name, 0) + 1
             if len(self.removed_from) >= _REMOVAL_LOG_MAX:
                 self.removed_from = []  # a new list: readers notice the restart
@@ -258,6 +257,26 @@ class ClusterSnapshot:
             owned = self.pods_by_owner_uid.get(ref.uid)
             if owned is not None:
                 owned.pop(key, None)
+
+    def _take_off_requested(self, node_name: str, pod: Pod) -> None:
+        """The node's request sums, where kept, less a pod leaving it (new dicts: a caller may
+        hold the old ones). Evictions remove pods one by one from nodes whose sums NodeFit and
+        the utilization plugins read again after each."""
+        if pod.status.phase in _TERMINAL:
+            return  # never counted
+        cached = self._node_requested.get(node_name)
+        if cached is not None:
+            less = dict(cached)
+            for name, amount in pod.requests.items():
+                if name != "pods":  # the count below replaces a request of that name
+                    less[name] = less.get(name, 0) - amount
+            less["pods"] = cached["pods"] - 1
+            self._node_requested[node_name] = less
+        non_zero = self._node_non_zero.get(node_name)
+        if non_zero is not None:
+            requests = pod.non_zero_requests
+            self._node_non_zero[node_name] = (non_zero[0] - requests.get("cpu", 0),
+                                              non_zero[1] - requests.get("memory", 0))
 
     # -- queries -----------------------------------------------------------------------------------
     def pods_on_node(self, node_name: str, include_terminal: bool = False) -> list[Pod]:
