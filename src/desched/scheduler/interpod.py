@@ -43,7 +43,7 @@ def _required_affinity(pod: Pod) -> tuple[PodAffinityTerm, ...]:
     return a.pod_affinity.required_during_scheduling_ignored_during_execution
 
 
-def _required_anti_affinity(pod: Pod) -> tuple[PodAffinityTerm, ...]:
+def required_anti_affinity(pod: Pod) -> tuple[PodAffinityTerm, ...]:
     a = pod.spec.affinity
     if a is None or a.pod_anti_affinity is None:
         return ()
@@ -64,8 +64,8 @@ def _namespaces(term: PodAffinityTerm, owner: Pod, snapshot: ClusterSnapshot
         match is not None and match(snapshot.namespace_labels(namespace)))
 
 
-def _term_matches(term: PodAffinityTerm, owner: Pod, other: Pod,
-                  snapshot: ClusterSnapshot) -> bool:
+def term_selects(term: PodAffinityTerm, owner: Pod, other: Pod,
+                 snapshot: ClusterSnapshot) -> bool:
     """Whether `other` is selected by `owner`'s term (its namespaces and label selector)."""
     if not _namespaces(term, owner, snapshot)(other.namespace):
         return False
@@ -154,7 +154,7 @@ def affinity_misses(pod: Pod, fits: Sequence[Node], snapshot: ClusterSnapshot,
         counts: Counter[tuple[str, str]] = Counter()
         nodes = snapshot.nodes
         for other in _selected(affinity[0], pod, snapshot, gone):
-            if not all(_term_matches(t, pod, other, snapshot) for t in affinity[1:]):
+            if not all(term_selects(t, pod, other, snapshot) for t in affinity[1:]):
                 continue
             node = nodes.get(other.spec.node_name)
             if node is None:
@@ -163,14 +163,14 @@ def affinity_misses(pod: Pod, fits: Sequence[Node], snapshot: ClusterSnapshot,
                 value = node.metadata.labels.get(t.topology_key)
                 if value is not None:
                     counts[(t.topology_key, value)] += 1
-        first = not counts and all(_term_matches(t, pod, pod, snapshot) for t in affinity)
+        first = not counts and all(term_selects(t, pod, pod, snapshot) for t in affinity)
         for n in fits:
             labels = n.metadata.labels
             keyless = any(t.topology_key not in labels for t in affinity)
             if keyless or (not first and any(
                     counts[(t.topology_key, labels[t.topology_key])] <= 0 for t in affinity)):
                 misses.add(n.metadata.name)
-    anti = _required_anti_affinity(pod)
+    anti = required_anti_affinity(pod)
     if anti:
         index = affinity_index(snapshot)
         for term in anti:

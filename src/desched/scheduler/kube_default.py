@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from desched.model.meta import Shared
@@ -36,11 +36,13 @@ from desched.predicates.nodefit import affinity_space, insufficient_resource
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated, tolerates_taint
 from desched.scheduler import kube_ranked
 from desched.scheduler import scores as sc
+from desched.scheduler.affinity_index import affinity_index
 from desched.scheduler.interpod import (
     affinity_misses,
     affinity_raw,
     affinity_score,
     blocked_by_running_anti_affinity,
+    required_anti_affinity,
     running_terms_select,
 )
 from desched.scheduler.model import KUBE_DEFAULT, Placement
@@ -53,7 +55,17 @@ from desched.scheduler.node_scores import (
     prefer_no_schedule_tolerations,
     untolerated_soft_taints,
 )
-from desched.scheduler.nowhere import remember, rememberable, remembered
+from desched.scheduler.nowhere import (
+    Counted,
+    Failed,
+    FailedWait,
+    domains_around,
+    last_failed,
+    names_of,
+    remember,
+    rememberable,
+    wait_key,
+)
 from desched.scheduler.profile import (
     DEFAULT,
     DEFAULT_CONFIG,
@@ -62,12 +74,11 @@ from desched.scheduler.profile import (
 )
 from desched.scheduler.ranking import Rankings, simple, stranger
 from desched.scheduler.spread import counted_nodes, spread_misses, spread_raw
-from desched.scheduler.verdicts import refusals
+from desched.scheduler.verdicts import local_key, refusals
 from desched.snapshot.cluster import ClusterSnapshot
 
 _EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 _OWN_AFFINITY = "node(s) didn't match pod affinity/anti-affinity rules"
-_INTERPOD_REASONS = frozenset((_EXISTING_ANTI_AFFINITY, _OWN_AFFINITY))
 
 # What NodeUnschedulable asks a pod to tolerate to go to a cordoned node.
 _UNSCHEDULABLE = Taint(key=Shared("node.kubernetes.io/unschedulable"), effect="NoSchedule")
@@ -104,10 +115,6 @@ class KubeDefault:
         the snapshot, as kube-scheduler counts over its whole cache). A pod still bound to a
         node is asked about as if it were evicted: see `subject`."""
         profile = self.profile(pod)
-        if rememberable(pod):  # asked again while it waits: the same answer, if nothing moved
-            known = remembered(self, pod, nodes, snapshot)
-            if known is not None:
-                return known
         subject, gone = self.subject(pod)
         if self.rng is None and self.rankable(subject, snapshot, profile, gone):
             placed = kube_ranked.place(self, subject, nodes, snapshot, profile, gone)
@@ -157,16 +164,37 @@ class KubeDefault:
                profile: Profile, gone: Pod | None) -> Placement:
         candidates, fits, reasons = self._filter(pod, nodes, snapshot, profile, gone)
         if not fits:
-            placement = Placement(None, self._why(candidates, reasons))
-            if gone is None and rememberable(pod) and not reasons.keys() & _INTERPOD_REASONS:
-                # Decided by the candidates' pods and those the spread constraints count.
-                watched: list[Container[str]] = [{n.metadata.name for n in candidates}]
-                if "PodTopologySpread" in profile.filters:
-                    watched += counted_nodes(pod, snapshot.all_nodes(), snapshot, profile)
-                remember(self, pod, nodes, snapshot, watched, placement)
-            return placement
+            if gone is None and rememberable(pod):
+                remember(snapshot, self._failed(pod, candidates, snapshot, profile))
+            return Placement(None, self._why(candidates, reasons))
         return self.choose(self.scores(pod, fits, snapshot, profile, gone),
                            len(snapshot.all_nodes()), profile)
+
+    def _failed(self, pod: Pod, candidates: Sequence[Node], snapshot: ClusterSnapshot,
+                profile: Profile) -> Failed:
+        """What a search that found no node for `pod` depended on (scheduler/nowhere.py)."""
+        names = names_of(candidates, snapshot)
+        counted = ([Counted(*c) for c in counted_nodes(pod, snapshot.all_nodes(), snapshot,
+                                                       profile)]
+                   if "PodTopologySpread" in profile.filters else [])
+        interpod = "InterPodAffinity" in profile.filters
+        domains = []
+        if interpod:
+            index = affinity_index(snapshot)
+            keys = {s.topology_key for s in index.selecting(pod) if s.kind == "anti"}
+            keys.update(t.topology_key for t in required_anti_affinity(pod))
+            domains = [domains_around(key, names, index, snapshot) for key in sorted(keys)]
+        return Failed(self, pod, names, counted, domains, interpod,
+                      lambda: self.node_filter(pod, profile))
+
+    def waiting(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot
+                ) -> FailedWait | None:
+        """What `pod`, which `place` just found no node for, waits on (scheduler/waiting.py);
+        None when pods coming or going anywhere may let it in."""
+        failed = last_failed(self, pod, snapshot)
+        if failed is None:
+            return None
+        return FailedWait(failed, snapshot, wait_key(pod, local_key(pod), self.profile(pod)))
 
     def choose(self, scores: Mapping[str, int], total: int, profile: Profile) -> Placement:
         top = max(scores.values())

@@ -94,6 +94,11 @@ class LoadAware:
                 return placed
         return self._place(pod, nodes, snapshot, now)
 
+    def waiting(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot) -> None:
+        """Not said: measured usage and its estimates move with the clock, not only with pods
+        (a replacement that waits is tried each time an evicted pod goes)."""
+        return None
+
     def entry(self, pod: Pod, snapshot: ClusterSnapshot, now: datetime) -> Entry:
         prepared = prepare_fit(pod)
 

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from desched.model.node import Node
 from desched.model.pod import Pod
+from desched.scheduler.waiting import Wait
 from desched.snapshot.cluster import ClusterSnapshot
 
 KUBE_DEFAULT = "kube-default"
@@ -39,6 +40,12 @@ class SchedulerModel(Protocol):
         """Where `pod` would land. A pod still bound to a node is placed as if it had left it
         (its requests and usage no longer count there): the question is where its replacement
         goes once it is evicted."""
+        ...
+
+    def waiting(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot
+                ) -> Wait | None:
+        """What `pod`, which `place` just found no node for, waits on: the pods coming or
+        going that may let it in (scheduler/waiting.py); None when any may."""
         ...
 
 

@@ -15,6 +15,7 @@ from desched.model.objects import PodMetricInfo
 from desched.model.pod import Pod, PodCondition
 from desched.scheduler.kube_default import gone_at_once
 from desched.scheduler.model import Placement, SchedulerModel
+from desched.scheduler.waiting import WaitingQueue
 from desched.snapshot.cluster import ClusterSnapshot
 
 _SUFFIX = re.compile(r"-r\d+$")
@@ -130,13 +131,17 @@ def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes:
         if old.key not in snapshot.pods:
             snapshot.add_pod(old)
     terminating: list[Pod] = []
-    waiting: list[int] = []  # replacements no node took while the evicted pods terminated
+    # Replacements no node took while the evicted pods terminated, told each pod that comes or
+    # goes from here on (scheduler/waiting.py).
+    waiting = WaitingQueue()
     try:
         for old in evicted:
             snapshot.remove_pod(old)
+            waiting.changed(old, old.node_name, came=False)
             if not gone_at_once(old):
                 going = _terminating(old, now)
                 snapshot.add_pod(going)
+                waiting.changed(going, going.node_name, came=True)
                 terminating.append(going)
             if not old.metadata.owner_references:
                 continue
@@ -150,8 +155,9 @@ def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes:
                 pod = bind(pod, target, now)
                 carry_usage(snapshot, old, pod, now)
             elif terminating:
-                waiting.append(len(placed))
+                waiting.add(len(placed), model.waiting(pod, nodes, snapshot))
             snapshot.add_pod(pod)
+            waiting.changed(pod, pod.node_name, came=True)
             placed.append((old, pod, target))
     finally:
         # The evicted pods go in the order they were evicted (their grace periods start one
@@ -160,9 +166,14 @@ def reschedule(evicted: list[Pod], snapshot: ClusterSnapshot, cycle: int, nodes:
         for going in terminating:
             snapshot.remove_pod(going)  # a replacement that took its name (a DaemonSet's)
             # stays: remove_pod removes only this very object
-            waiting = [i for i in waiting if not _retry(i, placed, nodes, snapshot, model, now,
-                                                        chances)]
-    for index in waiting:  # still nowhere: pending, its usage no longer where it was
+            waiting.changed(going, going.node_name, came=False)
+            for index in waiting.due():
+                if _retry(index, placed, nodes, snapshot, model, now, chances):
+                    waiting.placed(index)
+                    waiting.changed(placed[index][1], placed[index][1].node_name, came=True)
+                else:
+                    waiting.nowhere(index, model.waiting(placed[index][1], nodes, snapshot))
+    for index in waiting.indices():  # still nowhere: pending, its usage no longer where it was
         old, pod, _ = placed[index]
         carry_usage(snapshot, old, pod, now)
     return placed

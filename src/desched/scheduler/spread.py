@@ -192,10 +192,11 @@ def spread_misses(pod: Pod, fits: Sequence[Node], nodes: Sequence[Node],
 
 
 
-def counted_nodes(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
-                  profile: Profile) -> list[dict[str, str]]:
-    """For each DoNotSchedule constraint of the pod, the nodes whose pods it counts (the pods
-    that decide the filter), as spread_misses counts them over `nodes`."""
+def counted_nodes(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot, profile: Profile
+                  ) -> list[tuple[dict[str, str], LabelSelector | None]]:
+    """For each DoNotSchedule constraint of the pod, the nodes whose pods it counts (-> their
+    domain) and the selector it counts them by, as spread_misses counts over `nodes`."""
     constraints, _ = spread_constraints(pod, snapshot, profile, "DoNotSchedule")
     keys = [c.topology_key for c, _ in constraints]
-    return [_counted_domains(pod, c, nodes, keys, True, snapshot)[0] for c, _ in constraints]
+    return [(_counted_domains(pod, c, nodes, keys, True, snapshot)[0], selector)
+            for c, selector in constraints]
