@@ -287,6 +287,10 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
     # rather than in a dict by id(pod): the pod is in cache when its filter is asked for.
     cached_verdict: tuple[int, datetime, str | None] | None = msgspec.field(
         default=None, name="~verdict")
+    # "namespace/name", set by the snapshot the pod is added to (the string its indices are
+    # keyed by): most checks of whether a pod is still there start from it. A copy made with
+    # msgspec.structs.replace keeps it, so a copy must keep the name and namespace too.
+    cached_key: str | None = msgspec.field(default=None, name="~key")
 
     @property
     def name(self) -> str:
@@ -298,7 +302,10 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
 
     @property
     def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
+        key = self.cached_key
+        if key is None:
+            return f"{self.metadata.namespace}/{self.metadata.name}"
+        return key
 
     @property
     def node_name(self) -> str:
@@ -357,8 +364,11 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
                     raise InputError("snapshot",
                                      f"pod {self.key}: status.conditions: {err}") from None
                 # The first Ready condition decides, as condition("Ready") reads it.
-                first = next((c for c in conditions if c.type == "Ready"), None)
-                ready = first is not None and first.status == "True"
+                ready = False
+                for c in conditions:
+                    if c.type == "Ready":
+                        ready = c.status == "True"
+                        break
             self.cached_ready = ready
         return ready
 
@@ -518,12 +528,20 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
     @property
     def has_local_storage(self) -> bool:
         """A hostPath or emptyDir volume (any medium), as upstream's IsPodWithLocalStorage."""
-        return any(v.host_path is not None or v.empty_dir is not None for v in self.spec.volumes)
+        # A loop, not any(): DefaultEvictor asks it of every pod, and a generator costs more.
+        for v in self.spec.volumes:  # noqa: SIM110
+            if v.host_path is not None or v.empty_dir is not None:
+                return True
+        return False
 
     @property
     def pvc_names(self) -> list[str]:
-        return [v.persistent_volume_claim.claim_name for v in self.spec.volumes
-                if v.persistent_volume_claim is not None]
+        names = []
+        for v in self.spec.volumes:
+            claim = v.persistent_volume_claim
+            if claim is not None:
+                names.append(claim.claim_name)
+        return names
 
     def images(self) -> list[str]:
         return [c.image for c in self.spec.containers]

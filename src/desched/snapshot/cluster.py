@@ -173,7 +173,7 @@ class ClusterSnapshot:
         meta = pod.metadata
         if not meta.namespace:
             meta.namespace = Shared("default")
-        key = f"{meta.namespace}/{meta.name}"
+        key = pod.cached_key = f"{meta.namespace}/{meta.name}"
         pods = self.pods
         if key in pods:
             self.remove_pod(pods[key])
