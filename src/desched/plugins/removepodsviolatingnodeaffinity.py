@@ -250,12 +250,16 @@ class RemovePodsViolatingNodeAffinity:
     def _process(self, nodes: list[Node], listed: dict[str, list[Pod]], evicted: set[str],
                  violation: Violation, fits_nowhere: str) -> bool:
         """One affinity type over every node; False when the total limit ended the run."""
+        # The pods earlier types evicted. Those this one evicts were on nodes it is done with
+        # (a node's candidates are all found before any of them is evicted): no later node
+        # lists them.
+        earlier = frozenset(evicted)
         for node in nodes:
             pods = listed.get(node.name)
             if not pods:
                 continue
-            if evicted:
-                pods = [pod for pod in pods if pod.key not in evicted]
+            if earlier:
+                pods = [pod for pod in pods if pod.key not in earlier]
             for pod, reason in self._candidates(node, pods, nodes, violation, fits_nowhere):
                 try:
                     if self.handle.evict(pod, reason):
