@@ -38,7 +38,11 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
 
 def tolerates_taint(tolerations: Iterable[Toleration], taint: Taint) -> bool:
     """Whether any of the tolerations tolerates the taint (upstream TolerationsTolerateTaint)."""
-    return any(tolerates(toleration, taint) for toleration in tolerations)
+    # A loop, not any(): NodeFit and the taint plugins ask this per pod and node.
+    for toleration in tolerations:  # noqa: SIM110
+        if tolerates(toleration, taint):
+            return True
+    return False
 
 
 def first_untolerated(
