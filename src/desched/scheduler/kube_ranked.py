@@ -51,7 +51,7 @@ def entry(model: KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Cluster
     tolerations = ns.prefer_no_schedule_tolerations(pod)
     weigh = ns.node_affinity_weigher(pod, profile)
     keys = domain_keys(profile)
-    balance = not ns.best_effort(pod, profile)
+    score = ns.resource_scorer(pod, profile, not ns.best_effort(pod, profile))
 
     def of(node: Node) -> tuple[Class, float] | None:
         if refuse(node, snapshot) is not None:
@@ -60,7 +60,7 @@ def entry(model: KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Cluster
         cls = (ns.untolerated_soft_taints(tolerations, node),
                weigh(node) if weigh is not None else 0,
                _HOSTNAME in labels, tuple(labels.get(k) for k in keys))
-        return cls, float(ns.resource_score(pod, node, snapshot, profile, balance))
+        return cls, float(score(node, snapshot))
     return of
 
 

@@ -82,7 +82,7 @@ def balanced_score(pod: Pod, node: Node, snapshot: ClusterSnapshot, profile: Pro
 
 def default_resources(profile: Profile) -> bool:
     """Whether the profile scores resources as the default profile does (LeastAllocated and
-    BalancedAllocation over cpu and memory, weight 1 each): resource_score's fast case."""
+    BalancedAllocation over cpu and memory, weight 1 each): resource_scorer's fast case."""
     return (profile.fit.type == "LeastAllocated" and profile.fit.resources == DEFAULT_RESOURCES
             and profile.balanced_resources == DEFAULT_RESOURCES)
 
@@ -92,46 +92,53 @@ def _balance(cpu: float, memory: float) -> int:
     return int((1 - abs((min(1.0, cpu) - min(1.0, memory)) / 2)) * sc.MAX)
 
 
-def resource_score(pod: Pod, node: Node, snapshot: ClusterSnapshot, profile: Profile,
-                   balance: bool) -> int:
-    """NodeResourcesFit's and (with `balance`) BalancedAllocation's scores, weighted: the same
-    numbers as fit_score and balanced_score, computed without their generality for the
-    default resources (a Ranking computes it for every node)."""
+def resource_scorer(pod: Pod, profile: Profile, balance: bool
+                    ) -> Callable[[Node, ClusterSnapshot], int]:
+    """NodeResourcesFit's and (with `balance`) BalancedAllocation's scores, weighted, of a node
+    for `pod`: the same numbers as fit_score and balanced_score, computed without their
+    generality for the default resources, what it reads of the pod and the profile read once
+    (a Ranking asks it of every node)."""
     fit_weight = profile.weight("NodeResourcesFit")
     balance_weight = profile.weight("NodeResourcesBalancedAllocation") if balance else 0
     if not default_resources(profile):
-        return (fit_weight * fit_score(pod, node, snapshot, profile) if fit_weight else 0) + (
-            balance_weight * balanced_score(pod, node, snapshot, profile)
-            if balance_weight else 0)
-    name = node.metadata.name
-    allocatable = node.allocatable
-    cpu_cap, memory_cap = allocatable.get("cpu", 0), allocatable.get("memory", 0)
+        def general(node: Node, snapshot: ClusterSnapshot) -> int:
+            return (fit_weight * fit_score(pod, node, snapshot, profile) if fit_weight
+                    else 0) + (balance_weight * balanced_score(pod, node, snapshot, profile)
+                               if balance_weight else 0)
+        return general
     non_zero, requests = pod.non_zero_requests, pod.requests
     pod_cpu, pod_memory = non_zero.get("cpu", 0), non_zero.get("memory", 0)
     own_cpu, own_memory = requests.get("cpu", 0), requests.get("memory", 0)
-    zero_cpu, zero_memory = snapshot.node_non_zero_requested(name)
-    used = snapshot.node_requested(name)
-    used_cpu, used_memory = used.get("cpu", 0), used.get("memory", 0)
-    if pod.spec.node_name == name:  # leaving: its own requests no longer count
-        zero_cpu -= pod_cpu
-        zero_memory -= pod_memory
-        used_cpu -= own_cpu
-        used_memory -= own_memory
-    total = 0
-    if fit_weight:
-        parts = [sc.least_requested(zero_cpu + pod_cpu, cpu_cap)] if cpu_cap else []
-        if memory_cap:
-            parts.append(sc.least_requested(zero_memory + pod_memory, memory_cap))
-        total += fit_weight * (sum(parts) // len(parts) if parts else 0)
-    if balance_weight:
-        if cpu_cap and memory_cap:
-            with_pod = _balance((used_cpu + own_cpu) / cpu_cap,
-                                (used_memory + own_memory) / memory_cap)
-            gain = with_pod - _balance(used_cpu / cpu_cap, used_memory / memory_cap)
-        else:
-            gain = 0  # one fraction or none: no deviation, with the pod or without
-        total += balance_weight * (sc.MAX // 2 + sc._div(sc.MAX // 2 + gain, 2))
-    return total
+    bound = pod.spec.node_name
+
+    def score(node: Node, snapshot: ClusterSnapshot) -> int:
+        name = node.metadata.name
+        allocatable = node.allocatable
+        cpu_cap, memory_cap = allocatable.get("cpu", 0), allocatable.get("memory", 0)
+        zero_cpu, zero_memory = snapshot.node_non_zero_requested(name)
+        used = snapshot.node_requested(name)
+        used_cpu, used_memory = used.get("cpu", 0), used.get("memory", 0)
+        if bound == name:  # leaving: its own requests no longer count
+            zero_cpu -= pod_cpu
+            zero_memory -= pod_memory
+            used_cpu -= own_cpu
+            used_memory -= own_memory
+        total = 0
+        if fit_weight:
+            parts = [sc.least_requested(zero_cpu + pod_cpu, cpu_cap)] if cpu_cap else []
+            if memory_cap:
+                parts.append(sc.least_requested(zero_memory + pod_memory, memory_cap))
+            total += fit_weight * (sum(parts) // len(parts) if parts else 0)
+        if balance_weight:
+            if cpu_cap and memory_cap:
+                with_pod = _balance((used_cpu + own_cpu) / cpu_cap,
+                                    (used_memory + own_memory) / memory_cap)
+                gain = with_pod - _balance(used_cpu / cpu_cap, used_memory / memory_cap)
+            else:
+                gain = 0  # one fraction or none: no deviation, with the pod or without
+            total += balance_weight * (sc.MAX // 2 + sc._div(sc.MAX // 2 + gain, 2))
+        return total
+    return score
 
 
 def best_effort(pod: Pod, profile: Profile) -> bool:

@@ -106,7 +106,10 @@ class Ranking:
         if found is not None:
             cls, score = found
             self.classes.setdefault(cls, {})[name] = (score, name)
-            self.score_counts.setdefault(cls, Counter())[score] += 1
+            counts = self.score_counts.get(cls)
+            if counts is None:
+                counts = self.score_counts[cls] = Counter()
+            counts[score] += 1
             self.where[name] = cls
             self._tops.pop(cls, None)
 
