@@ -15,6 +15,8 @@ from desched.snapshot.workloads import Workload, WorkloadResolver
 from desched.snapshot.workloads import is_available as is_healthy
 
 _TERMINAL = ("Succeeded", "Failed")
+# What `check` found for no pod (its list is never read: no pod is None).
+_NOT_CHECKED: tuple[Pod | None, list[PodDisruptionBudget]] = (None, [])
 TOO_MANY_REQUESTS = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE_PDBS = ("This pod has more than one PodDisruptionBudget, which the eviction "
                  "subresource does not support.")
@@ -51,7 +53,7 @@ class BudgetTracker:
         # current by record_removal, recounted when pods were added since.
         self._live: dict[int, tuple[int, int, int]] = {}
         # The budgets `check` found for a pod, for the record_removal of the same eviction.
-        self._checked: tuple[Pod | None, list[PodDisruptionBudget]] = (None, [])
+        self._checked: tuple[Pod | None, list[PodDisruptionBudget]] = _NOT_CHECKED
         self._workloads = WorkloadResolver(snapshot)
         # Per evicted pod: the budget it used up, and the budgets it still counts as expected in.
         self._consumed: dict[str, int] = {}
@@ -146,7 +148,7 @@ class BudgetTracker:
 
     def check(self, pod: Pod) -> tuple[PodDisruptionBudget | None, str | None]:
         """The budget an eviction of this pod draws on, or why the API would refuse it."""
-        self._checked = (None, [])
+        self._checked = _NOT_CHECKED
         if can_ignore_pdb(pod):
             return None, None
         # From here the pod is neither finished nor terminating: healthy is Ready.
@@ -221,7 +223,7 @@ class BudgetTracker:
     def record_removal(self, pod: Pod) -> None:
         """An evicted pod keeps counting as expected for every budget covering it, however it
         got past them (unready, Pending): its workload wants it back."""
-        checked, self._checked = self._checked, (None, [])
+        checked, self._checked = self._checked, _NOT_CHECKED
         pdbs = checked[1] if checked[0] is pod else self.snapshot.pdbs_for_pod(pod)
         for pdb in pdbs:
             self._stale(id(pdb))  # a finished pod's workload counted too
