@@ -136,6 +136,11 @@ _requests_texts: dict[int, tuple[dict[str, int], bytes]] = {}
 # stay theirs.
 _taint_free_signatures: dict[tuple[int, int], tuple[bytes, bytes, tuple[bytes, bytes]]] = {}
 _placement_signatures: dict[tuple[int, int, int], tuple[bytes, bytes, bytes, bytes]] = {}
+# Owner UID -> the objects its last pod's signature was made from and the signature: replicas
+# share their nodeSelector, affinity, tolerations and requests objects (model.sharing), so most
+# pods get their signature by four identity checks, nothing compared or encoded.
+_taint_free_by_owner: dict[str, tuple[object, object, object, str, tuple[bytes, bytes]]] = {}
+_placement_by_owner_objects: dict[str, tuple[object, object, bytes]] = {}
 
 
 def _encoded(memo: dict[str, tuple[tuple[object, ...], bytes]], pod: Pod,
@@ -168,6 +173,14 @@ def taint_free_signature(pod: Pod) -> tuple[bytes, bytes]:
     signature = pod.cached_taint_free_signature
     if signature is None:
         spec = pod.spec
+        requests_dict = pod.requests
+        refs = pod.metadata.owner_references
+        owner = refs[0].uid if refs else ""
+        last = _taint_free_by_owner.get(owner)
+        if (last is not None and last[0] is spec.node_selector and last[1] is spec.affinity
+                and last[2] is requests_dict and last[3] == pod.metadata.namespace):
+            signature = pod.cached_taint_free_signature = last[4]
+            return signature
         affinity = spec.affinity
         required = anti = None
         if affinity is not None:
@@ -182,7 +195,7 @@ def taint_free_signature(pod: Pod) -> tuple[bytes, bytes]:
                                       else (pod.metadata.namespace, spec.node_selector, required,
                                             anti))
         encoded = _encoded(_placement_by_owner, pod, fields)
-        requests = _requests_text(pod.requests)
+        requests = _requests_text(requests_dict)
         ids = (id(encoded), id(requests))
         known = _taint_free_signatures.get(ids)
         if known is None or known[0] is not encoded or known[1] is not requests:
@@ -190,6 +203,9 @@ def taint_free_signature(pod: Pod) -> tuple[bytes, bytes]:
                                                            (encoded, requests)),
                              limit=_ENCODED_LIMIT)
         signature = pod.cached_taint_free_signature = known[2]
+        remember(_taint_free_by_owner, owner, (spec.node_selector, affinity, requests_dict,
+                                               pod.metadata.namespace, signature),
+                 limit=_ENCODED_LIMIT)
     return signature
 
 
@@ -198,7 +214,14 @@ def placement_signature(pod: Pod) -> bytes:
     name: the taint-free signature plus tolerations. Pods of one workload usually share it."""
     signature = pod.cached_signature
     if signature is None:
-        fields, requests = taint_free_signature(pod)
+        taint_free = taint_free_signature(pod)
+        refs = pod.metadata.owner_references
+        owner = refs[0].uid if refs else ""
+        last = _placement_by_owner_objects.get(owner)
+        if last is not None and last[0] is taint_free and last[1] is pod.spec.tolerations:
+            signature = pod.cached_signature = last[2]
+            return signature
+        fields, requests = taint_free
         tolerations = _encoded(_tolerations_by_owner, pod, (pod.spec.tolerations,))
         ids = (id(fields), id(requests), id(tolerations))
         known = _placement_signatures.get(ids)
@@ -209,6 +232,8 @@ def placement_signature(pod: Pod) -> bytes:
                 fields, requests, tolerations, fields + requests + tolerations),
                 limit=_ENCODED_LIMIT)
         signature = pod.cached_signature = known[3]
+        remember(_placement_by_owner_objects, owner, (taint_free, pod.spec.tolerations, signature),
+                 limit=_ENCODED_LIMIT)
     return signature
 
 
