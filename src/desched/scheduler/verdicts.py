@@ -36,7 +36,10 @@ def local_key(pod: Pod) -> bytes:
 
 
 _CACHE = "scheduler.verdicts"
-MAX = 1024  # tables kept per snapshot; the least recently used goes first
+# Kept per snapshot, the least recently used table going first past either: a table holds a
+# verdict per candidate (5,000 for a pod pinned nowhere on the largest measured cluster).
+MAX = 1024
+MAX_VERDICTS = 500_000
 
 # (local_key, id of the profile) -> (the profile, the node list, node name -> (its version when
 # asked, why the filters refused it or None)).
@@ -53,8 +56,9 @@ def refusals(pod: Pod, profile: object, candidates: Sequence[Node], snapshot: Cl
     tables: Tables = snapshot.caches.setdefault(_CACHE, {})
     found = tables.pop(key, None)
     if found is None or found[0] is not profile or found[1] is not nodes:
-        if len(tables) >= MAX:
-            del tables[next(iter(tables))]
+        kept = sum(len(t[2]) for t in tables.values())
+        while tables and (len(tables) >= MAX or kept + len(candidates) > MAX_VERDICTS):
+            kept -= len(tables.pop(next(iter(tables)))[2])
         found = (profile, nodes, {})
     tables[key] = found
     table = found[2]
