@@ -385,16 +385,23 @@ class ClusterSnapshot:
         if members is None:
             matcher = self._pdb_matcher(pdb)
             namespace = pdb.metadata.namespace or "default"
-            members = {key: pod for key, pod in self.candidates(namespace, pdb.spec.selector)
-                       if matcher(pod.metadata.labels)}
-            self._pdb_members[id(pdb)] = members
+            members = {}
             member_of = self._member_of
-            for key in members:
-                held = member_of.get(key)
-                if held is None:
-                    member_of[key] = [members]
-                else:
-                    held.append(members)
+            # Replicas share their label map (model.sharing): matched once per run of them.
+            labels: Mapping[str, str] | None = None
+            matched = False
+            for key, pod in self.candidates(namespace, pdb.spec.selector):
+                if pod.metadata.labels is not labels:
+                    labels = pod.metadata.labels
+                    matched = matcher(labels)
+                if matched:
+                    members[key] = pod
+                    held = member_of.get(key)
+                    if held is None:
+                        member_of[key] = [members]
+                    else:
+                        held.append(members)
+            self._pdb_members[id(pdb)] = members
         return members.values()
 
     def candidates(self, namespace: str,
