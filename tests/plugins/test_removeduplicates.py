@@ -11,7 +11,11 @@ import pytest
 from builders import args, handle_for, node, pod, snapshot
 from desched.framework.evictor import Limits
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
-from desched.plugins.removeduplicates import RemoveDuplicates, RemoveDuplicatesArgs
+from desched.plugins.removeduplicates import (
+    RemoveDuplicates,
+    RemoveDuplicatesArgs,
+    _PlacementClasses,
+)
 
 RS = ("ReplicaSet", "rs-1")
 TAINT = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
@@ -242,3 +246,23 @@ def test_skipped_when_fewer_than_two_target_nodes_is_explained() -> None:
     reasons = [reason for (_, plugin, reason) in handle.log.filtered_counts
                if plugin == "RemoveDuplicates"]
     assert any("fewer than 2 nodes" in r for r in reasons)
+
+
+def test_placement_classes_share_an_affinity_and_judge_their_own_tolerations() -> None:
+    """Two classes pinned to one pool: the pool's nodes are matched once, each class judges the
+    taints itself (equal taint lists alike), and the node order is kept."""
+    taint = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    pool = {"pool": "x"}
+    nodes = [node("a", labels={**pool, "kubernetes.io/hostname": "a"}, taints=taint),
+             node("b", labels={**pool, "kubernetes.io/hostname": "b"}),
+             node("c", labels={**pool, "kubernetes.io/hostname": "c"}, taints=taint),
+             node("d", labels={**pool, "kubernetes.io/hostname": "d"}),
+             *(node(f"o{i}") for i in range(6))]
+    tolerant = pod("t", "b", spec={"nodeSelector": pool, "tolerations": [
+        {"key": "dedicated", "operator": "Exists"}]})
+    plain = pod("p", "b", spec={"nodeSelector": pool})
+    snap = snapshot(*nodes, tolerant, plain)
+    classes = _PlacementClasses(snap.ready_nodes(), snap)
+    assert classes.names(tolerant) == ["a", "b", "c", "d"]
+    assert classes.names(plain) == ["b", "d"]
+    assert classes.names(pod("q", "d", spec={"nodeSelector": pool})) is classes.names(plain)

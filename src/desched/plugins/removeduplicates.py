@@ -19,6 +19,7 @@ from desched.policy.args import Namespaces, namespace_allowed, validate_namespac
 from desched.predicates.nodeaffinity import required_affinity_matcher
 from desched.predicates.nodefit import affinity_space, placement_signature
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
+from desched.snapshot.cluster import ClusterSnapshot
 
 
 class RemoveDuplicatesArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
@@ -49,17 +50,70 @@ def _keys(namespace: str, refs: tuple[OwnerReference, ...], containers: tuple[Co
                                      for ref in refs for image in images]))
 
 
+class _PlacementClasses:
+    """The nodes each placement class may run on, for one run over one node list: the nodes a
+    nodeSelector and required affinity match are found once per affinity (through the node
+    label index), and each distinct taint list among them is judged once per class."""
+
+    def __init__(self, nodes: list[Node], snapshot: ClusterSnapshot) -> None:
+        self.nodes = nodes
+        self.snapshot = snapshot
+        self.by_class: dict[bytes, list[str]] = {}
+        self._matched: dict[bytes, list[Node]] = {}
+        self._taint_kinds: dict[str, tuple[tuple[str, str, str], ...]] = {}
+
+    def names(self, pod: Pod) -> list[str]:
+        """upstream's placement class: tolerations, required node affinity, nodeSelector."""
+        spec = pod.spec
+        affinity = spec.affinity
+        node_affinity = affinity.node_affinity if affinity is not None else None
+        required = (node_affinity.required_during_scheduling_ignored_during_execution
+                    if node_affinity is not None else None)
+        selector = sorted(spec.node_selector.items())
+        klass = json_encoder.encode((spec.tolerations, selector, required))
+        names = self.by_class.get(klass)
+        if names is None:
+            names = self.by_class[klass] = self._names(pod, json_encoder.encode(
+                (selector, required)))
+        return names
+
+    def _names(self, pod: Pod, affinity_key: bytes) -> list[str]:
+        matched = self._matched.get(affinity_key)
+        if matched is None:
+            matches = required_affinity_matcher(pod)
+            matched = self._matched[affinity_key] = [
+                n for n in affinity_space(pod, self.nodes, self.snapshot) if matches(n)]
+        tolerations = pod.spec.tolerations
+        kinds = self._taint_kinds
+        verdicts: dict[tuple[tuple[str, str, str], ...], bool] = {}
+        names = []
+        for n in matched:
+            taints = n.spec.taints
+            if taints:
+                kind = kinds.get(n.name)
+                if kind is None:
+                    kind = kinds[n.name] = tuple([(t.key, t.value, t.effect) for t in taints])
+                tolerated = verdicts.get(kind)
+                if tolerated is None:
+                    tolerated = verdicts[kind] = first_untolerated(
+                        taints, tolerations, SCHEDULING_EFFECTS) is None
+                if not tolerated:
+                    continue
+            names.append(n.name)
+        return names
+
+
 class RemoveDuplicates:
     def __init__(self, args: RemoveDuplicatesArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
         self.excluded_kinds = frozenset(args.exclude_owner_kinds)
 
-    def _target_count(self, pods_by_node: Mapping[str, list[Pod]], nodes: list[Node],
-                      matching: dict[bytes, list[str]]) -> int:
+    def _target_count(self, pods_by_node: Mapping[str, list[Pod]],
+                      classes: _PlacementClasses) -> int:
         """How many nodes any of the duplicates could run on (taints and node affinity); a
         placement class that fits only one node contributes nothing, as upstream's
-        getTargetNodes. `matching` memoizes the nodes per placement class for the run: owners
+        getTargetNodes. `classes` memoizes the nodes per placement class for the run: owners
         share a handful of them."""
         distinct: dict[bytes, Pod] = {}
         for pods in pods_by_node.values():
@@ -70,20 +124,7 @@ class RemoveDuplicates:
         # The node lists of the classes that contribute, by identity (classes are memoized).
         contributing: dict[int, list[str]] = {}
         for pod in distinct.values():
-            # upstream's placement class: tolerations, required node affinity, nodeSelector.
-            affinity = pod.spec.affinity
-            node_affinity = affinity.node_affinity if affinity is not None else None
-            klass = json_encoder.encode((
-                pod.spec.tolerations, sorted(pod.spec.node_selector.items()),
-                node_affinity.required_during_scheduling_ignored_during_execution
-                if node_affinity is not None else None))
-            names = matching.get(klass)
-            if names is None:
-                matches = required_affinity_matcher(pod)
-                names = matching[klass] = [
-                    n.name for n in affinity_space(pod, nodes, self.handle.snapshot)
-                    if first_untolerated(n.spec.taints, pod.spec.tolerations,
-                                         SCHEDULING_EFFECTS) is None and matches(n)]
+            names = classes.names(pod)
             if len(names) > 1:
                 contributing[id(names)] = names
         if len(contributing) == 1:  # the usual case: a workload's pods share one class
@@ -142,9 +183,9 @@ class RemoveDuplicates:
                                                f"{refs[0].kind}/{refs[0].name} with its images "
                                                f"on node {node_name}")
 
-        matching: dict[bytes, list[str]] = {}
+        classes = _PlacementClasses(nodes, snapshot)
         for owner_key, pods_by_node in duplicates.items():
-            targets = self._target_count(pods_by_node, nodes, matching)
+            targets = self._target_count(pods_by_node, classes)
             if targets < 2:
                 for pods in pods_by_node.values():
                     for pod in pods:
