@@ -18,7 +18,7 @@ from desched.framework.policy import Policy
 from desched.plugins.catalog import PLUGINS
 from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.loader import load_policy, policy_from_document
-from desched.policy.unknown import nearest
+from desched.util.names import nearest
 
 REPO = Path(__file__).resolve().parents[2]
 V2 = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n"

@@ -5,10 +5,9 @@ the arbitrator's settings."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import msgspec
 
+from desched.decoding.go import Int32
 from desched.migration.arbitration import GATES, JOB_MODES, RESERVATION_FIRST, Settings
 from desched.migration.limiter import LIMITER_KINDS, WORKLOAD, LimiterConfig
 from desched.migration.limits import IntOrPercent, int_or_percent_error
@@ -23,8 +22,6 @@ from desched.model.meta import LabelSelector
 from desched.policy.args import Namespaces, PriorityThreshold, validate_label_selector
 from desched.util.duration import Duration, format_duration, parse_duration
 from desched.util.gofloat import go_float
-
-Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
 
 DEFAULT_MAX_CONCURRENT_RECONCILES = 1
 DEFAULT_MAX_MIGRATING_PER_NODE = 2

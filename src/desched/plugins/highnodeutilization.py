@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import msgspec
 
+from desched.decoding.go import Int64
 from desched.framework.registry import PluginSpec, RoleThreshold
 from desched.framework.types import Handle
 from desched.model.node import Node
@@ -28,7 +29,7 @@ from desched.plugins.nodeutilization_common import (
     sort_by_total_usage,
     validate_thresholds,
 )
-from desched.policy.args import Int64, Namespaces
+from desched.policy.args import Namespaces
 from desched.usage.requests import RequestedUsage
 
 ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"

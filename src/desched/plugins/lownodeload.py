@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
+from desched.decoding.go import aggregate
 from desched.errors import InputError
 from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, RoleThreshold
@@ -45,7 +46,6 @@ from desched.plugins.lownodeload_args import (
 from desched.plugins.lownodeload_detector import Detector, DetectorCache, State
 from desched.plugins.lownodeload_sort import node_score, sort_pods_for_eviction
 from desched.policy.args import namespace_allowed
-from desched.policy.errors import aggregate
 from desched.predicates.nodefit import node_fit, placement_signature
 from desched.usage.nodemetric import PODS, NodeLoad, read_node_load
 

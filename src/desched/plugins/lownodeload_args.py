@@ -10,10 +10,11 @@ from typing import Annotated
 
 import msgspec
 
+from desched.decoding.go import Int64
 from desched.model.labels import Matcher, SelectorError, compile_selector
 from desched.model.meta import LabelSelector
 from desched.plugins.lownodeload_detector import Condition
-from desched.policy.args import Int64, Namespaces
+from desched.policy.args import Namespaces
 from desched.util.duration import Duration, parse_duration
 from desched.util.gofloat import go_float
 

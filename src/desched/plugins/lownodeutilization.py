@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import msgspec
 
+from desched.decoding.go import Int64
 from desched.errors import InputError, quote
 from desched.framework.registry import PluginSpec, RoleThreshold
 from desched.framework.types import Handle
@@ -45,7 +46,7 @@ from desched.plugins.nodeutilization_common import (
     to_percentages,
     validate_thresholds,
 )
-from desched.policy.args import Int64, Namespaces
+from desched.policy.args import Namespaces
 from desched.usage.base import (
     KUBERNETES_METRICS,
     PROMETHEUS,

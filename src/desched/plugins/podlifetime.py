@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 import msgspec
 
+from desched.decoding.go import Int32
 from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
@@ -18,7 +19,6 @@ from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import ContainerStatus, Pod
 from desched.policy.args import (
-    Int32,
     Namespaces,
     namespace_allowed,
     validate_label_selector,

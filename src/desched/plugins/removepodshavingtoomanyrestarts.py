@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import msgspec
 
+from desched.decoding.go import Int32
 from desched.framework.registry import PluginSpec
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
@@ -15,7 +16,6 @@ from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.policy.args import (
-    Int32,
     Namespaces,
     namespace_allowed,
     validate_label_selector,

@@ -3,23 +3,18 @@ argument sub-types (namespaces, label selectors, priority thresholds)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
+from desched.decoding.go import Int32
+from desched.decoding.unknown_fields import ARGS_TYPE_META
 from desched.model.labels import SelectorError, compile_selector
 from desched.model.meta import LabelSelector
 from desched.policy.decoding import DecodingError, at, convert, type_meta_error
-from desched.policy.unknown import ARGS_TYPE_META
 
 # A plugin's args that cannot be decoded (the same error as any other part of a policy).
 ArgsError = DecodingError
-
-# Upstream's Go integer types: a JSON number out of range is a decode error there, not a huge
-# Python int here (an int32 threshold nothing can reach). (msgspec cannot bound beyond int64,
-# so Go's uint fields keep plain ints and their own checks.)
-Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
-Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 
 class Namespaces(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):

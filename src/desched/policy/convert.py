@@ -21,11 +21,12 @@ from typing import Any
 import msgspec
 import yaml
 
+from desched.decoding.document import one_document
 from desched.errors import InputError, quote
 from desched.framework.policy import Policy, ProfileConfig
 from desched.framework.registry import Plugins
 from desched.model.meta import LabelSelector
-from desched.policy.loader import POLICY_KEYS, STDIN, load_policy, one_document, parse_policy
+from desched.policy.loader import POLICY_KEYS, STDIN, load_policy, parse_policy
 from desched.policy.upstream import PolicySchema as _V1alpha2Schema
 from desched.policy.v1alpha1 import BALANCE_STRATEGIES, DESCHEDULE_STRATEGIES, convert_v1alpha1
 

@@ -16,9 +16,9 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import msgspec
 import msgspec.inspect as mi
 
+from desched.decoding.unknown_fields import info, visit
 from desched.model.meta import shared_hook
 from desched.policy.hints import did_you_mean
-from desched.policy.unknown import info, visit
 from desched.util.duration import DURATION, DurationError, parse_duration_ns
 
 

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
+from desched.decoding.go import aggregate
 from desched.errors import InputError
-
-
-def aggregate(messages: list[str]) -> str:
-    """One error prints bare; several print as `[e1, e2]`."""
-    if len(messages) == 1:
-        return messages[0]
-    return "[" + ", ".join(messages) + "]"
 
 
 class PolicyError(InputError):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from desched.decoding.go import aggregate
 from desched.errors import quote, shown
 from desched.framework.registry import PluginSpec
-from desched.policy.errors import aggregate
 from desched.util.names import nearest
 
 

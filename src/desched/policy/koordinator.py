@@ -7,6 +7,8 @@ from typing import Any
 
 import msgspec
 
+from desched.decoding.go import aggregate
+from desched.decoding.unknown_fields import describe, unknown_fields
 from desched.errors import quote, shown
 from desched.framework.evictor import Limits
 from desched.framework.moves import args as moves_args
@@ -17,9 +19,9 @@ from desched.model.labels import SelectorError, compile_selector, selector_is_em
 from desched.model.meta import LabelSelector
 from desched.policy.args import ArgsError, decode_args
 from desched.policy.decoding import DecodingError, convert
-from desched.policy.errors import DecodeError, PolicyError, aggregate
+from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.hints import did_you_mean, plugin_hint
-from desched.policy.unknown import describe, plugin_args_fields, unknown_fields
+from desched.policy.unknown import plugin_args_fields
 from desched.policy.upstream import check_default_evictor, moves_warnings
 from desched.util.duration import Duration, parse_duration
 

@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from desched.decoding.document import one_document
 from desched.errors import InputError, quote
 from desched.framework.policy import Policy
 from desched.framework.registry import Plugins
@@ -23,25 +22,9 @@ from desched.policy.unknown import (
 )
 from desched.policy.upstream import load_v1alpha2
 from desched.policy.v1alpha1 import load_v1alpha1
-from desched.snapshot.loader import describe_yaml_error
-from desched.util import yamlguard
 
 _ACCEPTED = ("descheduler/v1alpha2 DeschedulerPolicy, descheduler/v1alpha1 DeschedulerPolicy, "
              "descheduler/v1alpha2 DeschedulerConfiguration or a ConfigMap holding one")
-
-
-def one_document(source: str, text: str, what: str) -> Any:
-    """The one YAML document of a configuration file (`what` names it in errors), read with
-    yamlguard's limits; InputError naming `source` otherwise."""
-    try:
-        docs = [d for d in yamlguard.load_all(text) if d is not None]
-    except yaml.YAMLError as err:
-        raise InputError(source, f"invalid YAML: {describe_yaml_error(err)}") from None
-    except yamlguard.YamlLimitError as err:
-        raise InputError(source, str(err)) from None
-    if len(docs) != 1:
-        raise InputError(source, f"expected one {what} document, found {len(docs)}")
-    return docs[0]
 
 
 def _load(path: str, text: str) -> Any:

@@ -14,6 +14,8 @@ from typing import Any
 
 import msgspec
 
+from desched.decoding.go import aggregate
+from desched.decoding.unknown_fields import describe, unknown_fields
 from desched.errors import quote, shown
 from desched.framework.evictor import Limits
 from desched.framework.moves import args as moves_args
@@ -24,9 +26,9 @@ from desched.model.labels import SelectorError, parse_selector_string
 from desched.model.pod import SYSTEM_CRITICAL_PRIORITY
 from desched.policy.args import ArgsError, decode_args
 from desched.policy.decoding import DecodingError, convert
-from desched.policy.errors import DecodeError, PolicyError, aggregate
+from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.hints import did_you_mean, plugin_config_hint, plugin_hint
-from desched.policy.unknown import describe, plugin_args_fields, unknown_fields
+from desched.policy.unknown import plugin_args_fields
 
 # Upstream's spelling of each extension point key, and how its profile error names it.
 _EP_KEYS = {"deschedule": "deschedule", "balance": "balance", "filter": "filter",

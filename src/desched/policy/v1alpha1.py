@@ -8,15 +8,16 @@ from typing import Any
 
 import msgspec
 
+from desched.decoding.go import Int32, aggregate
+from desched.decoding.unknown_fields import describe, unknown_fields
 from desched.errors import shown
 from desched.framework.policy import Policy
 from desched.framework.registry import Plugins
 from desched.model.meta import LabelSelector
-from desched.policy.args import ArgsError, Int32, decode_args
+from desched.policy.args import ArgsError, decode_args
 from desched.policy.decoding import DecodingError, convert
-from desched.policy.errors import DecodeError, PolicyError, aggregate
+from desched.policy.errors import DecodeError, PolicyError
 from desched.policy.hints import did_you_mean
-from desched.policy.unknown import describe, unknown_fields
 from desched.policy.upstream import load_v1alpha2
 
 # v1alpha1's strategies by the extension point their v1alpha2 plugin runs at.

@@ -40,14 +40,13 @@ from typing import Any, Literal, cast
 
 import msgspec
 
+from desched.decoding.document import one_document
+from desched.decoding.go import Int32, Int64, aggregate
+from desched.decoding.unknown_fields import ARGS_TYPE_META, describe, unknown_fields
 from desched.errors import InputError, quote
 from desched.model.labels import label_key_problem, label_value_problem
 from desched.model.meta import LabelSelector, Shared, shared_hook
 from desched.model.pod import NodeAffinity, NodeSelectorRequirement, TopologySpreadConstraint
-from desched.policy.args import Int32, Int64
-from desched.policy.errors import aggregate
-from desched.policy.loader import one_document
-from desched.policy.unknown import ARGS_TYPE_META, describe, unknown_fields
 from desched.scheduler.profile import (
     DEFAULT_PLUGINS,
     DEFAULT_RESOURCES,

@@ -53,6 +53,7 @@ from desched.snapshot.jsonlist import (
 from desched.snapshot.yamlcheck import SnapshotLoader
 from desched.util import yamlguard
 from desched.util.progress import Progress
+from desched.util.yamlguard import describe_yaml_error
 
 Warn = Callable[[str], None]
 Batch = tuple[KubeObject, ...]  # objects are read a list page at a time
@@ -592,14 +593,6 @@ def _name_of(data: Buffer) -> str:
         return ""
     name = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
     return f" {quote(name)}" if name else ""
-
-
-def describe_yaml_error(err: yaml.YAMLError) -> str:
-    """`line N: problem` from a PyYAML error, on one line."""
-    mark = getattr(err, "problem_mark", None)
-    where = f"line {mark.line + 1}: " if mark is not None else ""
-    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-    return f"{where}{problem}"
 
 
 STDIN = "-"

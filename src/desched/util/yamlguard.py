@@ -27,6 +27,14 @@ class YamlLimitError(ValueError):
     """A document nested too deeply or whose aliases expand too far."""
 
 
+def describe_yaml_error(err: yaml.YAMLError) -> str:
+    """`line N: problem` from a PyYAML error, on one line."""
+    mark = getattr(err, "problem_mark", None)
+    where = f"line {mark.line + 1}: " if mark is not None else ""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return f"{where}{problem}"
+
+
 def _could_exceed(text: str) -> bool:
     return ("*" in text or text.count("[") + text.count("{") >= MAX_DEPTH // 2
             or _DEEP_LINE.search(text) is not None)

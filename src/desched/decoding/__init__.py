@@ -1,0 +1,3 @@
+"""What the readers of configuration files share: the descheduler policy loaders (policy/) and
+the KubeSchedulerConfiguration reader (scheduler/config/). One YAML document per file, Go's
+integer ranges and aggregated errors, and the walk that finds keys a schema does not name."""
