@@ -1001,7 +1001,7 @@ def replay(snapshot: Path, ns: str, events: list[tuple[float, str, str, str]],
         sys.path.insert(0, str(DESCHED_SRC))
     import msgspec
 
-    from desched.scheduler.config_file import load_scheduler_config
+    from desched.scheduler.config import load_scheduler_config
     from desched.scheduler.kube_default import KubeDefault
     from desched.scheduler.placement import bind, replacement
     from desched.scheduler.profile import DEFAULT_CONFIG

@@ -131,7 +131,7 @@ _scheduler_config_option = click.option(
 
 def _scheduler_config(path: str | None, reschedule: bool) -> SchedulerConfig:
     """The configuration in `path` (the default profile without one); its warnings on stderr."""
-    from desched.scheduler.config_file import load_scheduler_config
+    from desched.scheduler.config import load_scheduler_config
     from desched.scheduler.profile import DEFAULT_CONFIG
 
     if path is None:

@@ -210,7 +210,7 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                    group_by: str | None = None, warn: Warn = warn) -> SimulationResult:
     """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
     that places replacements with `do_reschedule`, running the profiles of `scheduler_config`
-    (scheduler/config_file.py). `with_frames`: take utilization frames (snapshot/utilization)
+    (scheduler/config/). `with_frames`: take utilization frames (snapshot/utilization)
     for a report. `outcomes` > 1 (with `do_reschedule` and frames): run the simulation again
     outcomes - 1 times, kube-scheduler's ties broken at random (seeds 1, 2, ...), for the
     range of the figures after; `tie_seed`: this run's seed (None: ties by node name).

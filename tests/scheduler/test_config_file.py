@@ -22,7 +22,7 @@ from desched.model.pod import (
     PreferredSchedulingTerm,
     TopologySpreadConstraint,
 )
-from desched.scheduler.config_file import load_scheduler_config, parse_scheduler_config
+from desched.scheduler.config import load_scheduler_config, parse_scheduler_config
 from desched.scheduler.profile import (
     DEFAULT,
     DEFAULT_SCORE_WEIGHTS,

@@ -10,7 +10,7 @@ refused too. A pod that fits nowhere else is
 let through: whether it may be evicted then is the evicting plugin's own nodeFit question.
 
 Args: `scheduler` (the model: kube-default or koord-load-aware) and `schedulerConfig`, the path
-of the scheduler's KubeSchedulerConfiguration (scheduler/config_file.py; absolute, or relative
+of the scheduler's KubeSchedulerConfiguration (scheduler/config/; absolute, or relative
 to the working directory), whose profiles the model runs; empty: kube-scheduler's default
 profile.
 """
@@ -28,7 +28,7 @@ from desched.framework.registry import PluginSpec
 from desched.framework.types import ChecksThresholds, Handle
 from desched.model.pod import Pod
 from desched.scheduler.by_name import scheduler_model
-from desched.scheduler.config_file import load_scheduler_config
+from desched.scheduler.config import load_scheduler_config
 from desched.scheduler.model import KUBE_DEFAULT, MODELS
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 

@@ -1,5 +1,5 @@
 """`kube-default`: kube-scheduler (v1.36) with a profile: its default one, or one the user gives
-in a KubeSchedulerConfiguration (scheduler/profile.py, scheduler/config_file.py).
+in a KubeSchedulerConfiguration (scheduler/profile.py, scheduler/config/).
 
 Filters: NodeUnschedulable, NodeAffinity, TaintToleration, NodeResourcesFit, InterPodAffinity
 (the pod's required affinity and anti-affinity over their topology domains, and running pods'

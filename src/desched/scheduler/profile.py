@@ -1,6 +1,6 @@
 """A scheduler profile as kube-scheduler runs it: which filters and scores are on, the score
 weights, and the plugin arguments the scheduler models use. `DEFAULT` is kube-scheduler's
-default profile (v1.36); `scheduler/config_file.py` builds others from a user's
+default profile (v1.36); `scheduler/config/` builds others from a user's
 KubeSchedulerConfiguration."""
 
 from __future__ import annotations
