@@ -15,20 +15,17 @@ from desched.model.pod import (
 )
 from desched.scheduler.config.defaults import (
     fit_scoring,
-    load_aware,
-    scaling_factors,
     scoring_resources,
 )
 from desched.scheduler.config.types import (
-    LoadAwareSchedulingArgs,
     NodeResourcesFitArgs,
     RequestedToCapacityRatioParam,
     ScoringResource,
     ScoringStrategy,
     UtilizationShapePoint,
 )
-from desched.scheduler.profile import DEFAULT, FitScoring, LoadAwareArgs, ResourceSpec, ShapePoint
-from scheduler_config_builders import args, plugins, profile, read
+from desched.scheduler.profile import DEFAULT, FitScoring, ResourceSpec, ShapePoint
+from scheduler_config_builders import args, profile
 
 
 def test_args_given_empty_take_every_default() -> None:
@@ -145,50 +142,7 @@ def test_node_affinity_added_affinity() -> None:
                 key=Shared("metadata.name"), operator="NotIn", values=(Shared("n1"),)),))),))
 
 
-def test_load_aware_scheduling_enabled_without_args_takes_koord_defaults() -> None:
-    p = profile(plugins("""\
-        filter:
-          enabled: [{name: LoadAwareScheduling}]
-        score:
-          enabled: [{name: LoadAwareScheduling, weight: 1}]
-        """))
-    assert p.load_aware == LoadAwareArgs()
-    assert p.load_aware.usage_thresholds == {"cpu": 65, "memory": 95}
-    assert p.load_aware.estimated_scaling_factors == {"cpu": 85, "memory": 70}
-    assert (p.load_aware.node_metric_expiration_seconds,
-            p.load_aware.filter_expired_node_metrics) == (180, True)
-
-
-def test_a_dominant_resource_weight_leaves_resource_weights_empty() -> None:
-    config, warnings = read(args("LoadAwareScheduling", "dominantResourceWeight: 5\n"))
-    p = config.profiles["default-scheduler"]
-    assert p.load_aware is not None
-    assert p.load_aware.resource_weights == {}
-    assert ("sched.yaml: profiles[0].pluginConfig[0].args.dominantResourceWeight: desched's "
-            "LoadAwareScheduling model does not model this; it is ignored") in warnings
-
-
 # -- defaulting decoded args -------------------------------------------------------------------
-
-def test_scaling_factors_keep_the_files_and_add_koords_default_for_the_rest() -> None:
-    default = dict(LoadAwareArgs().estimated_scaling_factors)
-    assert scaling_factors(LoadAwareSchedulingArgs()) == default
-    assert scaling_factors(LoadAwareSchedulingArgs(estimated_scaling_factors={"cpu": 80,
-                                                                              "gpu": 10})) \
-        == {**default, "cpu": 80, "gpu": 10}
-
-
-def test_load_aware_defaults_what_the_file_leaves_unset() -> None:
-    got = load_aware(LoadAwareSchedulingArgs(node_metric_expiration_seconds=60,
-                                             filter_expired_node_metrics=False,
-                                             usage_thresholds={"cpu": 70}))
-    default = LoadAwareArgs()
-    assert got.node_metric_expiration_seconds == 60
-    assert got.filter_expired_node_metrics is False
-    assert got.usage_thresholds == {"cpu": 70}
-    assert got.resource_weights == default.resource_weights
-    assert load_aware(LoadAwareSchedulingArgs()) == default
-
 
 def test_scoring_resources_default_to_cpu_and_memory_and_weigh_0_as_1() -> None:
     assert scoring_resources([]) == DEFAULT.fit.resources

@@ -10,7 +10,6 @@ from desched.scheduler.config.field_errors import go, msgspec_error
 from desched.scheduler.config.types import (
     V1,
     V1BETA3,
-    LoadAwareSchedulingArgs,
     NodeResourcesFitArgs,
     RequestedToCapacityRatioParam,
     ScoringStrategy,
@@ -18,7 +17,6 @@ from desched.scheduler.config.types import (
 )
 from desched.scheduler.config.validation import (
     validate_fit_args,
-    validate_load_aware_args,
     validate_percentage,
     validate_plugin_name,
 )
@@ -177,26 +175,6 @@ def test_invalid_values_are_one_line_naming_the_file_and_the_field(body: str,
 
 
 # -- the checks on decoded args ----------------------------------------------------------------
-
-def test_load_aware_reports_the_first_bad_value_of_a_map_with_the_whole_map() -> None:
-    args_ = LoadAwareSchedulingArgs(resource_weights={"cpu": 1, "memory": 0, "gpu": 101},
-                                    usage_thresholds={"cpu": 101, "memory": -1})
-    assert validate_load_aware_args("a", args_) == [
-        'a.resourceWeights: Invalid value: {"cpu":1,"memory":0,"gpu":101}: resource Weight of '
-        "memory should be a positive value, got 0",
-        'a.usageThresholds: Invalid value: {"cpu":101,"memory":-1}: resource Threshold of cpu '
-        "should be less than 100, got 101",
-        'a.estimatedScalingFactors: Not found: "gpu"']
-
-
-def test_a_threshold_of_0_is_valid_a_weight_of_0_is_not() -> None:
-    assert validate_load_aware_args("a", LoadAwareSchedulingArgs(usage_thresholds={"cpu": 0})) \
-        == []
-    assert validate_load_aware_args("a", LoadAwareSchedulingArgs(
-        estimated_scaling_factors={"cpu": 0})) == [
-        'a.estimatedScalingFactors: Invalid value: {"cpu":0}: estimated resource ScalingFactor '
-        "of cpu should be a positive value, got 0"]
-
 
 def test_an_unsorted_shape_is_reported_once_then_each_point_out_of_range() -> None:
     strategy = ScoringStrategy(type="RequestedToCapacityRatio",

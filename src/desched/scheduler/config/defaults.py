@@ -1,18 +1,17 @@
 """kube-scheduler's defaults (`pkg/scheduler/apis/config/v1/default_plugins.go`, `defaults.go`;
-v1beta2's from v1.28) and koord-scheduler's for LoadAwareScheduling: the plugins a profile runs
-before the file changes them, and each plugin's args turned into the profile's value with every
-unset field defaulted. Validation (validation.py) has passed when these run."""
+v1beta2's from v1.28): the plugins a profile runs before the file changes them, and each
+plugin's args turned into the profile's value with every unset field defaulted
+(koord-scheduler's LoadAwareScheduling: load_aware_args.py). Validation (validation.py) has
+passed when these run."""
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from desched.model.meta import Shared, shared_hook
 from desched.model.pod import TopologySpreadConstraint
 from desched.scheduler.config.types import (
     InterPodAffinityArgs,
-    LoadAwareSchedulingArgs,
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
     PodTopologySpreadArgs,
@@ -23,7 +22,6 @@ from desched.scheduler.profile import (
     DEFAULT_RESOURCES,
     DEFAULT_SCORE_WEIGHTS,
     FitScoring,
-    LoadAwareArgs,
     ResourceSpec,
     ShapePoint,
     SpreadDefaults,
@@ -84,34 +82,3 @@ def hard_pod_affinity_weight(args: InterPodAffinityArgs) -> int:
 def inter_pod_affinity(args: InterPodAffinityArgs) -> tuple[int, bool]:
     """(hardPodAffinityWeight, ignorePreferredTermsOfExistingPods)."""
     return hard_pod_affinity_weight(args), args.ignore_preferred_terms_of_existing_pods
-
-
-def scaling_factors(args: LoadAwareSchedulingArgs) -> dict[str, int]:
-    """estimatedScalingFactors with koord's default for each resource the file leaves out."""
-    defaults = LoadAwareArgs().estimated_scaling_factors
-    if args.estimated_scaling_factors is None:
-        return dict(defaults)
-    factors = dict(args.estimated_scaling_factors)
-    for name, factor in defaults.items():
-        factors.setdefault(name, factor)
-    return factors
-
-
-def load_aware(args: LoadAwareSchedulingArgs) -> LoadAwareArgs:
-    """koord-scheduler's SetDefaults_LoadAwareSchedulingArgs, for what desched models."""
-    defaults = LoadAwareArgs()
-    weights = dict(args.resource_weights)
-    if not weights and args.dominant_resource_weight == 0:
-        weights = dict(defaults.resource_weights)
-    expiration = args.node_metric_expiration_seconds
-    return LoadAwareArgs(
-        usage_thresholds=MappingProxyType(dict(args.usage_thresholds)
-                                          or dict(defaults.usage_thresholds)),
-        prod_usage_thresholds=MappingProxyType(dict(args.prod_usage_thresholds)),
-        resource_weights=MappingProxyType(weights),
-        estimated_scaling_factors=MappingProxyType(scaling_factors(args)),
-        node_metric_expiration_seconds=(defaults.node_metric_expiration_seconds
-                                        if expiration is None else expiration),
-        filter_expired_node_metrics=(True if args.filter_expired_node_metrics is None
-                                     else args.filter_expired_node_metrics),
-    )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from desched.scheduler.config import defaults, unmodelled, validation
+from desched.scheduler.config import defaults, load_aware_args, unmodelled, validation
 from desched.scheduler.config.types import (
     LOAD_AWARE,
     InterPodAffinityArgs,
@@ -53,6 +53,6 @@ PLUGIN_ARGS: Mapping[str, PluginArgs[Any]] = MappingProxyType({
                                    defaults.inter_pod_affinity),
     "NodeAffinity": PluginArgs(NodeAffinityArgs, validation.validate_node_affinity_args,
                                _added_affinity),
-    LOAD_AWARE: PluginArgs(LoadAwareSchedulingArgs, validation.validate_load_aware_args,
-                           defaults.load_aware, unmodelled.load_aware_args),
+    LOAD_AWARE: PluginArgs(LoadAwareSchedulingArgs, load_aware_args.validate,
+                           load_aware_args.defaulted, unmodelled.load_aware_args),
 })

@@ -1,8 +1,9 @@
 """Reading a KubeSchedulerConfiguration file (kubescheduler.config.k8s.io v1; v1beta3 reads as
 v1, v1beta2 with its own defaults), or the ConfigMap holding one, into scheduler profiles. The
 reader only decodes and assembles: the schema is types.py, the defaults defaults.py, the checks
-validation.py, which plugins run plugin_sets.py, each plugin's args plugin_args.py, and the
-warnings about what desched does not model unmodelled.py."""
+validation.py (koord-scheduler's LoadAwareScheduling: load_aware_args.py), which plugins run
+plugin_sets.py, each plugin's args plugin_args.py, and the warnings about what desched does not
+model unmodelled.py."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """kube-scheduler's validation of a profile's values and plugin args
-(`pkg/scheduler/apis/config/validation/validation.go`, `validation_pluginargs.go`) and
-koord-scheduler's of LoadAwareSchedulingArgs, with their wording. Each function returns the
+(`pkg/scheduler/apis/config/validation/validation.go`, `validation_pluginargs.go`), with its
+wording (koord-scheduler's LoadAwareScheduling: load_aware_args.py). Each function returns the
 errors it finds, in the order kube-scheduler reports them; `at` is the args' place in the file."""
 
 from __future__ import annotations
 
 from desched.model.labels import label_key_problem, label_value_problem
 from desched.model.pod import NodeSelectorRequirement
-from desched.scheduler.config.defaults import hard_pod_affinity_weight, scaling_factors
+from desched.scheduler.config.defaults import hard_pod_affinity_weight
 from desched.scheduler.config.field_errors import (
     duplicate,
     forbidden,
@@ -20,7 +20,6 @@ from desched.scheduler.config.known_plugins import V1_INVALID
 from desched.scheduler.config.types import (
     V1,
     InterPodAffinityArgs,
-    LoadAwareSchedulingArgs,
     NodeAffinityArgs,
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
@@ -241,52 +240,3 @@ def _expression(p: str, req: NodeSelectorRequirement) -> list[str]:
         if problem:
             errors.append(invalid(f"{p}.values[{v}]", value, problem))
     return errors
-
-
-# -- koord-scheduler's LoadAwareScheduling --------------------------------------------------------
-
-
-def validate_load_aware_args(at: str, args: LoadAwareSchedulingArgs) -> list[str]:
-    """ValidateLoadAwareSchedulingArgs (paths under the plugin's args)."""
-    errors: list[str] = []
-    expiration = args.node_metric_expiration_seconds
-    if expiration is not None and expiration <= 0:
-        errors.append(invalid(f"{at}.nodeMetricExpiredSeconds", expiration,
-                              "nodeMetricExpiredSeconds should be a positive value"))
-    errors.extend(_bounded(f"{at}.resourceWeights", args.resource_weights,
-                           "resource Weight", strict=True))
-    dominant = args.dominant_resource_weight
-    if dominant < 0:
-        errors.append(invalid(f"{at}.dominantResourceWeight", dominant,
-                              "dominantResourceWeight should not be a negative value"))
-    if dominant > 100:
-        errors.append(invalid(f"{at}.dominantResourceWeight", dominant,
-                              "dominantResourceWeight should be less than 100"))
-    errors.extend(_bounded(f"{at}.usageThresholds", args.usage_thresholds, "resource Threshold"))
-    errors.extend(_bounded(f"{at}.estimatedScalingFactors",
-                           dict(args.estimated_scaling_factors or {}),
-                           "estimated resource ScalingFactor", strict=True))
-    factors = scaling_factors(args)
-    for name in args.resource_weights:
-        if name not in factors:
-            errors.append(f"{at}.estimatedScalingFactors: Not found: {go(name)}")
-            break
-    if args.aggregated is not None:
-        errors.extend(_bounded(f"{at}.aggregated.usageThresholds",
-                               args.aggregated.usage_thresholds, "resource Threshold"))
-        supported = ("avg", "p50", "p90", "p95", "p99")
-        for field, value in (("usageAggregationType", args.aggregated.usage_aggregation_type),
-                             ("scoreAggregationType", args.aggregated.score_aggregation_type)):
-            if value and value not in supported:
-                errors.append(unsupported(f"{at}.aggregated.{field}", value, supported))
-    return errors
-
-
-def _bounded(at: str, values: dict[str, int], what: str, strict: bool = False) -> list[str]:
-    """The first value out of (0, 100] (`strict`) or [0, 100], reported with the whole map."""
-    for name, value in values.items():
-        problem = ("should be a positive value" if value < 0 or (strict and value == 0)
-                   else "should be less than 100" if value > 100 else "")
-        if problem:
-            return [invalid(at, values, f"{what} of {name} {problem}, got {value}")]
-    return []
