@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from desched.simulation import _did_you_mean
+from desched.explain import _did_you_mean
 
 pytestmark = pytest.mark.process
 

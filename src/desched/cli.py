@@ -242,7 +242,7 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
              outcomes: int, output: str, out_path: str | None, group_by: str | None) -> None:
     """Run the policy against a cluster snapshot and report what it would evict."""
     from desched.report import render
-    from desched.simulation import run_simulation
+    from desched.simulation import Simulation
 
     _one_stdin(policy_path, snapshots, scheduler_config_path)
     # One run, left through _exit_fast: the cyclic garbage collector would only scan what the
@@ -257,9 +257,9 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
     elif outcomes > 1 and output != "text":
         _warn([f"--outcomes {outcomes}: the ranges are in the text summary; {output} shows "
                f"the first outcome"])
-    result = run_simulation(policy_path, list(snapshots), now, cycles, reschedule,
-                            scheduler=scheduler, scheduler_config=config,
-                            with_frames=True, outcomes=outcomes, group_by=group_by)
+    result = Simulation(policy_path, list(snapshots), now, cycles=cycles, reschedule=reschedule,
+                        scheduler=scheduler, scheduler_config=config, with_frames=True,
+                        group_by=group_by).outcomes(outcomes)
     _warn(result.policy.warnings)
     if group_by is not None and not any(result.groups.values()):
         _warn([f"--group-by {group_by}: no node in the snapshot has this label; every node is "

@@ -8,8 +8,10 @@ cordon, pool labels) and, with `--reschedule`, ends with the replacements that a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
+from desched.errors import InputError, quote
 from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog, Note
 from desched.framework.runner import IDLE
 from desched.framework.types import ClassifiesNodes
@@ -21,7 +23,9 @@ from desched.predicates.taints import describe_taint
 from desched.preflight import NAMESPACE_SCOPES
 from desched.scheduler.model import KUBE_DEFAULT
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
-from desched.simulation import SimulationResult, run_simulation
+from desched.simulation import Simulation, SimulationResult
+from desched.snapshot.cluster import ClusterSnapshot
+from desched.util.names import nearest
 from desched.utilization import Frame
 
 _VERBS = {"evicted": "EVICTED", "filtered": "kept", "limited": "not evicted (limit)",
@@ -42,36 +46,134 @@ POOL_LABELS = frozenset({
 ROLE_PREFIX = "node-role.kubernetes.io/"
 
 
+class Following:
+    """The pods explain tells about, followed through the run it watches (simulation.Observer):
+    the pod named, or every pod on the node named, as the snapshot held them; with
+    --reschedule, each one's replacement from the cycle after its eviction on, and on the node
+    the replacements placed there. The run records them in full (DecisionLog.explain_pods)."""
+
+    def __init__(self, snapshot: ClusterSnapshot, paths: list[str], pod_ref: str | None,
+                 node_name: str | None) -> None:
+        """An InputError when the snapshot holds no such pod or node."""
+        self.nodes = frozenset({node_name}) if node_name else frozenset()
+        self.pods = _subjects(snapshot, paths, pod_ref, node_name)
+        # An explained pod evicted and recreated: its key -> (the cycle it was evicted in, the
+        # replacement, the node it was placed on or None). The replacement is explained from
+        # the next cycle on.
+        self.replacements: dict[str, tuple[int, Pod, str | None]] = {}
+        self._log = DecisionLog()  # the run's, once it starts
+
+    def started(self, log: DecisionLog) -> None:
+        log.explain_pods, log.explain_nodes = frozenset(self.pods), self.nodes
+        self._log = log
+
+    def cycle_starts(self, cycle: int, snapshot: ClusterSnapshot) -> None:
+        """`--node` follows the replacements placed on the node since the last cycle as it
+        follows the node's own pods."""
+        for name in self.nodes:
+            for pod in snapshot.pods_on_node(name, include_terminal=True):
+                if pod.key not in self.pods:
+                    self.pods[pod.key] = pod
+                    self._log.explain(pod.key)
+
+    def placed(self, cycle: int, placed: list[tuple[Pod, Pod, str | None]]) -> None:
+        """An explained pod is followed to its replacement."""
+        for old, new, node in placed:
+            if old.key in self.pods:
+                self.replacements[old.key] = (cycle, new, node)
+                if node is not None:
+                    self.pods[new.key] = new
+                    self._log.explain(new.key)
+
+
 def explain_run(policy_path: str, snapshot_paths: list[str], now: datetime | None,
                 pod_ref: str | None, node_name: str | None, cycles: int = 1,
                 reschedule: bool = False, scheduler: str = KUBE_DEFAULT,
                 scheduler_config: SchedulerConfig = DEFAULT_CONFIG) -> str:
-    log = DecisionLog(explain_pods=frozenset({pod_ref}) if pod_ref else frozenset(),
-                      explain_nodes=frozenset({node_name}) if node_name else frozenset())
     # --node: the frame before the first cycle gives the header its utilization.
-    result = run_simulation(policy_path, snapshot_paths, now, cycles, reschedule, log,
-                            scheduler=scheduler, scheduler_config=scheduler_config,
-                            with_frames=node_name is not None)
+    simulation = Simulation(policy_path, snapshot_paths, now, cycles=cycles,
+                            reschedule=reschedule, scheduler=scheduler,
+                            scheduler_config=scheduler_config, with_frames=node_name is not None)
+    following = Following(simulation.snapshot, snapshot_paths, pod_ref, node_name)
+    result = simulation.run(observer=following)
     lines = [f"clock: {result.clock.describe()}"]
     # Replacements are told under the pod they replace; those arriving on the node, last.
-    followed = {new.key for _, new, _ in log.replacements.values()}
-    arrivals = _arrivals(result, node_name) if node_name else []
+    followed = {new.key for _, new, _ in following.replacements.values()}
+    arrivals = _arrivals(result, following, node_name) if node_name else []
     arriving = {key for _, key, _ in arrivals}
-    subjects = [pod for pod in log.subjects.values()
+    subjects = [pod for pod in following.pods.values()
                 if pod.key not in followed and pod.key not in arriving]
     if node_name:
         lines.append(f"node {node_name}: {len(subjects)} pod(s)")
         lines.extend(_header(result, node_name))
-        lines.extend(_notes(log.notes, node_name, "  "))
+        lines.extend(_notes(result.log.notes, node_name, "  "))
     for pod in subjects:
-        lines.extend(_explain_pod(result, pod, indent="" if pod_ref else "  "))
+        lines.extend(_explain_pod(result, following, pod, indent="" if pod_ref else "  "))
     for cycle, key, replaced in arrivals:
         lines.append(f"  arrives after cycle {cycle}: {key} (replaces {replaced})")
-        pod = log.subjects.get(key)
-        if pod is not None and cycle < result.cycles:
+        arrived = following.pods.get(key)
+        if arrived is not None and cycle < result.cycles:
             # Its cycles, without the `pod ... on NODE:` line the arrival line stands for.
-            lines.extend(_explain_pod(result, pod, "  ", first=cycle + 1)[1:])
+            lines.extend(_explain_pod(result, following, arrived, "  ", first=cycle + 1)[1:])
     return "\n".join(lines)
+
+
+def _subjects(snapshot: ClusterSnapshot, paths: list[str], pod_ref: str | None,
+              node_name: str | None) -> dict[str, Pod]:
+    """The pods `explain` asks about (the one named, or those on the node named), by key; a
+    name the snapshot does not hold is an input error."""
+    where = ", ".join(paths)
+    subjects: dict[str, Pod] = {}
+    if pod_ref is not None:
+        # NAME alone: the one pod of that name, in whichever namespace.
+        ref = pod_ref if "/" in pod_ref else _pod_named(pod_ref, snapshot, where)
+        pod = snapshot.pods.get(ref)
+        if pod is None:
+            namespace = ref.partition("/")[0]
+            # Among the namespace's pods when it exists: a whole cluster's would be slow.
+            known = snapshot.pods_by_namespace.get(namespace) or snapshot.pods
+            raise InputError("--pod", f"pod {quote(ref)} is not in the snapshot ({where})"
+                             f"{_did_you_mean(ref, known)}")
+        subjects[ref] = pod
+    if node_name is not None:
+        if node_name not in snapshot.nodes:
+            raise InputError("--node", f"node {quote(node_name)} is not in the snapshot "
+                                       f"({where}){_did_you_mean(node_name, snapshot.nodes)}")
+        for pod in sorted(snapshot.pods_on_node(node_name, include_terminal=True),
+                          key=lambda p: p.key):
+            subjects[pod.key] = pod
+    return subjects
+
+
+def _pod_named(name: str, snapshot: ClusterSnapshot, where: str) -> str:
+    """The NAMESPACE/NAME of the one pod called `name`; an input error naming the pods it may
+    mean when several namespaces hold one, or the nearest name when none does."""
+    keys = sorted(key for key, pod in snapshot.pods.items() if pod.name == name)
+    if len(keys) == 1:
+        return keys[0]
+    if keys:
+        raise InputError("--pod", f"{len(keys)} pods are named {quote(name)} in the snapshot "
+                                  f"({where}): give NAMESPACE/NAME; did you mean "
+                                  f"{_either(keys)}?")
+    close = nearest(name, {pod.name for pod in snapshot.pods.values()})
+    meant = sorted(key for key, pod in snapshot.pods.items() if pod.name == close) if close \
+        else []
+    hint = f"; did you mean {_either(meant)}?" if meant else ""
+    raise InputError("--pod", f"no pod named {quote(name)} is in the snapshot ({where}){hint}")
+
+
+def _either(keys: list[str], shown: int = 5) -> str:
+    """'"a", "b" or "c"', the first `shown` of `keys` and how many more."""
+    names = [quote(k) for k in keys[:shown]]
+    more = len(keys) - shown
+    if more > 0:
+        return f"{', '.join(names)} or {more} more"
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    close = nearest(name, known)
+    return f"; did you mean {quote(close)}?" if close else ""
 
 
 def _header(result: SimulationResult, name: str) -> list[str]:
@@ -138,12 +240,13 @@ def _role(result: SimulationResult, profile: str, plugin: str, node: str) -> str
     return f"not classified: {why.removeprefix('; ')}" if why else "not classified"
 
 
-def _arrivals(result: SimulationResult, node: str) -> list[tuple[int, str, str]]:
+def _arrivals(result: SimulationResult, following: Following,
+              node: str) -> list[tuple[int, str, str]]:
     """Replacements placed on the node, as (cycle, key, "OLD evicted from NODE"), unless told
     under the pod they replace (an explained pod)."""
-    log = result.log
-    told = {new.key for _, new, _ in log.replacements.values()}
-    left = {f"{d.namespace}/{d.pod}": d.node for d in log.decisions if d.outcome == "evicted"}
+    told = {new.key for _, new, _ in following.replacements.values()}
+    left = {f"{d.namespace}/{d.pod}": d.node for d in result.log.decisions
+            if d.outcome == "evicted"}
     found = []
     for summary in result.summaries:
         for key, placed in summary.placements:
@@ -158,8 +261,9 @@ def _notes(notes: list[Note], node: str, indent: str) -> list[str]:
             for n in notes if n.node == node]
 
 
-def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1) -> list[str]:
-    log = result.log
+def _explain_pod(result: SimulationResult, following: Following, pod: Pod, indent: str,
+                 first: int = 1) -> list[str]:
+    log, replacements = result.log, following.replacements
     key, node = pod.key, pod.node_name
     mine = [d for d in log.decisions if f"{d.namespace}/{d.pod}" == key]
     lines = [f"{indent}pod {key} on {node}:"]
@@ -167,8 +271,8 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
     gone_in: int | None = None
     restarted = False
     for cycle in range(first, result.cycles + 1):
-        if gone_in is not None and key in log.replacements:
-            lines.extend(_replacement(result, key, indent))
+        if gone_in is not None and key in replacements:
+            lines.extend(_replacement(result, following, key, indent))
             break
         if gone_in is not None:
             how = "moved by a restart" if restarted else "evicted"
@@ -209,8 +313,8 @@ def _explain_pod(result: SimulationResult, pod: Pod, indent: str, first: int = 1
                  and not any(n.text in why for why in told)], node, ""))
     else:
         # Evicted in the last cycle: where its replacement landed is still part of the run.
-        if gone_in is not None and key in log.replacements:
-            lines.extend(_replacement(result, key, indent))
+        if gone_in is not None and key in replacements:
+            lines.extend(_replacement(result, following, key, indent))
     return lines
 
 
@@ -225,16 +329,17 @@ def _causes(result: SimulationResult, profile: str, plugin: str, pod: Pod | None
                        or (pod is not None and pod.namespace not in u.namespaces)))
 
 
-def _replacement(result: SimulationResult, key: str, indent: str) -> list[str]:
+def _replacement(result: SimulationResult, following: Following, key: str,
+                 indent: str) -> list[str]:
     """The pod that replaced an evicted one, from the next cycle on."""
-    cycle, new, node = result.log.replacements[key]
+    cycle, new, node = following.replacements[key]
     if node is None:
         return [f"{indent}  after cycle {cycle}: its replacement {new.key} fits on no node; "
                 f"it stays pending"]
     placed = f"{indent}  after cycle {cycle}: replaced by {new.key}, placed on {node}"
     if cycle >= result.cycles:  # the run ends with its placement
         return [f"{placed} (the run ends here; --cycles {cycle + 1} explains it there)"]
-    return [placed, *_explain_pod(result, new, indent + "  ", first=cycle + 1)]
+    return [placed, *_explain_pod(result, following, new, indent + "  ", first=cycle + 1)]
 
 
 def _enabled(result: SimulationResult) -> list[tuple[str, str]]:

@@ -1,4 +1,6 @@
-"""`desched simulate`: the policy, the snapshot, the simulation executor, N cycles."""
+"""`desched simulate` and `explain`: a Simulation loads the policy and the snapshot once, then
+runs them with the simulation executor, N cycles a run, as often as asked (`--outcomes`), each
+run told to whatever observes it (explain)."""
 
 from __future__ import annotations
 
@@ -6,8 +8,9 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
-from desched.errors import InputError, quote, warn
+from desched.errors import InputError, warn
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.decisions import Decision, DecisionLog
 from desched.framework.evictor import LIMIT_MESSAGES, LimitScope
@@ -35,7 +38,6 @@ from desched.snapshot.completeness import LoadWarnings, missing, require_nodes
 from desched.snapshot.loader import STDIN, STDIN_LABEL, Warn, load_snapshot
 from desched.snapshot.workloads import Workload, WorkloadResolver
 from desched.util.duration import MAX_SECONDS, format_duration
-from desched.util.names import nearest
 from desched.utilization import (
     Frame,
     MeasuredUsage,
@@ -44,11 +46,6 @@ from desched.utilization import (
     add_queried,
     take_frame,
 )
-
-
-def _quiet(_: str) -> None:
-    """For the simulation run again per outcome: the first run said it all."""
-
 
 # Plugins add and subtract policy durations (Go's, at most about 292 years) to and from the
 # clock; every cycle's clock must leave that much room inside datetime's years 1 to 9999.
@@ -200,115 +197,174 @@ class SimulationResult:
         return not self.replaced and any(s.evicted for s in self.summaries)
 
 
+class Observer(Protocol):
+    """What watches a run from outside the framework: `explain` follows its pods through it."""
+
+    def started(self, log: DecisionLog) -> None:
+        """Before the first cycle: the run records into `log` (explain asks it to record its
+        pods in full)."""
+
+    def cycle_starts(self, cycle: int, snapshot: ClusterSnapshot) -> None:
+        """Before each cycle, the cluster as the cycles and placements before it left it."""
+
+    def placed(self, cycle: int, placed: list[tuple[Pod, Pod, str | None]]) -> None:
+        """A cycle's evicted pods recreated and placed (--reschedule): (evicted pod,
+        replacement, its node or None)."""
+
+
+class Simulation:
+    """`desched simulate` and `explain`: the policy and the snapshot, loaded once, and runs of
+    `cycles` cycles over them. Each run builds its own Descheduler (plugin state starts
+    afresh); each but the last runs on a restored copy of the snapshot as loaded
+    (ClusterSnapshot.copy), so `--outcomes N` costs one load and N runs, whatever the snapshot
+    was read from (standard input can be read once).
+
+    `now` None: the snapshot's own time (snapshot/clock.py). `reschedule` recreates and places
+    the evicted pods between cycles with the model `scheduler` names, running the profiles of
+    `scheduler_config` (scheduler/config/). `with_frames`: take utilization frames
+    (snapshot/utilization) for a report. `group_by`: a node label whose values group the nodes
+    in a report. `warn` says, once, what the snapshot lacks for the runs and what in the policy
+    matches nothing in it (also in each result); a snapshot without nodes is an InputError."""
+
+    def __init__(self, policy_path: str, snapshot_paths: list[str], now: datetime | None, *,
+                 cycles: int = 1, reschedule: bool = False, scheduler: str = KUBE_DEFAULT,
+                 scheduler_config: SchedulerConfig = DEFAULT_CONFIG, with_frames: bool = False,
+                 group_by: str | None = None, warn: Warn = warn) -> None:
+        self.snapshot_paths = snapshot_paths
+        self.cycles = cycles
+        self.reschedule = reschedule
+        self.scheduler = scheduler
+        self.scheduler_config = scheduler_config
+        self.with_frames = with_frames
+        self.group_by = group_by
+        self.warn = warn
+        self.policy = load_policy(policy_path, PLUGINS)
+        check_policy(self.policy)  # before the snapshot, which can take seconds to load
+        interval = self.policy.descheduling_interval
+        if now is not None:
+            _check_clock(now, interval, cycles)  # before the slow load
+        loading = LoadWarnings(warn)
+        self.snapshot = load_snapshot(snapshot_paths, loading)
+        require_nodes(self.snapshot, [STDIN_LABEL if p == STDIN else p for p in snapshot_paths],
+                      loading.ignored)
+        loading.release()
+        self.clock = fixed_clock(now) if now is not None else snapshot_clock(self.snapshot)
+        if now is None:
+            _check_clock(self.clock.now, interval, cycles)
+        self._used = False  # a run took the loaded snapshot itself: no other may follow
+        # What the first run found matching nothing and warned about, told once.
+        self._preflight: tuple[list[Unmatched], list[str]] | None = None
+
+    def outcomes(self, count: int) -> SimulationResult:
+        """The run with kube-scheduler's ties broken by node name; with `reschedule` and
+        frames, `count` - 1 more with them broken at random (seeds 1, 2, ...), whose last
+        frames give the range of the figures after (`other_outcomes`)."""
+        more = count - 1 if self.reschedule and self.with_frames else 0
+        result = self.run(again=more > 0)
+        for seed in range(1, more + 1):
+            result.other_outcomes.append(self.run(seed, again=seed < more).frames[-1])
+        return result
+
+    def run(self, seed: int | None = None, observer: Observer | None = None, *,
+            again: bool = False) -> SimulationResult:
+        """One run, kube-scheduler's ties broken by node name, or at random from `seed`.
+        `again`: another run follows, so this one runs on a copy of the snapshot as loaded;
+        without it the run takes the loaded snapshot itself (no copy), and none may follow."""
+        if self._used:
+            raise RuntimeError("the loaded snapshot was taken by a run made without again=True")
+        nodes, pods = len(self.snapshot.nodes), len(self.snapshot.pods)  # as loaded
+        if again:
+            snapshot = self.snapshot.copy()
+        else:
+            snapshot, self._used = self.snapshot, True
+        policy, cycles, do_reschedule = self.policy, self.cycles, self.reschedule
+        model = scheduler_model(self.scheduler, self.scheduler_config,
+                                random.Random(seed) if seed is not None else None)
+        log = DecisionLog()
+        if observer is not None:
+            observer.started(log)
+        now = self.clock.now
+        executor = SimulationExecutor(snapshot)
+        clock = Clock(now)
+        descheduler = Descheduler(policy, snapshot, executor, clock, log,
+                                  moves=MoveTracker(simulated=True))
+        if self._preflight is None:
+            self._preflight = _preflight(descheduler, model if do_reschedule else None)
+            for line in self._preflight[1]:
+                self.warn(line)
+        found, warnings = self._preflight
+        summaries = []
+        resolver = WorkloadResolver(snapshot)
+        with_frames = self.with_frames
+        measured = MeasuredUsage(snapshot, now) if with_frames else None
+        frames = [take_frame(snapshot, "before", now, measured)] if with_frames else []
+        for cycle in range(1, cycles + 1):
+            # Cycles are a descheduling interval apart when the policy sets one (Koordinator's
+            # deschedulingInterval), so timeouts and metric expiry play out as they would live.
+            moment = now + timedelta(seconds=policy.descheduling_interval * (cycle - 1))
+            advance_metrics(snapshot, moment - clock.now)
+            clock.now = moment
+            if observer is not None:
+                observer.cycle_starts(cycle, snapshot)
+            first = len(log.decisions)
+            summary = CycleSummary(cycle, descheduler.run_cycle(cycle))
+            decided = log.decisions[first:]
+            if not policy.dry_run:  # a dry run's next cycle starts from the real cluster again
+                by = {f"{d.namespace}/{d.pod}": d.plugin for d in decided
+                      if d.outcome in ("evicted", "restarted")}
+                summary.evicted = {pod.key: Evicted(pod.node_name, workload_name(resolver, pod),
+                                                    by.get(pod.key, ""))
+                                   for pod in executor.evicted}
+            summary.held = held(decided, snapshot, resolver)
+            if policy.dry_run:
+                # Koordinator's dryRun evicts nothing: the cycle ran on its own copy of the
+                # facts (pods gone, budgets used) as a live dry run does, the next starts from
+                # the real cluster again.
+                for pod in executor.evicted:
+                    snapshot.add_pod(pod)
+                executor = SimulationExecutor(snapshot)
+                descheduler.use_executor(executor)
+            elif not do_reschedule and executor.evicted and policy.plans_moves:
+                # Pacing reads a workload's missing pods: gone for good here, they count as
+                # replaced and Ready by the next cycle (docs/moves.md).
+                vanished(descheduler.moves, executor.evicted, resolver)
+            elif do_reschedule and executor.evicted:
+                # kube-scheduler places on any node, whatever nodes the policy descheduled.
+                placed = reschedule(executor.evicted, snapshot, cycle, snapshot.ready_nodes(),
+                                    model, clock.now, summary.chances)
+                summary.placements = [(new.key, node) for _, new, node in placed]
+                summary.replaces = {new.key: old.key for old, new, _ in placed}
+                if observer is not None:
+                    observer.placed(cycle, placed)
+                for old, _, node in placed:
+                    if node is not None:
+                        executor.budgets.replaced(old)
+            executor.evicted.clear()
+            summaries.append(summary)
+            if with_frames:
+                frame = take_frame(snapshot, f"after cycle {cycle}", clock.now, measured)
+                for source in _queried(descheduler):
+                    add_queried(frame, source)
+                frames.append(frame)
+        for source in _queried(descheduler) if with_frames else ():
+            add_queried(frames[0], source, first=True)  # before: as the server first answered
+        result = SimulationResult(policy, self.snapshot_paths, nodes, pods, cycles, log,
+                                  summaries, self.clock, descheduler, frames,
+                                  replaced=do_reschedule and not policy.dry_run,
+                                  warnings=warnings, unmatched=found, scheduler=self.scheduler)
+        if self.group_by is not None:
+            result.group_label = self.group_by
+            result.groups = {name: node.labels.get(self.group_by, "")
+                             for name, node in snapshot.nodes.items()}
+        return result
+
+
 def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | None,
-                   cycles: int, do_reschedule: bool,
-                   log: DecisionLog | None = None, *,
-                   scheduler: str = KUBE_DEFAULT,
-                   scheduler_config: SchedulerConfig = DEFAULT_CONFIG,
-                   with_frames: bool = False, outcomes: int = 1,
-                   tie_seed: int | None = None,
-                   group_by: str | None = None, warn: Warn = warn) -> SimulationResult:
-    """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
-    that places replacements with `do_reschedule`, running the profiles of `scheduler_config`
-    (scheduler/config/). `with_frames`: take utilization frames (snapshot/utilization)
-    for a report. `outcomes` > 1 (with `do_reschedule` and frames): run the simulation again
-    outcomes - 1 times, kube-scheduler's ties broken at random (seeds 1, 2, ...), for the
-    range of the figures after; `tie_seed`: this run's seed (None: ties by node name).
-    `group_by`: a node label whose values group the nodes in a report. `warn` says, once, what
-    the snapshot lacks for this run and what in the policy matches nothing in it (also in the
-    result); a snapshot without nodes is an InputError."""
-    model = scheduler_model(scheduler, scheduler_config,
-                            random.Random(tie_seed) if tie_seed is not None else None)
-    policy = load_policy(policy_path, PLUGINS)
-    check_policy(policy)  # before the snapshot, which can take seconds to load
-    if now is not None:
-        _check_clock(now, policy.descheduling_interval, cycles)  # before the slow load
-    loading = LoadWarnings(warn)
-    snapshot = load_snapshot(snapshot_paths, loading)
-    require_nodes(snapshot, [STDIN_LABEL if p == STDIN else p for p in snapshot_paths],
-                  loading.ignored)
-    loading.release()
-    if log is not None:
-        log.subjects = _subjects(log, snapshot, snapshot_paths)
-    sim_clock = fixed_clock(now) if now is not None else snapshot_clock(snapshot)
-    if now is None:
-        now = sim_clock.now
-        _check_clock(now, policy.descheduling_interval, cycles)
-    nodes, pods = len(snapshot.nodes), len(snapshot.pods)
-    executor = SimulationExecutor(snapshot)
-    clock = Clock(now)
-    descheduler = Descheduler(policy, snapshot, executor, clock, log or DecisionLog(),
-                              moves=MoveTracker(simulated=True))
-    found, warnings = _preflight(descheduler, model if do_reschedule else None)
-    for line in warnings:
-        warn(line)
-    summaries = []
-    resolver = WorkloadResolver(snapshot)
-    measured = MeasuredUsage(snapshot, now) if with_frames else None
-    frames = [take_frame(snapshot, "before", now, measured)] if with_frames else []
-    for cycle in range(1, cycles + 1):
-        # Cycles are a descheduling interval apart when the policy sets one (Koordinator's
-        # deschedulingInterval), so timeouts and metric expiry play out as they would live.
-        moment = now + timedelta(seconds=policy.descheduling_interval * (cycle - 1))
-        advance_metrics(snapshot, moment - clock.now)
-        clock.now = moment
-        first = len(descheduler.log.decisions)
-        summary = CycleSummary(cycle, descheduler.run_cycle(cycle))
-        decided = descheduler.log.decisions[first:]
-        if not policy.dry_run:  # a dry run's next cycle starts from the real cluster again
-            by = {f"{d.namespace}/{d.pod}": d.plugin for d in decided
-                  if d.outcome in ("evicted", "restarted")}
-            summary.evicted = {pod.key: Evicted(pod.node_name, workload_name(resolver, pod),
-                                                by.get(pod.key, ""))
-                               for pod in executor.evicted}
-        summary.held = held(decided, snapshot, resolver)
-        if policy.dry_run:
-            # Koordinator's dryRun evicts nothing: the cycle ran on its own copy of the facts
-            # (pods gone, budgets used) as a live dry run does, the next starts from the real
-            # cluster again.
-            for pod in executor.evicted:
-                snapshot.add_pod(pod)
-            executor = descheduler.executor = SimulationExecutor(snapshot)
-            descheduler.evictor.executor = executor
-        elif not do_reschedule and executor.evicted and policy.plans_moves:
-            # Pacing reads a workload's missing pods: gone for good here, they count as
-            # replaced and Ready by the next cycle (docs/moves.md).
-            vanished(descheduler.moves, executor.evicted, resolver)
-        elif do_reschedule and executor.evicted:
-            # kube-scheduler places on any node, whatever nodes the policy descheduled.
-            placed = reschedule(executor.evicted, snapshot, cycle, snapshot.ready_nodes(), model,
-                                clock.now, summary.chances)
-            summary.placements = [(new.key, node) for _, new, node in placed]
-            summary.replaces = {new.key: old.key for old, new, _ in placed}
-            if log is not None and log.explaining:
-                _follow(log, placed, cycle)
-            for old, _, node in placed:
-                if node is not None:
-                    executor.budgets.replaced(old)
-        executor.evicted.clear()
-        summaries.append(summary)
-        if with_frames:
-            frame = take_frame(snapshot, f"after cycle {cycle}", clock.now, measured)
-            for source in _queried(descheduler):
-                add_queried(frame, source)
-            frames.append(frame)
-    for source in _queried(descheduler) if with_frames else ():
-        add_queried(frames[0], source, first=True)  # before: as the server first answered
-    result = SimulationResult(policy, snapshot_paths, nodes, pods, cycles, descheduler.log,
-                              summaries, sim_clock, descheduler, frames,
-                              replaced=do_reschedule and not policy.dry_run,
-                              warnings=warnings, unmatched=found, scheduler=scheduler)
-    if group_by is not None:
-        result.group_label = group_by
-        result.groups = {name: node.labels.get(group_by, "")
-                         for name, node in snapshot.nodes.items()}
-    if outcomes > 1 and do_reschedule and with_frames:
-        for seed in range(1, outcomes):
-            other = run_simulation(policy_path, snapshot_paths, now, cycles, True,
-                                   scheduler=scheduler, scheduler_config=scheduler_config,
-                                   with_frames=True, tie_seed=seed, warn=_quiet)
-            result.other_outcomes.append(other.frames[-1])
-    return result
+                   cycles: int = 1, reschedule: bool = False, *, with_frames: bool = False,
+                   warn: Warn = warn) -> SimulationResult:
+    """One load, one run (Simulation's defaults otherwise): what most tests need."""
+    return Simulation(policy_path, snapshot_paths, now, cycles=cycles, reschedule=reschedule,
+                      with_frames=with_frames, warn=warn).run()
 
 
 def _preflight(descheduler: Descheduler,
@@ -331,72 +387,3 @@ def _queried(descheduler: Descheduler) -> list[QueriedUsage]:
                 if source is not None:
                     found.append(source)
     return found
-
-
-def _follow(log: DecisionLog, placed: list[tuple[Pod, Pod, str | None]], cycle: int) -> None:
-    """`explain` follows an explained pod to its replacement."""
-    for old, new, node in placed:
-        if old.key in log.subjects:
-            log.replacements[old.key] = (cycle, new, node)
-            if node is not None:
-                log.subjects[new.key] = new
-                log.explain_pods = log.explain_pods | {new.key}
-
-
-def _subjects(log: DecisionLog, snapshot: ClusterSnapshot, paths: list[str]) -> dict[str, Pod]:
-    """The pods `explain` asks about (named, or on a named node) and their nodes; a name the
-    snapshot does not hold is an input error."""
-    where = ", ".join(paths)
-    subjects: dict[str, Pod] = {}
-    for ref in sorted(log.explain_pods):
-        if "/" not in ref:  # NAME alone: the one pod of that name, in whichever namespace
-            key = _pod_named(ref, snapshot, where)
-            log.explain_pods = log.explain_pods - {ref} | {key}
-            ref = key
-        pod = snapshot.pods.get(ref)
-        if pod is None:
-            namespace = ref.partition("/")[0]
-            # Among the namespace's pods when it exists: a whole cluster's would be slow.
-            known = snapshot.pods_by_namespace.get(namespace) or snapshot.pods
-            raise InputError("--pod", f"pod {quote(ref)} is not in the snapshot ({where})"
-                             f"{_did_you_mean(ref, known)}")
-        subjects[ref] = pod
-    for name in sorted(log.explain_nodes):
-        if name not in snapshot.nodes:
-            raise InputError("--node", f"node {quote(name)} is not in the snapshot ({where})"
-                             f"{_did_you_mean(name, snapshot.nodes)}")
-        for pod in sorted(snapshot.pods_on_node(name, include_terminal=True),
-                          key=lambda p: p.key):
-            subjects[pod.key] = pod
-    return subjects
-
-
-def _pod_named(name: str, snapshot: ClusterSnapshot, where: str) -> str:
-    """The NAMESPACE/NAME of the one pod called `name`; an input error naming the pods it may
-    mean when several namespaces hold one, or the nearest name when none does."""
-    keys = sorted(key for key, pod in snapshot.pods.items() if pod.name == name)
-    if len(keys) == 1:
-        return keys[0]
-    if keys:
-        raise InputError("--pod", f"{len(keys)} pods are named {quote(name)} in the snapshot "
-                                  f"({where}): give NAMESPACE/NAME; did you mean "
-                                  f"{_either(keys)}?")
-    close = nearest(name, {pod.name for pod in snapshot.pods.values()})
-    meant = sorted(key for key, pod in snapshot.pods.items() if pod.name == close) if close \
-        else []
-    hint = f"; did you mean {_either(meant)}?" if meant else ""
-    raise InputError("--pod", f"no pod named {quote(name)} is in the snapshot ({where}){hint}")
-
-
-def _either(keys: list[str], shown: int = 5) -> str:
-    """'"a", "b" or "c"', the first `shown` of `keys` and how many more."""
-    names = [quote(k) for k in keys[:shown]]
-    more = len(keys) - shown
-    if more > 0:
-        return f"{', '.join(names)} or {more} more"
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-
-
-def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    close = nearest(name, known)
-    return f"; did you mean {quote(close)}?" if close else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -80,7 +80,10 @@ class WaitTimeout(msgspec.Struct, frozen=True, gc=False):
 
 @dataclass
 class DecisionLog:
-    """What one run decided. `explain` names pods (namespace/name) or nodes to record in full."""
+    """What one run decided. `explain` names pods (namespace/name) or nodes to record in full;
+    the runner asks the plugins' verdicts and the filters' protections about the pods
+    (framework/verdicts.py). Whatever else explain follows through a run (the pods as the
+    snapshot held them, their replacements), it keeps itself (explain.py)."""
 
     explain_pods: frozenset[str] = frozenset()
     explain_nodes: frozenset[str] = frozenset()
@@ -90,15 +93,9 @@ class DecisionLog:
     kept: Counter[tuple[int, str, str, str]] = field(default_factory=Counter)
     notes: list[Note] = field(default_factory=list)
     cycle: int = 1
-    # The pods being explained as the snapshot held them, by key (set by the simulation).
-    subjects: dict[str, Any] = field(default_factory=dict)
     # (cycle, profile, plugin, pod key) -> why the plugin passed over an explained pod it
     # recorded nothing about, asked of the plugin after its run (framework/verdicts.py).
     verdicts: dict[tuple[int, str, str, str], str] = field(default_factory=dict)
-    # An explained pod evicted and recreated (--reschedule): its key -> (the cycle it was
-    # evicted in, the replacement, the node it was placed on or None). The replacement is
-    # explained from the next cycle on.
-    replacements: dict[str, tuple[int, Any, str | None]] = field(default_factory=dict)
     # (cycle, profile, pod key) -> reason -> the filter plugin that gave it: why the profile's
     # filters keep an explained pod, whichever plugin asked (one protection binds them all).
     protections: dict[tuple[int, str, str], dict[str, str]] = field(default_factory=dict)
@@ -112,6 +109,12 @@ class DecisionLog:
     # it: the reports' "kept" pods. `compact_kept` keeps only their number.
     kept_pods: set[tuple[str, str]] = field(default_factory=set)
     _kept_count: int = 0
+
+    def explain(self, pod_key: str) -> None:
+        """Record this pod in full from now on too (explain follows a replacement, or a pod
+        that arrives on an explained node)."""
+        if pod_key not in self.explain_pods:
+            self.explain_pods = self.explain_pods | {pod_key}
 
     def wants_detail(self, pod_key: str, node: str) -> bool:
         return pod_key in self.explain_pods or node in self.explain_nodes

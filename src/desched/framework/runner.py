@@ -116,6 +116,11 @@ class Descheduler:
                                        self.policy)
                          for cfg in self.policy.profiles]
 
+    def use_executor(self, executor: Executor) -> None:
+        """Carry evictions out through `executor` from now on: the Evictor behind every
+        profile (and the moves it plans) holds it too."""
+        self.executor = self.evictor.executor = executor
+
     def nodes(self) -> list[Node]:
         return list(self.snapshot.ready_nodes(self.policy.node_selector))
 
@@ -137,11 +142,6 @@ class Descheduler:
         log = self.log
         log.cycle = cycle
         self.evictor.new_cycle()
-        for name in log.explain_nodes:
-            # `explain --node` follows the replacements placed on the node since the last
-            # cycle as it follows the node's own pods.
-            for pod in self.snapshot.pods_on_node(name, include_terminal=True):
-                log.subjects.setdefault(pod.key, pod)
         nodes = self.nodes()
         if len(nodes) < 2:
             return SKIP_FEW_NODES

@@ -68,7 +68,7 @@ def ask_verdicts(log: DecisionLog, snapshot: ClusterSnapshot, profile: str, name
                if d.profile == profile and d.plugin == name}
     ask = plugin.verdict if isinstance(plugin, ExplainsPods) else None
     names = {n.name for n in nodes}
-    for key in log.subjects:
+    for key in sorted(log.explain_pods):
         if key in decided:
             continue  # the run said why
         pod = snapshot.pods.get(key)
@@ -91,7 +91,7 @@ def ask_protections(log: DecisionLog, snapshot: ClusterSnapshot, evictor: Profil
     pod (framework.types.Protects), recorded whether or not a plugin will ask about it (one
     whose namespaces leave the pod out never does): the first such filter that keeps it, as a
     plugin asking the filters would find."""
-    for key in log.subjects:
+    for key in sorted(log.explain_pods):
         pod = snapshot.pods.get(key)
         if pod is None:
             continue

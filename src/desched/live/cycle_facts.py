@@ -179,7 +179,7 @@ def cap(log: DecisionLog, dropped: Counter[str]) -> None:
         dropped["kept reasons"] += len(log.kept) - MAX_KEPT
         log.kept = Counter(dict(log.kept.most_common(MAX_KEPT)))
     # Only explain reads these; a live cycle records none, but nothing unbounded is kept.
-    log.subjects, log.verdicts, log.protections, log.node_roles = {}, {}, {}, {}
+    log.verdicts, log.protections, log.node_roles = {}, {}, {}
     log.compact_kept()
 
 
