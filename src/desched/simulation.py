@@ -222,7 +222,7 @@ class Simulation:
     `now` None: the snapshot's own time (snapshot/clock.py). `reschedule` recreates and places
     the evicted pods between cycles with the model `scheduler` names, running the profiles of
     `scheduler_config` (scheduler/config/). `with_frames`: take utilization frames
-    (snapshot/utilization) for a report. `group_by`: a node label whose values group the nodes
+    (utilization.py) for a report. `group_by`: a node label whose values group the nodes
     in a report. `warn` says, once, what the snapshot lacks for the runs and what in the policy
     matches nothing in it (also in each result); a snapshot without nodes is an InputError."""
 
