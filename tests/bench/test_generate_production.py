@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from desched.predicates.nodeaffinity import required_affinity_matches
+from desched.predicates.nodeaffinity import required_affinity_matcher
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
 from desched.simulation import run_simulation
 from desched.snapshot.loader import load_snapshot
@@ -51,7 +51,7 @@ def problems(path: Path, drifted: frozenset[str] = frozenset(),
         taint = first_untolerated(node.spec.taints, pod.spec.tolerations, SCHEDULING_EFFECTS)
         if taint is not None and node.name not in retainted:
             found.append(f"{pod.key}: on {node.name}, taint {taint.key} not tolerated")
-        if node.name not in drifted and not required_affinity_matches(pod, node):
+        if node.name not in drifted and not required_affinity_matcher(pod)(node):
             found.append(f"{pod.key}: on {node.name} outside its nodeSelector/affinity")
     for name, requests in used.items():
         allocatable = snapshot.nodes[name].allocatable

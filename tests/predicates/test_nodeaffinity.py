@@ -10,9 +10,7 @@ from desched.predicates.nodeaffinity import (
     has_required_node_affinity,
     node_selector_term_matches,
     preferred_weigher,
-    preferred_weight,
     required_affinity_matcher,
-    required_affinity_matches,
 )
 
 LABELS = {"zone": "a", "gen": "5", "disk": "ssd", "odd": "abc"}
@@ -138,7 +136,6 @@ def test_required_affinity(make_pod: Any, make_node: Any, spec: dict[str, Any],
                            expected: bool) -> None:
     pod = make_pod(**spec)
     node = make_node("node-1", labels=LABELS)
-    assert required_affinity_matches(pod, node) is expected
     assert required_affinity_matcher(pod)(node) is expected
 
 
@@ -172,7 +169,6 @@ def test_preferred_weight(make_pod: Any, make_node: Any, affinity: dict[str, Any
                           expected: int) -> None:
     pod = make_pod(affinity=affinity) if affinity is not None else make_pod()
     node = make_node("node-1", labels=LABELS)
-    assert preferred_weight(pod, node) == expected
     assert preferred_weigher(pod)(node) == expected
 
 

@@ -8,11 +8,10 @@ from desched.model.labels import SelectorError
 from desched.model.pod import PodAffinityTerm
 from desched.predicates.podaffinity import (
     anti_affinity_terms,
-    check_pods_with_anti_affinity_exist,
-    pod_matches_term,
     term_namespaces,
     violates_anti_affinity_on_node,
 )
+from oracles.anti_affinity import check_pods_with_anti_affinity_exist, pod_matches_term
 
 WEB = {"matchLabels": {"app": "web"}}
 
@@ -65,7 +64,7 @@ def test_pod_matches_term(make: Any, make_pod: Any, term: dict[str, Any], other_
     assert pod_matches_term(other, make(term, PodAffinityTerm), pod) is expected
 
 
-# -- utils.CheckPodsWithAntiAffinityExist ---------------------------------------------------------
+# -- utils.CheckPodsWithAntiAffinityExist: the oracle the plugin's index is checked against --------
 
 NODES = {
     "n1": {"zone": "a", "kubernetes.io/hostname": "n1"},

@@ -29,6 +29,7 @@ from desched.scheduler.kube_default import KubeDefault
 from desched.scheduler.placement import bind
 from desched.scheduler.profile import DEFAULT, Profile
 from desched.snapshot.cluster import ClusterSnapshot
+from oracles.placement import kube_default_exact
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -319,7 +320,7 @@ def test_ranked_placement_equals_the_exact_search_among_pods_with_affinity(
                       spec={"affinity": affinity(rng)} if rng.random() < 0.3 else None)
         ready = snap.ready_nodes()
         ranked = model.place(subject, ready, snap, NOW)
-        exact = model.place_exact(subject, ready, snap, NOW)
+        exact = kube_default_exact(model, subject, ready, snap)
         assert (ranked.node, ranked.ties, ranked.why) == (exact.node, exact.ties, exact.why)
         if ranked.node is not None:
             snap.add_pod(bind(subject, ranked.node, NOW))

@@ -14,6 +14,7 @@ from desched.model.node import ContainerImage
 from desched.scheduler.by_name import scheduler_model
 from desched.scheduler.kube_default import KubeDefault
 from desched.scheduler.load_aware import LoadAware, estimated_usage
+from oracles.placement import kube_default_exact, load_aware_exact
 
 STAMP = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -258,11 +259,11 @@ def test_ranked_placement_equals_the_exact_search(
                           labels={"app": app}, owner=("ReplicaSet", f"rs-{app}"))
         ready = snap.ready_nodes()
         ranked = model.place(subject, ready, snap, NOW)
-        exact = model.place_exact(subject, ready, snap, NOW)
+        exact = kube_default_exact(model, subject, ready, snap)
         assert (ranked.node, ranked.ties, ranked.why) == (exact.node, exact.ties, exact.why), (
             subject.key, subject.node_name)
         by_usage = load_aware.place(subject, ready, snap, NOW).node
-        assert by_usage == load_aware._place(subject, ready, snap, NOW).node, subject.key
+        assert by_usage == load_aware_exact(load_aware, subject, ready, snap, NOW), subject.key
         if ranked.node is not None and not subject.node_name:
             from desched.scheduler.placement import bind
             snap.add_pod(bind(subject, ranked.node, NOW))

@@ -13,10 +13,11 @@ the DefaultEvictor's Filter and PreEvictionFilter. An evicted pod is dropped fro
 no longer counts against its partners; a pod whose eviction was refused (PDB) still counts. A
 node limit moves on to the next node, the total limit ends the run.
 
-The search answers what `predicates.podaffinity.check_pods_with_anti_affinity_exist` answers (a
-property test holds them together), indexed: terms are compiled with `compile_anti_affinity` once
-per distinct affinity; the pods of a namespace are indexed once per run, by node and by the label
-a term's selector requires; and only the nodes of the candidate's topology domain are looked at.
+The search answers what upstream's walk over every pod of the term's namespaces answers (a
+property test holds it to that walk, tests/oracles/anti_affinity.py), indexed: terms are
+compiled with `compile_anti_affinity` once per distinct affinity; the pods of a namespace are
+indexed once per run, by node and by the label a term's selector requires; and only the nodes of
+the candidate's topology domain are looked at.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class AntiAffinityIndex:
     Each namespace (or namespace and anchor label) is indexed once, on first use, so a run pays
     only for the namespaces the terms name. `remove` forgets an evicted pod everywhere.
 
-    `partner(pod)` answers what check_pods_with_anti_affinity_exist answers over the same pods
+    `partner(pod)` answers what utils.CheckPodsWithAntiAffinityExist answers over the same pods
     and nodes, and also says which pod and term: the first term (in order) that selects another
     pod in the candidate's topology domain, or None. A term with an invalid selector met before
     any match makes the answer None, as upstream. A term with an anchor is looked up through it,

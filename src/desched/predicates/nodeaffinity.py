@@ -166,10 +166,6 @@ def required_affinity_matcher(pod: Pod) -> NodeMatcher:
     return match
 
 
-def required_affinity_matches(pod: Pod, node: Node) -> bool:
-    return required_affinity_matcher(pod)(node)
-
-
 def preferred_weigher(pod: Pod) -> Callable[[Node], int]:
     """A function giving the sum of the weights of the pod's preferred terms that match a node."""
     affinity = pod.spec.affinity
@@ -182,7 +178,3 @@ def preferred_weigher(pod: Pod) -> Callable[[Node], int]:
         return sum(weight for term, weight in weighted if term(node))
 
     return weigh
-
-
-def preferred_weight(pod: Pod, node: Node) -> int:
-    return preferred_weigher(pod)(node)

@@ -6,7 +6,6 @@ it, pod affinity and namespaceSelector are ignored, as upstream does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 from desched.model.labels import Matcher, SelectorError, compile_selector
@@ -30,13 +29,6 @@ def term_namespaces(term: PodAffinityTerm, pod: Pod) -> frozenset[str]:
 
 def _matches(other: Pod, namespaces: frozenset[str], selector: Matcher) -> bool:
     return other.namespace in namespaces and selector(other.metadata.labels)
-
-
-def pod_matches_term(other_pod: Pod, term: PodAffinityTerm, pod: Pod) -> bool:
-    """Whether `other_pod` is selected by `pod`'s term: it is in the term's namespaces and its
-    labels match term.labelSelector (a nil selector matches nothing). An invalid selector raises
-    labels.SelectorError."""
-    return _matches(other_pod, term_namespaces(term, pod), compile_selector(term.label_selector))
 
 
 def _same_pod(a: Pod, b: Pod) -> bool:
@@ -98,40 +90,3 @@ def violates_anti_affinity_on_node(pod: Pod, node: Node, snapshot: ClusterSnapsh
     An invalid term selector raises labels.SelectorError (upstream NodeFit fails with it).
     """
     return anti_affinity_conflict(pod, compile_anti_affinity(pod), node, snapshot)
-
-
-def check_pods_with_anti_affinity_exist(
-    pod: Pod,
-    pods_by_namespace: Mapping[str, Iterable[Pod]],
-    node_of: Callable[[str], Node | None],
-) -> bool:
-    """utils.CheckPodsWithAntiAffinityExist: whether a pod selected by one of `pod`'s required
-    anti-affinity terms runs on the same node as `pod`, or on a node with the same value of the
-    term's topologyKey. Pods whose node `node_of` does not know are ignored; an invalid selector
-    makes the whole check false, as upstream."""
-    terms = anti_affinity_terms(pod)
-    if not terms:
-        return False
-    node = node_of(pod.spec.node_name)
-    if node is None:
-        return False  # upstream skips every candidate when the pod's own node is unknown
-    for term in terms:
-        try:
-            selector = compile_selector(term.label_selector)
-        except SelectorError:
-            return False
-        namespaces = term_namespaces(term, pod)
-        key = term.topology_key
-        value = node.metadata.labels.get(key)
-        for namespace in namespaces:
-            for other in pods_by_namespace.get(namespace, ()):
-                if _same_pod(other, pod) or not _matches(other, namespaces, selector):
-                    continue
-                other_node = node_of(other.spec.node_name)
-                if other_node is None:
-                    continue
-                if other_node.metadata.name == node.metadata.name:
-                    return True
-                if value is not None and other_node.metadata.labels.get(key) == value:
-                    return True
-    return False

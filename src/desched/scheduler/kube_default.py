@@ -154,12 +154,6 @@ class KubeDefault:
         return (affinity_space(pod, nodes, snapshot) if "NodeAffinity" in profile.filters
                 else nodes)
 
-    def place_exact(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
-                    now: datetime) -> Placement:
-        """`place` with every feasible node scored in full, as kube-scheduler does."""
-        subject, gone = self.subject(pod)
-        return self._exact(subject, nodes, snapshot, self.profile(pod), gone)
-
     def _exact(self, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
                profile: Profile, gone: Pod | None) -> Placement:
         candidates, fits, reasons = self._filter(pod, nodes, snapshot, profile, gone)
