@@ -13,19 +13,18 @@ from datetime import datetime
 
 from desched.errors import InputError, quote
 from desched.framework.decisions import EVICTED_OUTCOMES, DecisionLog, Note
+from desched.framework.registry import Scope
 from desched.framework.runner import IDLE
 from desched.framework.types import ClassifiesNodes
 from desched.model.node import Node
 from desched.model.pod import Pod
-from desched.plugins.nodeutilization_common import fmt_pct
-from desched.policy.args import namespace_allowed
 from desched.predicates.taints import describe_taint
-from desched.preflight import NAMESPACE_SCOPES
 from desched.scheduler.model import KUBE_DEFAULT
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.simulation import Simulation, SimulationResult
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.util.names import nearest
+from desched.util.percent import fmt_pct
 from desched.utilization import Frame
 
 _VERBS = {"evicted": "EVICTED", "filtered": "kept", "limited": "not evicted (limit)",
@@ -360,6 +359,15 @@ def _instance(result: SimulationResult, profile: str, plugin: str) -> object:
     return None
 
 
+def _scope(result: SimulationResult, profile: str, plugin: str) -> Scope:
+    """What the plugin's spec says of its scope (its namespaces), from its args in `profile`."""
+    policy = result.policy
+    for config in policy.profiles:
+        if config.name == profile and plugin in config.args:
+            return policy.plugins[plugin].scope(config.args[plugin])
+    return Scope()
+
+
 def _not_picked(result: SimulationResult, cycle: int, profile: str, plugin: str,
                 pod: Pod) -> str:
     """Why a plugin that recorded nothing about the pod passed it over: its namespaces (or
@@ -370,12 +378,10 @@ def _not_picked(result: SimulationResult, cycle: int, profile: str, plugin: str,
     said = [n.text for n in result.log.notes if n.cycle == cycle and n.profile == profile
             and n.plugin == plugin and n.node in ("", pod.node_name)]
     found = [] if said and said[0].startswith(IDLE) else said  # the idle note comes alone
-    args = getattr(_instance(result, profile, plugin), "args", None)
-    for field, attr in NAMESPACE_SCOPES:
-        namespaces = getattr(args, attr, None)
-        if namespaces is not None and not namespace_allowed(namespaces, pod.namespace):
-            return "; ".join([f"namespace {pod.namespace} is outside the plugin's {field}",
-                              *found])
+    for namespaces in _scope(result, profile, plugin).namespaces:
+        if not namespaces.allows(pod.namespace):
+            return "; ".join([f"namespace {pod.namespace} is outside the plugin's "
+                              f"{namespaces.field}", *found])
     if found:
         return "; ".join(found)
     return result.log.verdicts.get((cycle, profile, plugin, pod.key),

@@ -4,7 +4,9 @@ and namespace includes that match nothing in it.
 
 Both depend only on the policy and the snapshot as loaded, so they are found once per run
 rather than per cycle; the plugins' own messages ("No nodes to process LowNodeLoad", upstream's
-"requires >=2 nodes") stay as they are, and these lines name the cause beside them."""
+"requires >=2 nodes") stay as they are, and these lines name the cause beside them. What each
+plugin reads and how it is scoped is what its spec declares (PluginSpec.scope): this module
+knows no plugin by class or name."""
 
 from __future__ import annotations
 
@@ -13,52 +15,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from desched.errors import quote
+from desched.framework.registry import NodeScope, Scope
 from desched.framework.runner import Descheduler
 from desched.model.labels import Matcher
-from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.objects import PodDisruptionBudget
-from desched.plugins.defaultevictor import DefaultEvictor
-from desched.plugins.lownodeload import LowNodeLoad
-from desched.plugins.lownodeload_args import DEFAULT_POOL
-from desched.plugins.lownodeutilization import LowNodeUtilization
-from desched.plugins.migrationcontroller import MigrationController
-from desched.plugins.pingpongguard import PingPongGuard
-from desched.scheduler.model import LOAD_AWARE, SchedulerModel
-from desched.scheduler.profile import DEFAULT_CONFIG, Profile, SchedulerConfig
+from desched.scheduler.by_name import model_reads
+from desched.scheduler.model import SchedulerModel
+from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.completeness import Needs, absent_controllers
 from desched.snapshot.workloads import RESOLVED_KINDS
-from desched.usage.base import KUBERNETES_METRICS
 from desched.util.names import nearest
-
-# The kinds kube-scheduler's default spreading reads a pod's selector from (default_spread.py).
-_SPREAD_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 
 
 def needs(descheduler: Descheduler, models: list[tuple[str, SchedulerModel]]) -> Needs:
-    """Who reads which kind in this run: the enabled plugins, budgets whose arithmetic counts
-    the replicas a workload expects, and the scheduler models (`models`: who runs each;
-    PingPongGuard's are added here)."""
+    """Who reads which kind in this run: the enabled plugins (what their specs declare, in the
+    policy's order), the scheduler models (`models`: who runs each, e.g. --reschedule's) and
+    budgets whose arithmetic counts the replicas a workload expects."""
     found = Needs()
-    models = list(models)
-    for plugin in _plugins(descheduler):
-        if isinstance(plugin, MigrationController):
-            found.add(RESOLVED_KINDS, "MigrationController (a pod's workload: its replicas, "
-                                      "maxMigrating, maxUnavailable)")
-        elif isinstance(plugin, LowNodeLoad):
-            found.add(["NodeMetric"], "LowNodeLoad (node and pod usage)")
-        elif isinstance(plugin, LowNodeUtilization) and plugin.mode == KUBERNETES_METRICS:
-            found.add(["NodeMetrics", "PodMetrics"],
-                      "LowNodeUtilization (metricsUtilization source KubernetesMetrics)")
-        elif isinstance(plugin, PingPongGuard):
-            models.append(("PingPongGuard", plugin.model))
+    for _, _, scope in plugin_scopes(descheduler):
+        for reads in scope.reads:
+            found.add(reads.kinds, reads.who)
     for who, model in models:
         config: SchedulerConfig = getattr(model, "config", DEFAULT_CONFIG)
-        if any(_spreads(profile) for profile in config.profiles.values()):
-            found.add(_SPREAD_KINDS, f"{who} (default topology spreading)")
-        if model.name == LOAD_AWARE:
-            found.add(["NodeMetric"], f"{who} (koord-load-aware: node usage)")
+        for reads in model_reads(model.name, config, who):
+            found.add(reads.kinds, reads.who)
     snapshot = descheduler.snapshot
     counted = any(_counts_expected(pdb) for pdbs in snapshot.pdbs_by_namespace.values()
                   for pdb in pdbs)
@@ -73,15 +55,13 @@ def needs(descheduler: Descheduler, models: list[tuple[str, SchedulerModel]]) ->
     return found
 
 
-def _plugins(descheduler: Descheduler) -> Iterator[object]:
-    for profile in descheduler.profiles:
-        yield from profile.plugins.values()
-
-
-def _spreads(profile: Profile) -> bool:
-    """Whether a scheduler profile gives pods without constraints of their own default ones."""
-    enabled = "PodTopologySpread" in profile.filters or profile.weight("PodTopologySpread")
-    return bool(enabled and profile.spread.effective)
+def plugin_scopes(descheduler: Descheduler) -> Iterator[tuple[str, str, Scope]]:
+    """(profile, plugin, what its spec says it reads and how it is scoped) for every plugin
+    the profiles run, whatever its extension points, in the policy's order."""
+    policy = descheduler.policy
+    for profile, config in zip(descheduler.profiles, policy.profiles, strict=True):
+        for name in profile.plugins:
+            yield profile.name, name, policy.plugins[name].scope(config.args[name])
 
 
 def _counts_expected(pdb: PodDisruptionBudget) -> bool:
@@ -110,17 +90,19 @@ def unmatched(descheduler: Descheduler) -> list[Unmatched]:
     snapshot = descheduler.snapshot
     nodes = snapshot.all_nodes()
     found = _policy_selector(descheduler, nodes)
+    policy = descheduler.policy
     several = len(descheduler.profiles) > 1
-    for profile in descheduler.profiles:
+    for profile, config in zip(descheduler.profiles, policy.profiles, strict=True):
         if profile.node_selector is not None and _count(profile.node_selector, nodes) == 0:
             found.append(Unmatched(f"profile {quote(profile.name)} nodeSelector matches 0 of "
                                    f"{len(nodes)} nodes: its plugins see no node",
                                    profile.name))
-        for name, plugin in profile.plugins.items():
+        for name in profile.plugins:
+            scope = policy.plugins[name].scope(config.args[name])
             who = f"{profile.name}/{name}" if several else name
-            found.extend(Unmatched(text, profile.name, name)
-                         for text in _plugin_selectors(who, plugin, nodes))
-            found.extend(_includes(who, profile.name, name, plugin, snapshot))
+            found.extend(Unmatched(_unmatched_nodes(who, each, len(nodes)), profile.name, name)
+                         for each in scope.nodes if not _count(each.matcher, nodes))
+            found.extend(_includes(who, profile.name, name, scope, snapshot))
     return found
 
 
@@ -146,53 +128,20 @@ def _policy_selector(descheduler: Descheduler, nodes: list[Node]) -> list[Unmatc
                       f"skipped{needed}")]
 
 
-def _plugin_selectors(who: str, plugin: object, nodes: list[Node]) -> list[str]:
-    """A plugin's node selectors that match no node: DefaultEvictor's and MigrationController's
-    (the nodes nodeFit looks at), LowNodeLoad's (its node pools)."""
-    total = f"matches 0 of {len(nodes)} nodes"
-    if isinstance(plugin, DefaultEvictor | MigrationController):
-        matcher = plugin.node_matcher
-        if matcher is None or _count(matcher, nodes):
-            return []
-        # Whether a pod is then kept depends on who asks nodeFit: the effect is said as such.
-        effect = ("its nodeFit finds no other node for any pod" if plugin.args.node_fit
-                  else "it scopes only nodeFit, which is off")
-        return [f"{who} nodeSelector {quote(plugin.args.node_selector)} {total}: {effect}"]
-    if isinstance(plugin, LowNodeLoad):
-        return [f"{who} {_pool_name(pool.name)}nodeSelector "
-                f"{quote(format_selector(pool.node_selector))} {total}"
-                for pool in plugin.pools
-                if pool.matcher is not None and pool.node_selector is not None
-                and not _count(pool.matcher, nodes)]
-    return []
+def _unmatched_nodes(who: str, scope: NodeScope, total: int) -> str:
+    """A plugin's node selector that matches no node (DefaultEvictor's nodeFit nodes,
+    LowNodeLoad's node pools...), with what that means for the plugin when its spec says."""
+    effect = f": {scope.unmatched}" if scope.unmatched else ""
+    return f"{who} {scope.field} {quote(scope.selector)} matches 0 of {total} nodes{effect}"
 
 
-def _pool_name(name: str) -> str:
-    return "" if name == DEFAULT_POOL else f"nodePools {quote(name)} "
-
-
-def format_selector(selector: LabelSelector) -> str:
-    """A LabelSelector as kubectl writes one (metav1.FormatLabelSelector): `a=b,c in (x,y)`."""
-    parts = [f"{key}={value}" for key, value in sorted((selector.match_labels or {}).items())]
-    for req in selector.match_expressions or ():
-        values = ",".join(sorted(req.values))
-        parts.append({"In": f"{req.key} in ({values})", "NotIn": f"{req.key} notin ({values})",
-                      "Exists": req.key, "DoesNotExist": f"!{req.key}"}.get(req.operator, ""))
-    return ",".join(parts)
-
-
-# A plugin's namespace scopes: (the key a policy writes, the args attribute).
-NAMESPACE_SCOPES = (("namespaces", "namespaces"), ("evictableNamespaces", "evictable_namespaces"))
-
-
-def _includes(who: str, profile: str, name: str, plugin: object,
+def _includes(who: str, profile: str, name: str, scope: Scope,
               snapshot: ClusterSnapshot) -> list[Unmatched]:
     """A plugin's namespace includes that name namespaces the snapshot does not have, the
     nearest existing name offered for each."""
     found = []
-    args = getattr(plugin, "args", None)
-    for field, attr in NAMESPACE_SCOPES:
-        include = list(getattr(getattr(args, attr, None), "include", None) or ())
+    for namespaces in scope.namespaces:
+        include = namespaces.include
         absent = [n for n in include if n not in snapshot.namespaces]
         if not absent:
             continue
@@ -204,8 +153,8 @@ def _includes(who: str, profile: str, name: str, plugin: object,
             names = (f"{', '.join(listed[:-1])} and {listed[-1]}, which no namespace in the "
                      f"snapshot has")
         effect = ": it considers no pod" if len(absent) == len(include) else ""
-        found.append(Unmatched(f"{who} {field}.include names {names}{effect}", profile, name,
-                               frozenset(include)))
+        found.append(Unmatched(f"{who} {namespaces.field}.include names {names}{effect}",
+                               profile, name, frozenset(include)))
     return found
 
 

@@ -1,5 +1,7 @@
 """What a plugin declares: its name, args type, defaulting, validation, extension points and
-factory. The plugins themselves sit above the framework; the catalog lists them."""
+factory, and what it reads and how it is scoped (Scope). The plugins themselves sit above the
+framework; the catalog lists them (desched.plugins.catalog: the built-ins and the installed
+packages' plugins alike)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from desched.framework.types import Handle
+from desched.model.labels import Matcher
 from desched.model.meta import LabelSelector
+from desched.model.resources import BY_KIND
 
 # What a plugin's evictions exist for, by which a report judges them (churn, docs/report.md):
 # - "balance": spread or pack utilization (LowNodeUtilization, HighNodeUtilization,
@@ -38,6 +42,67 @@ class RoleThreshold:
 
 
 @dataclass(frozen=True)
+class Reads:
+    """Kinds a configured plugin reads from the cluster beyond nodes and pods, and who reads them
+    for what, in a few words: a snapshot that lacks one is warned of, naming `who` ("LowNodeLoad
+    (node and pod usage)"). The kinds are those desched reads (model/resources.py)."""
+
+    kinds: tuple[str, ...]
+    who: str
+
+    def __post_init__(self) -> None:
+        unknown = [kind for kind in self.kinds if kind not in BY_KIND]
+        if unknown:
+            raise ValueError(f"Reads({self.who!r}): {', '.join(unknown)} is not a kind desched "
+                             f"reads: one of {', '.join(sorted(BY_KIND))}")
+
+
+@dataclass(frozen=True)
+class NamespaceScope:
+    """A namespace include or exclude of the args: the plugin considers no pod outside it.
+    `field` is the key a policy writes ("namespaces", "evictableNamespaces")."""
+
+    field: str
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def allows(self, namespace: str) -> bool:
+        """Whether a pod of `namespace` is inside (upstream: include wins, then exclude)."""
+        if self.include:
+            return namespace in self.include
+        return namespace not in self.exclude
+
+
+@dataclass(frozen=True)
+class NodeScope:
+    """A node selector of the args: the plugin works on (or, per `unmatched`, looks at) no node
+    outside it. `field` is how a policy names it ("nodeSelector", 'nodePools "gpu"
+    nodeSelector'), `selector` its text as kubectl writes one; `unmatched`, when not "", says
+    what matching no node at all means for the plugin ("its nodeFit finds no other node")."""
+
+    field: str
+    selector: str
+    matcher: Matcher
+    unmatched: str = ""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one configured plugin reads and how it is scoped, from its args: `simulate` warns
+    of a kind the snapshot lacks and of a selector or namespace include that matches nothing;
+    `explain` says when a pod is outside the plugin's namespaces."""
+
+    reads: tuple[Reads, ...] = ()
+    namespaces: tuple[NamespaceScope, ...] = ()
+    nodes: tuple[NodeScope, ...] = ()
+
+
+def no_scope(args: Any) -> Scope:
+    """A plugin that reads nothing beyond nodes and pods and has no namespace or node scope."""
+    return Scope()
+
+
+@dataclass(frozen=True)
 class PluginSpec:
     name: str
     extension_points: frozenset[str]
@@ -56,6 +121,13 @@ class PluginSpec:
     role_thresholds: Callable[[Any], list[RoleThreshold]] = lambda args: []
     # What its evictions exist for (see Purpose). Unknown plugins are taken to relocate.
     purpose: Purpose = "relocate"
+    # What the configured plugin reads and how it is scoped (see Scope), from its defaulted,
+    # validated args. `simulate`, `explain` and `run` ask this, never the plugin's class or name.
+    scope: Callable[[Any], Scope] = no_scope
+    # An evict plugin that evicts through PodMigrationJobs (MigrationController): `desched run`
+    # creates a job per eviction and runs the migration controller for its profile. Its args
+    # are then a desched.migration.args.MigrationControllerArgs (the controller's settings).
+    evicts_through_migration_jobs: bool = False
 
 
 # Plugin name -> spec: what a policy is decoded against and its profiles are built from

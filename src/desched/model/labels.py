@@ -454,3 +454,13 @@ def empty_set_warnings(field: str, text: str) -> list[str]:
     return [f'{field} {quote(text)}: labels.Parse reads "{r.key} {r.op} ()" as "{r.key} {r.op} '
             f'("")", a set holding the empty value; list the values meant, e.g. '
             f'"{r.key} {r.op} (a,b)"' for r in empty]
+
+
+def format_selector(selector: LabelSelector) -> str:
+    """A LabelSelector as kubectl writes one (metav1.FormatLabelSelector): `a=b,c in (x,y)`."""
+    parts = [f"{key}={value}" for key, value in sorted((selector.match_labels or {}).items())]
+    for req in selector.match_expressions or ():
+        values = ",".join(sorted(req.values))
+        parts.append({"In": f"{req.key} in ({values})", "NotIn": f"{req.key} notin ({values})",
+                      "Exists": req.key, "DoesNotExist": f"!{req.key}"}.get(req.operator, ""))
+    return ",".join(parts)

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 import msgspec
 
 from desched.errors import InputError, quote, shown
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import NodeScope, PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.model.labels import (
     compile_selector,
@@ -352,6 +352,18 @@ class DefaultEvictor:
         return None
 
 
+def node_fit_scope(node_selector: str, node_fit: bool) -> tuple[NodeScope, ...]:
+    """nodeSelector: the nodes nodeFit looks at (DefaultEvictor's, and MigrationController's,
+    which hands both to a DefaultEvictor). Whether a pod is kept when it matches no node
+    depends on who asks nodeFit: the effect is said as such."""
+    if not node_selector:
+        return ()
+    effect = ("its nodeFit finds no other node for any pod" if node_fit
+              else "it scopes only nodeFit, which is off")
+    return (NodeScope("nodeSelector", node_selector, parse_selector_string(node_selector),
+                      effect),)
+
+
 SPEC = PluginSpec(
     name="DefaultEvictor",
     extension_points=frozenset({"filter", "preevictionfilter", "evict"}),
@@ -359,4 +371,5 @@ SPEC = PluginSpec(
     factory=DefaultEvictor,
     validate=validate,
     warnings=lambda args: empty_set_warnings("nodeSelector", args.node_selector),
+    scope=lambda args: Scope(nodes=node_fit_scope(args.node_selector, args.node_fit)),
 )

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import msgspec
 
 from desched.decoding.go import Int64
-from desched.framework.registry import PluginSpec, RoleThreshold
+from desched.framework.registry import PluginSpec, RoleThreshold, Scope
 from desched.framework.types import Handle
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -29,7 +29,7 @@ from desched.plugins.nodeutilization_common import (
     sort_by_total_usage,
     validate_thresholds,
 )
-from desched.policy.args import Namespaces
+from desched.policy.args import Namespaces, namespace_scope
 from desched.usage.requests import RequestedUsage
 
 ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
@@ -143,4 +143,6 @@ SPEC = PluginSpec(
     validate=validate,
     role_thresholds=role_thresholds,
     purpose="balance",
+    scope=lambda args: Scope(namespaces=namespace_scope("evictableNamespaces",
+                                                        args.evictable_namespaces)),
 )

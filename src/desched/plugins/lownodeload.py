@@ -24,12 +24,12 @@ from datetime import datetime
 from typing import NamedTuple
 
 from desched.decoding.go import aggregate
-from desched.errors import InputError
+from desched.errors import InputError, quote
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec, RoleThreshold
+from desched.framework.registry import NodeScope, PluginSpec, Reads, RoleThreshold, Scope
 from desched.framework.types import Handle
 from desched.model.koord import is_prod, raw_allocatable
-from desched.model.labels import Matcher, compile_selector
+from desched.model.labels import Matcher, compile_selector, format_selector
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.model.quantity import format_amount
@@ -45,7 +45,7 @@ from desched.plugins.lownodeload_args import (
 )
 from desched.plugins.lownodeload_detector import Detector, DetectorCache, State
 from desched.plugins.lownodeload_sort import node_score, sort_pods_for_eviction
-from desched.policy.args import namespace_allowed
+from desched.policy.args import namespace_allowed, namespace_scope
 from desched.predicates.nodefit import node_fit, placement_signature
 from desched.usage.nodemetric import PODS, NodeLoad, read_node_load
 
@@ -848,6 +848,18 @@ def role_thresholds(args: LowNodeLoadArgs) -> list[RoleThreshold]:
     return out
 
 
+def scope(args: LowNodeLoadArgs) -> Scope:
+    """NodeMetric (usage), evictableNamespaces and each node pool's nodeSelector."""
+    pools = tuple(
+        NodeScope(("" if pool.name == DEFAULT_POOL else f"nodePools {quote(pool.name)} ")
+                  + "nodeSelector", format_selector(pool.node_selector),
+                  compile_selector(pool.node_selector))
+        for pool in build_pools(args) if pool.node_selector is not None)
+    return Scope(reads=(Reads(("NodeMetric",), "LowNodeLoad (node and pod usage)"),),
+                 namespaces=namespace_scope("evictableNamespaces", args.evictable_namespaces),
+                 nodes=pools)
+
+
 SPEC = PluginSpec(
     name="LowNodeLoad",
     extension_points=frozenset({"balance"}),
@@ -857,4 +869,5 @@ SPEC = PluginSpec(
     args_kind="LowNodeLoadArgs",
     role_thresholds=role_thresholds,
     purpose="balance",
+    scope=scope,
 )

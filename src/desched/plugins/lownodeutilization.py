@@ -18,7 +18,7 @@ import msgspec
 
 from desched.decoding.go import Int64
 from desched.errors import InputError, quote
-from desched.framework.registry import PluginSpec, RoleThreshold
+from desched.framework.registry import PluginSpec, Reads, RoleThreshold, Scope
 from desched.framework.types import Handle
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -46,7 +46,7 @@ from desched.plugins.nodeutilization_common import (
     to_percentages,
     validate_thresholds,
 )
-from desched.policy.args import Namespaces
+from desched.policy.args import Namespaces, namespace_scope
 from desched.usage.base import (
     KUBERNETES_METRICS,
     PROMETHEUS,
@@ -154,6 +154,16 @@ def usage_mode(args: LowNodeUtilizationArgs) -> str:
     if m is None:
         return REQUESTS
     return PROMETHEUS if m.source == PROMETHEUS else KUBERNETES_METRICS
+
+
+def scope(args: LowNodeUtilizationArgs) -> Scope:
+    """metrics.k8s.io's NodeMetrics and PodMetrics with metricsUtilization source
+    KubernetesMetrics (or the deprecated metricsServer), and evictableNamespaces."""
+    reads = (Reads(("NodeMetrics", "PodMetrics"), "LowNodeUtilization (metricsUtilization "
+                                                  "source KubernetesMetrics)"),) \
+        if usage_mode(args) == KUBERNETES_METRICS else ()
+    return Scope(reads=reads, namespaces=namespace_scope("evictableNamespaces",
+                                                         args.evictable_namespaces))
 
 
 _SOURCE_NOTE = {REQUESTS: "", KUBERNETES_METRICS: "; actual usage from metrics.k8s.io",
@@ -354,4 +364,5 @@ SPEC = PluginSpec(
     validate=validate,
     role_thresholds=role_thresholds,
     purpose="balance",
+    scope=scope,
 )

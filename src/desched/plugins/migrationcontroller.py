@@ -17,7 +17,7 @@ from datetime import datetime
 import msgspec
 
 from desched.framework.decisions import Outcome
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, Reads, Scope
 from desched.framework.types import Handle
 from desched.migration.arbitration import (
     RESERVATION_FIRST,
@@ -40,9 +40,11 @@ from desched.migration.policies import EVICTION, eviction_policy_for
 from desched.model.labels import empty_set_warnings, parse_selector_string
 from desched.model.node import Node
 from desched.model.pod import Pod
+from desched.plugins.defaultevictor import node_fit_scope
+from desched.policy.args import namespace_scope
 from desched.predicates.nodefit import fit_failures, pod_fits_any_other_node
 from desched.scheduler.kube_default import KubeDefault
-from desched.snapshot.workloads import WorkloadResolver
+from desched.snapshot.workloads import RESOLVED_KINDS, WorkloadResolver
 
 __all__ = ["ArbitrationArgs", "MigrationController", "MigrationControllerArgs",
            "MigrationObjectLimiter", "default", "validate"]
@@ -244,4 +246,10 @@ SPEC = PluginSpec(
     warnings=lambda args: empty_set_warnings("nodeSelector", args.node_selector),
     default=default,
     args_kind="MigrationControllerArgs",
+    scope=lambda args: Scope(
+        reads=(Reads(RESOLVED_KINDS, "MigrationController (a pod's workload: its replicas, "
+                                     "maxMigrating, maxUnavailable)"),),
+        namespaces=namespace_scope("namespaces", args.namespaces),
+        nodes=node_fit_scope(args.node_selector, args.node_fit)),
+    evicts_through_migration_jobs=True,
 )

@@ -34,6 +34,7 @@ from desched.usage.base import PodUsageError, UsageSource
 # has a capacity of 100 for it.
 from desched.usage.prometheus import METRIC_RESOURCE as METRIC_RESOURCE
 from desched.usage.requests import RequestedUsage as RequestedUsage
+from desched.util.percent import fmt_pct as fmt_pct
 
 BASIC_RESOURCES = ("cpu", "memory", "pods")
 MIN_PERCENTAGE = 0
@@ -210,12 +211,6 @@ def subtract(pool: Amounts, info: NodeInfo, pod_usage: Mapping[str, int]) -> Non
 
 
 # -- explaining --------------------------------------------------------------------------------
-
-
-def fmt_pct(value: float) -> str:
-    """A percentage with at most two decimals and no trailing zeros."""
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
 
 
 def describe_over(info: NodeInfo, resources: Iterable[str]) -> str:

@@ -24,10 +24,10 @@ from functools import lru_cache
 import msgspec
 
 from desched.errors import InputError
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import ChecksThresholds, Handle
 from desched.model.pod import Pod
-from desched.scheduler.by_name import scheduler_model
+from desched.scheduler.by_name import model_reads, scheduler_model
 from desched.scheduler.config import load_scheduler_config
 from desched.scheduler.model import KUBE_DEFAULT, MODELS
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
@@ -146,4 +146,7 @@ SPEC = PluginSpec(
     factory=PingPongGuard,
     validate=validate,
     warnings=warnings,
+    # What its scheduler model reads (default spreading's selectors, koord-load-aware's usage).
+    scope=lambda args: Scope(reads=model_reads(args.scheduler, scheduler_config(args),
+                                               "PingPongGuard")),
 )

@@ -11,7 +11,7 @@ import msgspec
 
 from desched.decoding.go import Int32
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import criteria_verdict, listing_scope, no_exit_code
 from desched.model.labels import compile_selector, selector_is_empty
@@ -21,6 +21,7 @@ from desched.model.pod import ContainerStatus, Pod
 from desched.policy.args import (
     Namespaces,
     namespace_allowed,
+    namespace_scope,
     validate_label_selector,
     validate_namespaces,
 )
@@ -255,4 +256,5 @@ SPEC = PluginSpec(
     validate=validate,
     # A fresh pod is the point, wherever it lands.
     purpose="replace",
+    scope=lambda args: Scope(namespaces=namespace_scope("namespaces", args.namespaces)),
 )

@@ -9,13 +9,18 @@ from collections.abc import Mapping
 
 import msgspec
 
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, excluded_owner, listing_scope
 from desched.model.meta import OwnerReference, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Container, Pod
-from desched.policy.args import Namespaces, namespace_allowed, validate_namespaces
+from desched.policy.args import (
+    Namespaces,
+    namespace_allowed,
+    namespace_scope,
+    validate_namespaces,
+)
 from desched.predicates.nodeaffinity import required_affinity_matcher
 from desched.predicates.nodefit import affinity_space, placement_signature
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
@@ -240,4 +245,5 @@ SPEC = PluginSpec(
     args_type=RemoveDuplicatesArgs,
     factory=RemoveDuplicates,
     validate=validate,
+    scope=lambda args: Scope(namespaces=namespace_scope("namespaces", args.namespaces)),
 )

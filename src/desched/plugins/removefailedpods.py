@@ -9,7 +9,7 @@ from typing import Annotated
 
 import msgspec
 
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import (
     criteria_verdict,
@@ -24,6 +24,7 @@ from desched.model.pod import ContainerStatus, Pod
 from desched.policy.args import (
     Namespaces,
     namespace_allowed,
+    namespace_scope,
     validate_label_selector,
     validate_namespaces,
 )
@@ -168,4 +169,5 @@ SPEC = PluginSpec(
     default=default,
     # A fresh pod is the point, wherever it lands.
     purpose="replace",
+    scope=lambda args: Scope(namespaces=namespace_scope("namespaces", args.namespaces)),
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import msgspec
 
 from desched.decoding.go import Int32
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.labels import compile_selector, selector_is_empty
@@ -18,6 +18,7 @@ from desched.model.pod import Pod
 from desched.policy.args import (
     Namespaces,
     namespace_allowed,
+    namespace_scope,
     validate_label_selector,
     validate_namespaces,
 )
@@ -142,4 +143,5 @@ SPEC = PluginSpec(
     validate=validate,
     # A fresh pod is the point, wherever it lands.
     purpose="replace",
+    scope=lambda args: Scope(namespaces=namespace_scope("namespaces", args.namespaces)),
 )

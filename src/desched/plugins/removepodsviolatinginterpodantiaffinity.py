@@ -28,7 +28,7 @@ from typing import NamedTuple
 import msgspec
 
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.labels import compile_selector, selector_is_empty
@@ -39,6 +39,7 @@ from desched.plugins.ordering import sort_by_priority_low_to_high
 from desched.policy.args import (
     Namespaces,
     namespace_allowed,
+    namespace_scope,
     validate_label_selector,
     validate_namespaces,
 )
@@ -321,4 +322,5 @@ SPEC = PluginSpec(
     args_type=RemovePodsViolatingInterPodAntiAffinityArgs,
     factory=RemovePodsViolatingInterPodAntiAffinity,
     validate=validate,
+    scope=lambda args: Scope(namespaces=namespace_scope("namespaces", args.namespaces)),
 )

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import msgspec
 
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.labels import compile_selector, selector_is_empty
@@ -29,6 +29,7 @@ from desched.model.pod import Pod
 from desched.policy.args import (
     Namespaces,
     namespace_allowed,
+    namespace_scope,
     validate_label_selector,
     validate_namespaces,
 )
@@ -278,4 +279,5 @@ SPEC = PluginSpec(
     args_type=RemovePodsViolatingNodeAffinityArgs,
     factory=RemovePodsViolatingNodeAffinity,
     validate=validate,
+    scope=lambda args: Scope(namespaces=namespace_scope("namespaces", args.namespaces)),
 )

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.labels import compile_selector, selector_is_empty
@@ -26,6 +26,7 @@ from desched.model.pod import Pod
 from desched.policy.args import (
     Namespaces,
     namespace_allowed,
+    namespace_scope,
     validate_label_selector,
     validate_namespaces,
 )
@@ -134,4 +135,5 @@ SPEC = PluginSpec(
     args_type=RemovePodsViolatingNodeTaintsArgs,
     factory=RemovePodsViolatingNodeTaints,
     validate=validate,
+    scope=lambda args: Scope(namespaces=namespace_scope("namespaces", args.namespaces)),
 )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import msgspec
 
 from desched.framework.evictor import EvictionLimitError
-from desched.framework.registry import PluginSpec
+from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
 from desched.model.labels import Matcher, SelectorError, compile_selector, selector_is_empty
@@ -27,6 +27,7 @@ from desched.model.pod import Pod, TopologySpreadConstraint
 from desched.policy.args import (
     Namespaces,
     namespace_allowed,
+    namespace_scope,
     validate_label_selector,
     validate_namespaces,
 )
@@ -567,5 +568,6 @@ SPEC = PluginSpec(
     args_type=RemovePodsViolatingTopologySpreadConstraintArgs,
     factory=RemovePodsViolatingTopologySpreadConstraint,
     validate=validate,
+    scope=lambda args: Scope(namespaces=namespace_scope("namespaces", args.namespaces)),
     default=default,
 )

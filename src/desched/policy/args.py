@@ -9,6 +9,7 @@ import msgspec
 
 from desched.decoding.go import Int32
 from desched.decoding.unknown_fields import ARGS_TYPE_META
+from desched.framework.registry import NamespaceScope
 from desched.model.labels import SelectorError, compile_selector
 from desched.model.meta import LabelSelector
 from desched.policy.decoding import DecodingError, at, convert, type_meta_error
@@ -59,6 +60,14 @@ def validate_label_selector(selector: LabelSelector | None) -> list[str]:
     except SelectorError as err:
         return [f"failed to get label selectors from strategy's params: {err}"]
     return []
+
+
+def namespace_scope(field: str, ns: Namespaces | None) -> tuple[NamespaceScope, ...]:
+    """The args' namespace include or exclude under the key `field` a policy writes, for the
+    plugin's Scope (none when unset)."""
+    if ns is None:
+        return ()
+    return (NamespaceScope(field, tuple(ns.include), tuple(ns.exclude)),)
 
 
 def namespace_allowed(ns: Namespaces | None, namespace: str) -> bool:
