@@ -284,6 +284,25 @@ def test_a_refusal_names_the_budget_as_it_is_after_each_change() -> None:
     assert refusal(pods[3]).endswith(numbers)  # type: ignore[union-attr]
 
 
+def test_a_standing_refusal_gives_way_once_a_replacement_frees_a_disruption() -> None:
+    """The budget's other pods meet the same refusal while nothing changes; a replaced pod
+    (simulate --reschedule) gives its disruption back, and the next attempt is counted anew."""
+    pods = healthy(4)
+    snap = snapshot(node("n1"), node("n2"),
+                    budget(minAvailable=1, status={"disruptionsAllowed": 1}), *pods)
+    executor = SimulationExecutor(snap)
+    assert executor.evict(pods[0], "default", "Test", "r").ok
+    first = executor.evict(pods[1], "default", "Test", "r")
+    again = executor.evict(pods[2], "default", "Test", "r")
+    assert not first.ok and first.message.endswith("disruptionsAllowed 0)")
+    assert again == first
+    executor.budgets.replaced(pods[0])
+    assert executor.evict(pods[1], "default", "Test", "r").ok
+    # Refused again, with the numbers as they are now (one healthy pod fewer).
+    last = executor.evict(pods[2], "default", "Test", "r")
+    assert not last.ok and "healthy 2, desired healthy 1, disruptionsAllowed 0" in last.message
+
+
 def _replica_set(name: str, replicas: int) -> Any:
     return decode("ReplicaSet", {"metadata": {"name": name, "namespace": "default",
                                               "uid": f"uid-ReplicaSet-{name}"},

@@ -148,8 +148,9 @@ class BudgetTracker:
 
     def check(self, pod: Pod) -> tuple[PodDisruptionBudget | None, str | None]:
         """The budget an eviction of this pod draws on, or why the API would refuse it."""
-        self._checked = _NOT_CHECKED
-        if can_ignore_pdb(pod):
+        # can_ignore_pdb, inlined: asked for every eviction attempt.
+        if pod.status.phase in _IGNORED_PHASES or pod.metadata.deletion_timestamp is not None:
+            self._checked = _NOT_CHECKED
             return None, None
         # From here the pod is neither finished nor terminating: healthy is Ready.
         pdbs = self.snapshot.pdbs_for_pod(pod)
@@ -159,7 +160,14 @@ class BudgetTracker:
         if len(pdbs) > 1:
             return None, MULTIPLE_PDBS
         pdb = pdbs[0]
-        if not pod.ready:
+        if pod.ready:
+            # A refusal stands until the budget's evictions, counts or pods change (what
+            # _refusal keys it by; _stale drops it): most attempts are its budget's repeats.
+            known = self._refusals.get(id(pdb))
+            if known is not None and known[0] == self.snapshot.additions \
+                    and known[1] == self.evicted.get(id(pdb), 0):
+                return None, known[2]
+        else:
             policy = pdb.spec.unhealthy_pod_eviction_policy
             if policy == "AlwaysAllow":
                 return None, None

@@ -19,16 +19,23 @@ class SimulationExecutor:
         self.snapshot = snapshot
         self.budgets = BudgetTracker(snapshot)
         self.evicted: list[Pod] = []
+        # The last refusal and its result: a budget that refuses one eviction refuses the rest
+        # of its pods' attempts with the same text until something changes.
+        self._refused: tuple[str, ExecutionResult] = ("", _EVICTED)
 
     def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult:
         if self.snapshot.pods.get(pod.key) is not pod:
             return ExecutionResult(False, "failed", f'pods "{pod.name}" not found')
-        pdb, refusal = self.budgets.check(pod)
+        budgets = self.budgets
+        pdb, refusal = budgets.check(pod)
         if refusal is not None:
-            return ExecutionResult(False, "pdb-blocked", refusal)
+            last = self._refused
+            if last[0] is not refusal:
+                last = self._refused = (refusal, ExecutionResult(False, "pdb-blocked", refusal))
+            return last[1]
         if pdb is not None:
-            self.budgets.consume(pdb, pod)
-        self.budgets.record_removal(pod)
+            budgets.consume(pdb, pod)
+        budgets.record_removal(pod)
         self.snapshot.remove_pod(pod)
         self.evicted.append(pod)
         return _EVICTED

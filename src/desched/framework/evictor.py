@@ -164,8 +164,9 @@ class Evictor:
         eviction as it would refuse the real one, and the cycle sees the pod gone."""
         result = self.executor.evict(pod, profile, plugin, reason)
         if not result.ok:
-            self.log.record(result.outcome, pod.namespace, pod.name, pod.node_name, profile,
-                            plugin, result.message)
+            meta = pod.metadata  # its fields, not the Pod properties: one call per refusal less
+            self.log.record(result.outcome, meta.namespace, meta.name, pod.spec.node_name,
+                            profile, plugin, result.message)
             return False
         self._count(pod)
         if self.dry_run:
