@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -74,21 +74,34 @@ from desched.util.duration import format_duration, parse_duration
 
 log = desched_logging.get_logger("desched.migration")
 
-PLUGIN = "MigrationController"
 REQUEUE_SECONDS = 3.0  # Koordinator's requeue while a job waits
 DEFAULT_INTERVAL = 0.5  # arbitrationArgs.interval
 NO_TTL_WAIT = 30 * 60.0  # --once waits this long for a job without TTL (the scavenger's age)
 SCAVENGE_EVERY = 60.0  # Koordinator's scavenger period
 
 
-def migration_profiles(policy: Policy) -> dict[str, MigrationControllerArgs]:
-    """The profiles whose evict plugin is MigrationController, with its (defaulted) args."""
-    found: dict[str, MigrationControllerArgs] = {}
+class MigrationProfile(NamedTuple):
+    """A profile's evict plugin that evicts through PodMigrationJobs, and its (defaulted) args."""
+
+    plugin: str
+    args: MigrationControllerArgs
+
+
+def migration_profiles(policy: Policy) -> dict[str, MigrationProfile]:
+    """The profiles whose evict plugin evicts through PodMigrationJobs, as its spec says
+    (PluginSpec.evicts_through_migration_jobs: MigrationController)."""
+    found: dict[str, MigrationProfile] = {}
     for profile in policy.profiles:
         evict = profile.enabled.get("evict", [])
-        if evict and evict[0] == PLUGIN:
-            found[profile.name] = profile.args[PLUGIN]
+        if evict and evicts_through_jobs(policy, evict[0]):
+            found[profile.name] = MigrationProfile(evict[0], profile.args[evict[0]])
     return found
+
+
+def evicts_through_jobs(policy: Policy, plugin: str) -> bool:
+    """Whether `plugin` evicts through PodMigrationJobs, as its spec says."""
+    spec = policy.plugins.get(plugin)
+    return spec is not None and spec.evicts_through_migration_jobs
 
 
 def creator_identity(profile: str) -> str:

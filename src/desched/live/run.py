@@ -83,18 +83,16 @@ from desched.live.informer import (
 )
 from desched.live.metrics import Metrics
 from desched.live.migration import (
-    PLUGIN as MIGRATION_PLUGIN,
-)
-from desched.live.migration import (
     JobTemplate,
     MigrationJobExecutor,
+    MigrationProfile,
     MigrationService,
     Verdicts,
+    evicts_through_jobs,
     migration_profiles,
 )
 from desched.live.reload import PendingPolicy, PolicyReloader, policy_digest
 from desched.live.serving import SecureServing, check_secure, start_secure
-from desched.migration.args import MigrationControllerArgs
 from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import load_policy
 from desched.snapshot.cluster import ClusterSnapshot
@@ -358,30 +356,32 @@ class Runner:
         """One MigrationService per MigrationController profile; the first adopts the jobs
         created by hand. A looping run runs them beside the cycles; --once drives them after
         its cycle until the jobs it created finish."""
-        for index, (profile, args) in enumerate(self.migration_args.items()):
-            self._start_migration(profile, args, adopt_unowned=index == 0)
+        for index, (profile, migration) in enumerate(self.migration_args.items()):
+            self._start_migration(profile, migration, adopt_unowned=index == 0)
         self.metrics.watch_migrations(lambda: [
             (profile, service.phase_counts(), service.controller.evictions)
             for profile, service in self.migrations.items()])
 
-    def _start_migration(self, profile: str, args: MigrationControllerArgs,
+    def _start_migration(self, profile: str, migration: MigrationProfile,
                          adopt_unowned: bool) -> None:
         assert self.client is not None
         guard = self._guard if self.elector is not None else None
         service = MigrationService(
-            profile, args, self.client, self.informers, events=self.events,
+            profile, migration.args, self.client, self.informers, events=self.events,
             adopt_unowned=adopt_unowned, eviction_attempts=self.config.eviction_attempts,
             guard=guard, verdicts=self._verdicts)
         self.migrations[profile] = service
         # Each cycle's plugin checks and feeds the limiters the service checks and feeds.
-        self._carried[(profile, MIGRATION_PLUGIN)] = service.limiters
+        self._carried[(profile, migration.plugin)] = service.limiters
         if self.schedule.looping:
             self._migration_tasks[profile] = asyncio.create_task(
                 service.run(), name=f"migrations {profile}")
 
     async def _stop_migration(self, profile: str) -> None:
         self.migrations.pop(profile, None)
-        self._carried.pop((profile, MIGRATION_PLUGIN), None)
+        migration = self.migration_args.get(profile)
+        if migration is not None:
+            self._carried.pop((profile, migration.plugin), None)
         task = self._migration_tasks.pop(profile, None)
         if task is not None:
             task.cancel()
@@ -605,7 +605,7 @@ class Runner:
         # Plugin state survives where the plugin's configuration is unchanged.
         old_args = {(p.name, n): a for p in self.policy.profiles for n, a in p.args.items()}
         new_args = {(p.name, n): a for p in policy.profiles for n, a in p.args.items()}
-        for key in [k for k in self._carried if k[1] != MIGRATION_PLUGIN]:
+        for key in [k for k in self._carried if not evicts_through_jobs(policy, k[1])]:
             if key not in new_args or old_args.get(key) != new_args[key]:
                 del self._carried[key]
         self.policy, self.schedule = policy, schedule
@@ -613,9 +613,9 @@ class Runner:
                         if migration_args.get(p) != a]:
             await self._stop_migration(profile)
         first = next(iter(migration_args), None)
-        for profile, args in migration_args.items():
+        for profile, migration in migration_args.items():
             if profile not in self.migrations:
-                self._start_migration(profile, args, adopt_unowned=profile == first)
+                self._start_migration(profile, migration, adopt_unowned=profile == first)
         self.migration_args = migration_args
         return None
 
