@@ -4,7 +4,7 @@
         [--runs 2] [--policy bench/all-strategies-limited.yaml]
 
 Each run is a fresh process. The informers of every kind `desched run` watches fill their stores
-through their own list code (`Informer._list`: page decoder, detach, trim, keys), served from a
+through their own list code (`Informer.relist`: page decoder, detach, trim, keys), served from a
 JSON-lines snapshot by a stand-in client that pages it with limit/continue as an API server
 would (no watches). Then, as `Runner.run_cycle` does in a dry run: `build_snapshot` of the caches,
 a `Descheduler` with the simulation executor, `run_cycle`, and the collection `Runner` makes
@@ -75,7 +75,7 @@ async def main(path, policy_path, cycles):
     t = time.perf_counter()
     gc.disable()  # as start_informers does around the initial lists
     for inf in informers:
-        await inf._list()
+        await inf.relist()
     gc.enable()
     gc.freeze()
     fill, filled = time.perf_counter() - t, rss()["VmRSS"]

@@ -41,7 +41,7 @@ async def _pods_both_ways(kubeconfig: str, namespace: str) -> tuple[list[Any], l
 async def _nodes(kubeconfig: str, watch_list: bool, protobuf: bool) -> dict[str, Any]:
     async with ApiClient.from_config(kubeconfig, protobuf=protobuf) as client:
         informer = Informer(client, BY_KIND["Node"], watch_list=watch_list)
-        await informer._list()
+        await informer.relist()
         if watch_list:
             assert client.watch_list, "the server should offer the watch-list stream"
         return informer.store

@@ -113,7 +113,7 @@ async def listed(server: Server, kind: str, **options: Any) -> dict[str, Any]:
     async with client_for(server, **options) as client:
         informer = Informer(client, BY_KIND[kind], page_size=2,
                             backoff=Backoff(initial=0.01, maximum=0.02))
-        await informer._list()
+        await informer.relist()
         assert informer.synced.is_set()
         return informer.store
 
@@ -172,7 +172,7 @@ async def test_a_watch_list_stream_fills_the_store_as_pages_do(kind: str, protob
     server = Server(version="36", protobuf=protobuf)
     async with client_for(server) as client:
         informer = Informer(client, BY_KIND[kind])
-        await informer._list()
+        await informer.relist()
     assert server.watch_lists == 1 and lists(server, BY_KIND[kind].path) == 0
     assert informer.resource_version == "88" and informer.synced.is_set()
     paged = await listed(Server(protobuf=False), kind)
@@ -232,7 +232,7 @@ async def test_a_refused_watch_list_falls_back_to_pages_once_and_quietly(
     async with client_for(server) as client:
         for kind in ("Pod", "Node"):
             informer = Informer(client, BY_KIND[kind], page_size=2)
-            await informer._list()
+            await informer.relist()
             assert informer.synced.is_set() and informer.store
     assert server.watch_lists == 1  # the second kind did not ask again
     assert lists(server, "/api/v1/pods") == 2 and lists(server, "/api/v1/nodes") == 1
@@ -244,5 +244,5 @@ async def test_a_stream_that_ends_before_its_initial_events_is_a_lost_connection
     async with client_for(server) as client:
         informer = Informer(client, BY_KIND["Pod"])
         with pytest.raises(ConnectionLost, match="ended before its initial events"):
-            await informer._list()
+            await informer.relist()
     assert not informer.synced.is_set() and not informer.store

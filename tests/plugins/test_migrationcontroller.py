@@ -14,7 +14,6 @@ import pytest
 
 from builders import NOW, args, decode, handle_for, node, pod, snapshot
 from desched.framework.types import Handle
-from desched.migration.limiter import WORKLOAD
 from desched.model.pod import Pod
 from desched.plugins.catalog import PLUGINS
 from desched.plugins.migrationcontroller import (
@@ -441,16 +440,16 @@ def test_the_limiter_is_fed_only_by_evictions_that_happened() -> None:
     h = Harness({"maxMigratingPerNode": 5}, *web())
     h.refuse_proceed = True  # e.g. a PodDisruptionBudget said no
     assert h.evict("web-0") is False
-    # The token reserved for it went back: the bucket is full again.
-    for bucket, _ in h.mc.limiters._buckets.values():
-        assert bucket.tokens(h.mc._now()) == bucket.burst
     assert h.mc.ledger.started == []
     assert h.mc.reservations == {}  # nor does its Reservation hold room
     h.refuse_proceed = False
+    # The token reserved for it went back (burst 1: else the workload would be limited now),
     assert h.evict("web-0") is True
-    assert list(h.mc.limiters._buckets) == [(WORKLOAD, "Deployment/default/web")]
-    [(bucket, _)] = h.mc.limiters._buckets.values()
-    assert bucket.tokens(h.mc._now()) == 0
+    # and the eviction that happened took it.
+    assert h.evict("web-1") is False
+    assert h.decisions()[-1][:2] == ("limited", "web-1")
+    assert "objectLimiters.workload: Deployment/default/web was migrated recently" in \
+        h.decisions()[-1][2]
 
 
 def test_the_evict_annotation_does_not_bypass_the_object_limiter() -> None:

@@ -59,13 +59,13 @@ def full_pools(pools: int, per_pool: int = 10, pods_per_node: int = 8) -> Cluste
 def counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """NodeFit's node checks from now on, counted in the returned one-item list."""
     calls = [0]
-    real = nodefit._fit
+    real = nodefit.fit_prepared
 
     def counted(*a: Any) -> str | None:
         calls[0] += 1
         return real(*a)
 
-    monkeypatch.setattr(nodefit, "_fit", counted)
+    monkeypatch.setattr(nodefit, "fit_prepared", counted)
     return calls
 
 

@@ -96,7 +96,7 @@ def test_go_division_truncates_toward_zero() -> None:
     # A pod that unbalances an empty node fully: 50 + (50 + (50 - 100)) / 2 = 50.
     assert sc.balanced_allocation([10, 0], [0, 0], [10, 10]) == 50
     # Go's -1 / 2 is 0 (Python's -1 // 2 is -1): a balance loss of 51 points scores 50.
-    assert sc._div(-1, 2) == 0 and sc._div(-7, 2) == -3 and sc._div(7, 2) == 3
+    assert sc.go_div(-1, 2) == 0 and sc.go_div(-7, 2) == -3 and sc.go_div(7, 2) == 3
 
 
 def test_default_normalize_is_relative_to_the_maximum() -> None:

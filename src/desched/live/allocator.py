@@ -30,7 +30,7 @@ _SETTINGS = (("MALLOC_ARENA_MAX", _M_ARENA_MAX, ARENAS),
 def tune_allocator() -> dict[str, int]:
     """Apply the settings above where the environment leaves them unset; what was applied
     (empty where the C library is not glibc, e.g. musl)."""
-    libc = _libc
+    libc = LIBC
     if libc is None:
         return {}
     applied: dict[str, int] = {}
@@ -43,14 +43,16 @@ def tune_allocator() -> dict[str, int]:
 def release_free_memory() -> bool:
     """Give the pages malloc holds free back to the system (malloc_trim), after a cycle has
     dropped its snapshot; False where the C library has no malloc_trim."""
-    libc = _libc
+    libc = LIBC
     if libc is None:
         return False
     libc.malloc_trim(0)
     return True
 
 
-def _glibc() -> ctypes.CDLL | None:
+def glibc() -> ctypes.CDLL | None:
+    """The process's C library when it is glibc (the only one with mallopt's parameters and
+    malloc_trim), else None (musl, say)."""
     name = ctypes.util.find_library("c")
     if name is None:
         return None
@@ -62,4 +64,4 @@ def _glibc() -> ctypes.CDLL | None:
     return libc
 
 
-_libc = _glibc()
+LIBC = glibc()

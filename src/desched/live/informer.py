@@ -23,7 +23,6 @@ descheduler rides out API server restarts.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import os
@@ -202,11 +201,15 @@ class Informer:
         return self._task
 
     async def stop(self) -> None:
+        """Cancel the loop and return once it has ended, whatever it ended with: an error that
+        stopped it was raised to `wait_synced`'s caller, and re-raising it here would leave
+        the other informers `stop_informers` stops still running."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait({task})
+            if not task.cancelled():
+                task.exception()  # seen: asyncio does not log it as never retrieved
 
     async def wait_synced(self) -> None:
         """Return once the first list is in the store; raise what stopped the informer first."""
@@ -230,7 +233,7 @@ class Informer:
         while True:
             try:
                 if relist:
-                    await self._list()
+                    await self.relist()
                     relist = False
                     if not resource.watchable:
                         await asyncio.sleep(self.poll_interval)
@@ -277,7 +280,7 @@ class Informer:
         """Seconds the cache has not been kept current (0 while watching)."""
         return 0.0 if self.stale_since is None else now - self.stale_since
 
-    async def _list(self) -> None:
+    async def relist(self) -> None:
         """Fill a fresh store with every object of the kind, swapped in whole, so a snapshot
         never sees a half-listed kind; the list's resourceVersion is where watching starts.
 

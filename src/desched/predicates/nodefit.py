@@ -67,7 +67,10 @@ def _prepare(pod: Pod) -> _Prepared:
     return _Prepared(required_affinity_matcher(pod), compile_anti_affinity(pod))
 
 
-def _fit(pod: Pod, node: Node, snapshot: ClusterSnapshot, prepared: _Prepared) -> str | None:
+def fit_prepared(pod: Pod, node: Node, snapshot: ClusterSnapshot,
+                 prepared: _Prepared) -> str | None:
+    """node_fit with the pod's compiled parts from `prepare_fit`: the one check of a node every
+    NodeFit search makes."""
     if node.spec.unschedulable:
         return NOT_SCHEDULABLE
     if not prepared.affinity(node):
@@ -91,18 +94,12 @@ def prepare_fit(pod: Pod) -> _Prepared:
     return _prepare(pod)
 
 
-def fit_prepared(pod: Pod, node: Node, snapshot: ClusterSnapshot,
-                 prepared: _Prepared) -> str | None:
-    """node_fit with the pod's compiled parts from `prepare_fit`."""
-    return _fit(pod, node, snapshot, prepared)
-
-
 def node_fit(pod: Pod, node: Node, snapshot: ClusterSnapshot) -> str | None:
     """Why `pod` cannot be placed on `node`, or None when it fits. Checks, in order:
     schedulable, nodeSelector + required node affinity, NoSchedule/NoExecute taints, the pod's
     required anti-affinity against pods on the node, then resources (skipped on the pod's own
     node)."""
-    return _fit(pod, node, snapshot, _prepare(pod))
+    return fit_prepared(pod, node, snapshot, _prepare(pod))
 
 
 def affinity_space(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot
@@ -116,7 +113,7 @@ def pod_fits_any_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot
     """Whether the pod fits some node, its current one included (upstream PodFitsAnyNode).
     Only the nodes its node affinity may match are tried."""
     prepared = _prepare(pod)
-    return any(_fit(pod, node, snapshot, prepared) is None
+    return any(fit_prepared(pod, node, snapshot, prepared) is None
                for node in affinity_space(pod, nodes, snapshot))
 
 
@@ -405,7 +402,8 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
         prepared = _prepare(pod)
         space = memo.spaces.space(pod, snapshot)
         for node in space.nodes:
-            if node.metadata.name != current and _fit(pod, node, snapshot, prepared) is None:
+            if (node.metadata.name != current
+                    and fit_prepared(pod, node, snapshot, prepared) is None):
                 return memo.found(pod, key, node)
         memo.none[key] = (len(removals), current, space)
         return False
@@ -424,7 +422,7 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
             continue
         node = snapshot.nodes[name]
         compiled = compiled or _prepare(pod)
-        if _fit(pod, node, snapshot, compiled) is None:
+        if fit_prepared(pod, node, snapshot, compiled) is None:
             return memo.found(pod, key, node)
     if skipped == current:
         left = current
@@ -432,7 +430,7 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
         members = spaces.members() if space.names is None else space.names
         if skipped in members and spaces.last_removed.get(skipped, -1) < seen:
             node = snapshot.nodes[skipped]  # not among the changed ones just tried
-            if _fit(pod, node, snapshot, compiled or _prepare(pod)) is None:
+            if fit_prepared(pod, node, snapshot, compiled or _prepare(pod)) is None:
                 return memo.found(pod, key, node)
     memo.none[key] = (len(removals), left, space)
     return False
@@ -449,7 +447,7 @@ def fit_failures(pod: Pod, nodes: Iterable[Node], snapshot: ClusterSnapshot,
         name = node.metadata.name
         if skip_current and name == current:
             continue
-        reason = _fit(pod, node, snapshot, prepared)
+        reason = fit_prepared(pod, node, snapshot, prepared)
         if reason is not None:
             failures[name] = reason
     return failures

@@ -111,8 +111,8 @@ def place(model: KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Cluster
     affinity_max = max(c[1] for c in classes)
 
     def static(cls: Class, spread_norm: int, image: int) -> int:
-        taint = sc.MAX - (sc._div(sc.MAX * cls[0], taint_max) if taint_max else 0)
-        affinity = sc._div(sc.MAX * cls[1], affinity_max) if affinity_max else 0
+        taint = sc.MAX - (sc.go_div(sc.MAX * cls[0], taint_max) if taint_max else 0)
+        affinity = sc.go_div(sc.MAX * cls[1], affinity_max) if affinity_max else 0
         return (profile.weight("TaintToleration") * taint
                 + profile.weight("NodeAffinity") * affinity
                 + profile.weight("ImageLocality") * image
@@ -199,6 +199,6 @@ def _spread(pod: Pod, constraints: list[spread.Spread], require_all: bool,
             return 0
         if high == 0:
             return sc.MAX
-        return sc._div(sc.MAX * (high + low - raw(cls, name)), high)
+        return sc.go_div(sc.MAX * (high + low - raw(cls, name)), high)
     return normalized
 

@@ -136,7 +136,7 @@ def resource_scorer(pod: Pod, profile: Profile, balance: bool
                 gain = with_pod - _balance(used_cpu / cpu_cap, used_memory / memory_cap)
             else:
                 gain = 0  # one fraction or none: no deviation, with the pod or without
-            total += balance_weight * (sc.MAX // 2 + sc._div(sc.MAX // 2 + gain, 2))
+            total += balance_weight * (sc.MAX // 2 + sc.go_div(sc.MAX // 2 + gain, 2))
         return total
     return score
 

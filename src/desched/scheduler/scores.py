@@ -1,6 +1,6 @@
 """kube-scheduler's score plugins (v1.36), number for number.
 
-kube-scheduler scores in int64 with Go's division, which truncates toward zero; `_div` does the
+kube-scheduler scores in int64 with Go's division, which truncates toward zero; `go_div` does the
 same (Python's `//` floors, which differs for negative quotients). Each function is one plugin's
 Score (raw, per node) or NormalizeScore (over the feasible nodes' raw scores); the model weighs
 and sums them. MAX is framework.MaxNodeScore.
@@ -22,7 +22,7 @@ IMAGE_MIN = 23 * _MB
 IMAGE_MAX_PER_CONTAINER = 1000 * _MB
 
 
-def _div(a: int, b: int) -> int:
+def go_div(a: int, b: int) -> int:
     """Go's integer division (truncates toward zero)."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
@@ -41,19 +41,19 @@ def _weighted(per_resource: Sequence[tuple[int, int]]) -> int:
     for score, weight in per_resource:
         total += score * weight
         weights += weight
-    return _div(total, weights) if weights else 0
+    return go_div(total, weights) if weights else 0
 
 
 def least_requested(requested: int, capacity: int) -> int:
     if capacity == 0 or requested > capacity:
         return 0
-    return _div((capacity - requested) * MAX, capacity)
+    return go_div((capacity - requested) * MAX, capacity)
 
 
 def most_requested(requested: int, capacity: int) -> int:
     if capacity == 0:
         return 0
-    return _div(min(requested, capacity) * MAX, capacity)
+    return go_div(min(requested, capacity) * MAX, capacity)
 
 
 def broken_linear(shape: Sequence[ShapePoint], utilization: int) -> int:
@@ -63,8 +63,9 @@ def broken_linear(shape: Sequence[ShapePoint], utilization: int) -> int:
             if i == 0:
                 return point.score
             prev = shape[i - 1]
-            return prev.score + _div((point.score - prev.score) * (utilization - prev.utilization),
-                                     point.utilization - prev.utilization)
+            return prev.score + go_div(
+                (point.score - prev.score) * (utilization - prev.utilization),
+                point.utilization - prev.utilization)
     return shape[-1].score
 
 
@@ -80,7 +81,7 @@ def fit_score(strategy: FitScoring, requested: Sequence[int], allocatable: Seque
         for spec, req, cap in zip(resources, requested, allocatable, strict=True):
             if cap == 0:
                 continue
-            score = broken_linear(shape, 100 if req > cap else _div(req * 100, cap))
+            score = broken_linear(shape, 100 if req > cap else go_div(req * 100, cap))
             if score > 0:
                 total += score * spec.weight
                 weights += spec.weight
@@ -113,7 +114,7 @@ def balanced_allocation(with_pod: Sequence[int], without_pod: Sequence[int],
     (a pod that changes nothing scores 75)."""
     gain = balanced_resource_score(with_pod, allocatable) - balanced_resource_score(
         without_pod, allocatable)
-    return MAX // 2 + _div(MAX // 2 + gain, 2)
+    return MAX // 2 + go_div(MAX // 2 + gain, 2)
 
 
 # -- normalizations --------------------------------------------------------------------------------
@@ -126,7 +127,7 @@ def default_normalize(raw: Mapping[str, int], reverse: bool) -> dict[str, int]:
         return dict.fromkeys(raw, MAX if reverse else 0)
     out = {}
     for name, score in raw.items():
-        scaled = _div(MAX * score, top)
+        scaled = go_div(MAX * score, top)
         out[name] = MAX - scaled if reverse else scaled
     return out
 
@@ -155,7 +156,7 @@ def spread_normalize(raw: Mapping[str, int], ignored: frozenset[str] = frozenset
         elif high == 0:
             out[name] = MAX
         else:
-            out[name] = _div(MAX * (high + low - score), high)
+            out[name] = go_div(MAX * (high + low - score), high)
     return out
 
 
@@ -187,5 +188,5 @@ def image_locality(sizes: Sequence[tuple[int, int]], total_nodes: int, container
     if ceiling <= IMAGE_MIN:
         return 0
     total = min(max(total, IMAGE_MIN), ceiling)
-    return _div(MAX * (total - IMAGE_MIN), ceiling - IMAGE_MIN)
+    return go_div(MAX * (total - IMAGE_MIN), ceiling - IMAGE_MIN)
 
