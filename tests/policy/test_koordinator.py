@@ -17,7 +17,7 @@ from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictorArgs
 from desched.plugins.removeduplicates import RemoveDuplicatesArgs
 from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.koordinator import DEFAULT_PROFILE, _merge, _Named, _PluginSet
+from desched.policy.koordinator import DEFAULT_PROFILE
 from desched.policy.loader import load_policy, policy_from_document
 
 PATH = "koord.yaml"
@@ -342,41 +342,6 @@ def test_several_profiles_keep_their_order() -> None:
 # ---------------------------------------------------------------------------------------------
 # Plugin sets: merging with the defaults, evict plugins
 # ---------------------------------------------------------------------------------------------
-
-
-def _set(enabled: list[str] | None = None, disabled: list[str] | None = None) -> _PluginSet:
-    return _PluginSet(enabled=[_Named(n) for n in enabled or []],
-                      disabled=[_Named(n) for n in disabled or []])
-
-
-def test_merge_no_user_set_keeps_defaults() -> None:
-    assert _merge(["A", "B"], None) == ["A", "B"]
-
-
-def test_merge_star_drops_every_default() -> None:
-    assert _merge(["A", "B"], _set(["C"], ["*"])) == ["C"]
-    assert _merge(["A", "B"], _set(disabled=["*"])) == []
-
-
-def test_merge_disable_by_name() -> None:
-    assert _merge(["A", "B"], _set(["C"], ["A"])) == ["B", "C"]
-
-
-def test_merge_user_plugin_replaces_default_in_place() -> None:
-    assert _merge(["A", "B"], _set(["C", "A"])) == ["A", "B", "C"]
-
-
-def test_merge_appends_user_plugins_in_order() -> None:
-    assert _merge([], _set(["C", "A", "B"])) == ["C", "A", "B"]
-
-
-def test_merge_disabled_and_reenabled_default_is_appended() -> None:
-    assert _merge(["A", "B"], _set(["A"], ["A"])) == ["B", "A"]
-
-
-def test_merge_keeps_repeated_names() -> None:
-    assert _merge([], _set(["C", "C"])) == ["C", "C"]
-    assert _merge(["A"], _set(["A", "A"])) == ["A", "A"]
 
 
 def test_filter_default_is_migration_controller() -> None:

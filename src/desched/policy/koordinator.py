@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from desched.decoding.go import aggregate
+from desched.decoding.plugin_set import merge_plugin_set
 from desched.decoding.unknown_fields import describe, unknown_fields
 from desched.errors import quote, shown
 from desched.framework.evictor import Limits
@@ -99,24 +100,12 @@ class _Config(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
 
 
 def _merge(defaults: list[str], user: _PluginSet | None) -> list[str]:
-    """kube-scheduler's mergePluginSet: `*` disables every default; a user-enabled plugin with a
-    default's name takes its place; the other user plugins are appended in order."""
+    """The profile's plugins at one extension point: kube-scheduler's mergePluginSet of the
+    defaults and the user's set (decoding/plugin_set.py); no set keeps the defaults."""
     if user is None:
         return list(defaults)
-    disabled = {p.name for p in user.disabled}
-    enabled = [p.name for p in user.enabled]
-    last_index = {name: i for i, name in enumerate(enabled)}
-    replaced: set[int] = set()
-    out: list[str] = []
-    if "*" not in disabled:
-        for name in defaults:
-            if name in disabled:
-                continue
-            if name in last_index:
-                replaced.add(last_index[name])
-            out.append(name)
-    # Repeated names are kept here (the framework refuses them later).
-    return out + [n for i, n in enumerate(enabled) if i not in replaced]
+    return merge_plugin_set(defaults, [p.name for p in user.enabled],
+                            {p.name for p in user.disabled}, str)
 
 
 def _bind_address(value: str | None, field: str, errs: list[str]) -> None:

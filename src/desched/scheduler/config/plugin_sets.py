@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from desched.decoding.plugin_set import merge_plugin_set
 from desched.errors import quote
 from desched.scheduler.config.defaults import V1_MULTI_POINT, V1BETA2_FILTERS, V1BETA2_SCORES
 from desched.scheduler.config.findings import Findings
@@ -68,21 +69,8 @@ def _defaults(pairs: Iterable[tuple[str, int | None]]) -> list[Entry]:
 
 
 def merge(defaults: list[Entry], custom: list[Entry], disabled: set[str]) -> list[Entry]:
-    """kube-scheduler's mergePluginSet."""
-    by_name = {e.name: k for k, e in enumerate(custom)}  # the last of a repeated name
-    replaced: set[int] = set()
-    out: list[Entry] = []
-    if "*" not in disabled:
-        for entry in defaults:
-            if entry.name in disabled:
-                continue
-            k = by_name.get(entry.name)
-            if k is not None:
-                entry = custom[k]
-                replaced.add(k)
-            out.append(entry)
-    out.extend(e for k, e in enumerate(custom) if k not in replaced)
-    return out
+    """kube-scheduler's mergePluginSet (decoding/plugin_set.py) over entries."""
+    return merge_plugin_set(defaults, custom, disabled, lambda entry: entry.name)
 
 
 def _point(found: Findings, point: str, enabled: list[Entry], disabled: set[str],
