@@ -7,6 +7,7 @@
 # (image.repository) or your kustomize overlay (images:) at it: no public desched image exists.
 #
 #   docker build -t REGISTRY/desched:0.1.0 . && docker push REGISTRY/desched:0.1.0
+#   docker build --build-arg PLUGINS=./plugins/my-plugin -t REGISTRY/desched:0.1.0 .   # with a plugin
 #   docker run --rm -v "$PWD/examples:/policy-dir:ro" REGISTRY/desched:0.1.0 validate --policy /policy-dir/policy.yaml
 #
 # The runtime image holds a virtualenv with desched and its runtime dependencies only (no test
@@ -30,11 +31,23 @@ COPY pyproject.toml README.md ./
 COPY src ./src
 
 # `.` installs the runtime dependencies from [project.dependencies] only; the `test` extra is
-# not requested. Byte code is (re)compiled with unchecked hashes so it stays valid whatever
-# timestamps the image layers end up with.
-RUN /opt/desched/bin/pip install --no-compile . \
- && /opt/desched/bin/python -m compileall -q --invalidation-mode unchecked-hash /opt/desched/lib \
- && /opt/desched/bin/desched --version
+# not requested.
+RUN /opt/desched/bin/pip install --no-compile .
+
+# Plugin packages installed beside desched (docs/writing-plugins.md), as pip arguments: a
+# project or wheel copied under plugins/ in the build context (`--build-arg
+# PLUGINS=./plugins/my-plugin`), or a name on your package index. The context is bound for
+# this step only (writable: a project's build files are discarded).
+ARG PLUGINS=""
+RUN --mount=type=bind,target=/context,rw \
+    if [ -n "$PLUGINS" ]; then cd /context && /opt/desched/bin/pip install --no-compile $PLUGINS; fi
+
+# Byte code is (re)compiled with unchecked hashes so it stays valid whatever timestamps the
+# image layers end up with; then every plugin must load (`desched plugins` fails the build if
+# one does not).
+RUN /opt/desched/bin/python -m compileall -q -f --invalidation-mode unchecked-hash /opt/desched/lib \
+ && /opt/desched/bin/desched --version \
+ && /opt/desched/bin/desched plugins
 
 # --- runtime ----------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE}

@@ -196,6 +196,32 @@ def convert(policy_path: str, output: str) -> None:
     click.echo(render(converted, output), nl=False)
 
 
+@main.command()
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="A table, or one JSON object per plugin in a list.")
+def plugins(output: str) -> None:
+    """List the plugins policies can enable: the built-ins and those of installed packages
+    (the `desched.plugins` entry-point group), each with its extension points and source."""
+    import json
+
+    from desched.framework.types import EXTENSION_POINTS
+    from desched.plugins.catalog import PLUGINS
+
+    listed = [(name, [p for p in EXTENSION_POINTS if p in spec.extension_points],
+               PLUGINS.source(name)) for name, spec in PLUGINS.items()]
+    if output == "json":
+        click.echo(json.dumps([
+            {"name": name, "extensionPoints": points, "source": str(source),
+             "distribution": source.distribution, "version": source.version,
+             "entryPoint": source.entry_point} for name, points, source in listed], indent=2))
+        return
+    table = [("NAME", "EXTENSION POINTS", "SOURCE"),
+             *((name, ", ".join(points), str(source)) for name, points, source in listed)]
+    widths = [max(len(row[i]) for row in table) for i in range(2)]
+    for row in table:
+        click.echo(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]}")
+
+
 def _warn(warnings: list[str]) -> None:
     """The policy's warnings (ignored keys, nothing enabled), on stderr: never an error."""
     for warning in warnings:

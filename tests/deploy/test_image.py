@@ -1,6 +1,8 @@
 """The OCI image scripts/build-image builds (docs/deploy.md, "Build the image"): its config, what
 its root filesystem holds, and its entrypoint running `desched simulate` on the shipped example
-in a chroot, as the image's user, on a read-only root filesystem.
+in a chroot, as the image's user, on a read-only root filesystem. It is built with the example
+plugin package (`--plugin examples/out-of-tree-plugin`, docs/writing-plugins.md), which the
+image's desched lists and runs.
 
 The build is cached under a directory keyed by the hash of its inputs (the script, the package
 metadata and sources), so only a change to those rebuilds it (about a minute on 2 cores).
@@ -27,6 +29,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "build-image"
 EXAMPLES = REPO / "examples"
+PLUGIN = EXAMPLES / "out-of-tree-plugin"
 VENV = "opt/desched"
 NONROOT = 65532
 # Cached builds unused for this long are removed by the next build: an entry is about 230 MB
@@ -43,10 +46,11 @@ def project_version() -> str:
 
 
 def inputs_digest() -> str:
-    """What the image is built from: the script and what `pip install .` reads."""
+    """What the image is built from: the script and what `pip install .` reads, for desched
+    and the plugin package."""
     h = hashlib.sha256()
-    files = [SCRIPT, REPO / "pyproject.toml", REPO / "README.md"]
-    files += sorted(p for p in (REPO / "src").rglob("*")
+    files = [SCRIPT, REPO / "pyproject.toml", REPO / "README.md", PLUGIN / "pyproject.toml"]
+    files += sorted(p for folder in (REPO / "src", PLUGIN / "src") for p in folder.rglob("*")
                     if p.is_file() and "__pycache__" not in p.parts
                     and not any(part.endswith(".egg-info") for part in p.parts))
     for path in files:
@@ -80,7 +84,8 @@ def image() -> Path:
             shutil.rmtree(entry, ignore_errors=True)
             entry.mkdir()
             build = subprocess.run([str(SCRIPT), "--layout", str(entry / "oci"),
-                                    "--out", str(entry / "desched.oci.tar")],
+                                    "--out", str(entry / "desched.oci.tar"),
+                                    "--plugin", str(PLUGIN)],
                                    capture_output=True, text=True, timeout=600, check=False)
             assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
             unpack = subprocess.run(["umoci", "unpack", "--image",
@@ -224,3 +229,20 @@ def test_image_runs_simulate_as_nonroot_on_a_read_only_root(image: Path) -> None
     assert inside["evictions"] == outside["evictions"]
     assert [e["pod"] for e in inside["evictions"]] == ["report-28891", "web-5d8f9-2",
                                                         "web-5d8f9-3"]
+
+
+def test_image_runs_the_plugin_package_it_was_built_with(image: Path) -> None:
+    """`--plugin`: the package is installed beside desched, found through its entry point, and
+    runs as on the host."""
+    listed = run_in_image(image, "plugins")
+    assert listed.returncode == 0, listed.stderr
+    row = [line.split() for line in listed.stdout.splitlines()
+           if line.startswith("RemovePodsPastDeadline ")]
+    assert row == [["RemovePodsPastDeadline", "deschedule", "desched-deadline", "0.1.0"]]
+    example = "/mnt/out-of-tree-plugin/example"
+    proc = run_in_image(image, "simulate", "--policy", f"{example}/policy.yaml", "--snapshot",
+                        f"{example}/cluster.yaml", "--now", "2026-03-01T06:00:00Z", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert [(e["pod"], e["plugin"]) for e in json.loads(proc.stdout)["evictions"]] == [
+        ("api-7c9f4-k2x8p", "RemovePodsPastDeadline"),
+        ("api-7c9f4-m4q7z", "RemovePodsPastDeadline")]

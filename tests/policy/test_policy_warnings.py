@@ -378,8 +378,11 @@ def is_policy(d: Any) -> bool:
 
 
 def shipped_policies() -> Iterator[tuple[str, dict[str, Any]]]:
+    # Not the plugin package's example (examples/out-of-tree-plugin), which enables a plugin
+    # only that package has: tests/test_plugin_packages.py checks it with the package installed.
     files = [p for top in ("examples", "deploy", "tests")
-             for p in sorted((REPO / top).rglob("*.y*ml")) if "templates" not in p.parts]
+             for p in sorted((REPO / top).rglob("*.y*ml"))
+             if "templates" not in p.parts and "out-of-tree-plugin" not in p.parts]
     files += sorted(REPO.glob("bench/*.yaml"))
     for path in files:
         try:
@@ -396,7 +399,8 @@ def shipped_policies() -> Iterator[tuple[str, dict[str, Any]]]:
         **values["deschedulerPolicy"]}
     # Policies shown in the documentation.
     for md in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
-               *sorted((REPO / "examples").rglob("*.md"))]:
+               *sorted(p for p in (REPO / "examples").rglob("*.md")
+                       if "out-of-tree-plugin" not in p.parts)]:
         text = md.read_text(encoding="utf-8")
         for i, block in enumerate(re.findall(r"```ya?ml\n(.*?)```", text, re.S)):
             try:

@@ -128,6 +128,9 @@ class PluginSpec:
     # creates a job per eviction and runs the migration controller for its profile. Its args
     # are then a desched.migration.args.MigrationControllerArgs (the controller's settings).
     evicts_through_migration_jobs: bool = False
+    # Annotation keys (or prefixes: "example.com/") its decisions read. Others are dropped as
+    # objects are loaded (model/meta.py): a plugin reading one must declare it.
+    annotations: tuple[str, ...] = ()
 
 
 # Plugin name -> spec: what a policy is decoded against and its profiles are built from

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from types import MappingProxyType
 from typing import Annotated, Any
@@ -126,11 +126,28 @@ KEPT_ANNOTATION_PREFIXES = (
 )
 
 
+# What is kept: the prefixes above, and the annotations installed plugins declare they read
+# (PluginSpec.annotations, added by desched.plugins.catalog when it loads them).
+_kept: tuple[str, ...] = KEPT_ANNOTATION_PREFIXES
+
+
+def keep_annotations(keys: Iterable[str]) -> None:
+    """Also keep these annotation keys (or prefixes) as objects are loaded: what the plugins
+    read. The catalog says so before anything is decoded (a policy is loaded first)."""
+    global _kept
+    _kept = tuple(dict.fromkeys((*_kept, *keys)))
+
+
+def kept_annotations() -> tuple[str, ...]:
+    """The annotation keys and prefixes objects keep as they are loaded (str.startswith's)."""
+    return _kept
+
+
 def trim_annotations(meta: ObjectMeta) -> None:
     """Keep only the annotations a descheduling decision can depend on."""
     annotations = meta.annotations
     if annotations:
-        kept = {k: v for k, v in annotations.items() if k.startswith(KEPT_ANNOTATION_PREFIXES)}
+        kept = {k: v for k, v in annotations.items() if k.startswith(_kept)}
         if len(kept) != len(annotations):
             meta.annotations = kept or EMPTY_MAP
 

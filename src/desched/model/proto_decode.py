@@ -25,13 +25,13 @@ from google.protobuf.message import DecodeError as _ParseError
 
 from desched.model.meta import (
     EMPTY_MAP,
-    KEPT_ANNOTATION_PREFIXES,
     LabelSelector,
     LabelSelectorRequirement,
     ObjectMeta,
     OwnerReference,
     Quantity,
     Shared,
+    kept_annotations,
     shared_hook,
 )
 from desched.model.node import ContainerImage, Node, NodeCondition, NodeSpec, NodeStatus, Taint
@@ -204,8 +204,9 @@ def _meta(msg: Any) -> ObjectMeta:
     annotations: Mapping[str, str] = EMPTY_MAP
     if msg.annotations:
         # Only the annotations a decision can read (as trim_annotations keeps them).
+        prefixes = kept_annotations()
         kept = {key: msg.annotations[key] for key in sorted(msg.annotations)
-                if key.startswith(KEPT_ANNOTATION_PREFIXES)}
+                if key.startswith(prefixes)}
         annotations = kept or EMPTY_MAP
     owners = tuple(
         OwnerReference(api_version=_shared(ref.apiVersion), kind=_shared(ref.kind),
