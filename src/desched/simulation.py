@@ -15,7 +15,7 @@ from desched.framework.moves import MoveTracker
 from desched.framework.moves.inflight import vanished
 from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler, check_policy
-from desched.framework.types import Clock
+from desched.framework.types import Clock, UsageQueries
 from desched.model.pod import Pod
 from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import load_policy
@@ -207,7 +207,8 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
                    scheduler_config: SchedulerConfig = DEFAULT_CONFIG,
                    with_frames: bool = False, outcomes: int = 1,
                    tie_seed: int | None = None,
-                   group_by: str | None = None, warn: Warn = warn) -> SimulationResult:
+                   group_by: str | None = None, warn: Warn = warn,
+                   queries: UsageQueries | None = None) -> SimulationResult:
     """`now` None: the snapshot's own time (snapshot/clock.py). `scheduler` names the model
     that places replacements with `do_reschedule`, running the profiles of `scheduler_config`
     (scheduler/config/). `with_frames`: take utilization frames (snapshot/utilization)
@@ -216,7 +217,9 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
     range of the figures after; `tie_seed`: this run's seed (None: ties by node name).
     `group_by`: a node label whose values group the nodes in a report. `warn` says, once, what
     the snapshot lacks for this run and what in the policy matches nothing in it (also in the
-    result); a snapshot without nodes is an InputError."""
+    result); a snapshot without nodes is an InputError. `queries`: answers to the usage
+    sources' Prometheus queries (usage.RecordedQueries); None, as `simulate` runs: a plugin run
+    that needs Prometheus ends with a note, since a simulation makes no network requests."""
     model = scheduler_model(scheduler, scheduler_config,
                             random.Random(tie_seed) if tie_seed is not None else None)
     policy = load_policy(policy_path, PLUGINS)
@@ -238,7 +241,7 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
     executor = SimulationExecutor(snapshot)
     clock = Clock(now)
     descheduler = Descheduler(policy, snapshot, executor, clock, log or DecisionLog(),
-                              moves=MoveTracker(simulated=True))
+                              moves=MoveTracker(simulated=True), queries=queries)
     found, warnings = _preflight(descheduler, model if do_reschedule else None)
     for line in warnings:
         warn(line)
@@ -306,7 +309,8 @@ def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | 
         for seed in range(1, outcomes):
             other = run_simulation(policy_path, snapshot_paths, now, cycles, True,
                                    scheduler=scheduler, scheduler_config=scheduler_config,
-                                   with_frames=True, tie_seed=seed, warn=_quiet)
+                                   with_frames=True, tie_seed=seed, warn=_quiet,
+                                   queries=queries)
             result.other_outcomes.append(other.frames[-1])
     return result
 
