@@ -18,7 +18,7 @@ from desched.framework.moves import MoveTracker
 from desched.framework.moves.inflight import vanished
 from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler, check_policy
-from desched.framework.types import Clock
+from desched.framework.types import Clock, UsageQueries
 from desched.model.pod import Pod
 from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import load_policy
@@ -224,13 +224,18 @@ class Simulation:
     `scheduler_config` (scheduler/config/). `with_frames`: take utilization frames
     (utilization.py) for a report. `group_by`: a node label whose values group the nodes
     in a report. `warn` says, once, what the snapshot lacks for the runs and what in the policy
-    matches nothing in it (also in each result); a snapshot without nodes is an InputError."""
+    matches nothing in it (also in each result); a snapshot without nodes is an InputError.
+    `queries`: answers to the usage sources' Prometheus queries (usage.RecordedQueries); None,
+    as `simulate` runs: a plugin run that needs Prometheus ends with a note, since a simulation
+    makes no network requests."""
 
     def __init__(self, policy_path: str, snapshot_paths: list[str], now: datetime | None, *,
                  cycles: int = 1, reschedule: bool = False, scheduler: str = KUBE_DEFAULT,
                  scheduler_config: SchedulerConfig = DEFAULT_CONFIG, with_frames: bool = False,
-                 group_by: str | None = None, warn: Warn = warn) -> None:
+                 group_by: str | None = None, warn: Warn = warn,
+                 queries: UsageQueries | None = None) -> None:
         self.snapshot_paths = snapshot_paths
+        self.queries = queries
         self.cycles = cycles
         self.reschedule = reschedule
         self.scheduler = scheduler
@@ -287,7 +292,7 @@ class Simulation:
         executor = SimulationExecutor(snapshot)
         clock = Clock(now)
         descheduler = Descheduler(policy, snapshot, executor, clock, log,
-                                  moves=MoveTracker(simulated=True))
+                                  moves=MoveTracker(simulated=True), queries=self.queries)
         if self._preflight is None:
             self._preflight = _preflight(descheduler, model if do_reschedule else None)
             for line in self._preflight[1]:
@@ -361,10 +366,10 @@ class Simulation:
 
 def run_simulation(policy_path: str, snapshot_paths: list[str], now: datetime | None,
                    cycles: int = 1, reschedule: bool = False, *, with_frames: bool = False,
-                   warn: Warn = warn) -> SimulationResult:
+                   warn: Warn = warn, queries: UsageQueries | None = None) -> SimulationResult:
     """One load, one run (Simulation's defaults otherwise): what most tests need."""
     return Simulation(policy_path, snapshot_paths, now, cycles=cycles, reschedule=reschedule,
-                      with_frames=with_frames, warn=warn).run()
+                      with_frames=with_frames, warn=warn, queries=queries).run()
 
 
 def _preflight(descheduler: Descheduler,

@@ -221,7 +221,7 @@ async def test_missing_crd_is_one_clear_error(tmp_path: Path, emulator: Emulator
 async def more_rounds(runner: Runner, rounds: int) -> None:
     """Until every migration service has run `rounds` more rounds: what has not happened by
     then did not happen for lack of time."""
-    services = list(runner.migrations.values())
+    services = list(runner.migrations.services.values())
     assert services, "no migration service runs"
     seen = [s.rounds for s in services]
     await until(lambda: all(s.rounds >= n + rounds for s, n in zip(services, seen, strict=True)))
@@ -357,7 +357,7 @@ async def test_a_failing_job_does_not_hold_up_the_others(tmp_path: Path, emulato
         runner.request_stop("test")
         assert await asyncio.wait_for(task, 10) == 0
     assert evictions.evicted() == ["default/young-2"]
-    assert runner.migrations["koord"].controller.args.max_concurrent_reconciles == 2
+    assert runner.migrations.services["koord"].controller.args.max_concurrent_reconciles == 2
 
 
 async def test_object_limiters_hold_across_cycles(tmp_path: Path, emulator: Emulator,

@@ -157,19 +157,19 @@ async def test_plugin_state_survives_when_its_configuration_is_unchanged(
                                policy_poll=0.01))
     key = ("koord", "LowNodeLoad")
     async with background(runner) as task:
-        await until(lambda: key in runner._carried)
-        detectors = runner._carried[key].node
+        await until(lambda: key in runner.carried)
+        detectors = runner.carried[key].node
         # Another setting changes; LowNodeLoad's does not: the same detectors go on.
         write(path, LOWNODELOAD.format(top="maxNoOfPodsToEvictTotal: 5", high=50))
         await until(lambda: runner.policy.limits.total == 5)
-        await until(lambda: len(runner.reports) >= 3 and key in runner._carried)
-        assert runner._carried[key].node is detectors
+        await until(lambda: len(runner.reports) >= 3 and key in runner.carried)
+        assert runner.carried[key].node is detectors
         # LowNodeLoad's thresholds change: its detectors start over.
         write(path, LOWNODELOAD.format(top="maxNoOfPodsToEvictTotal: 5", high=55))
         await until(lambda: metric(runner, "desched_policy_reload_total").get(
             '{result="success"}') == 2.0)
-        await until(lambda: key in runner._carried)
-        assert runner._carried[key].node is not detectors
+        await until(lambda: key in runner.carried)
+        assert runner.carried[key].node is not detectors
         runner.request_stop("test")
         assert await asyncio.wait_for(task, 10) == 0
 

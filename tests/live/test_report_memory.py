@@ -15,7 +15,7 @@ import pytest
 from fake_apiserver import Emulator, FakeApiServer
 from test_run import background, cluster, config, runner_for, until
 
-import desched.live.run as run_module
+import desched.live.cycle_assembly as run_module
 from desched.snapshot.cluster import ClusterSnapshot
 
 pytestmark = pytest.mark.asyncio

@@ -499,12 +499,12 @@ async def test_lowNodeLoad_detectors_outlive_a_cycle(tmp_path: Path, emulator: E
     runner = runner_for(config(tmp_path, emulator, policy_path=str(path), interval="50ms"))
     async with background(runner) as task:
         await until(lambda: len(runner.reports) >= 1)
-        carried = runner._carried[("koord", "LowNodeLoad")]
+        carried = runner.carried[("koord", "LowNodeLoad")]
         await until(lambda: len(runner.reports) >= 3)
         runner.request_stop("test")
         assert await asyncio.wait_for(task, 10) == 0
     # The same detector caches went from cycle to cycle.
-    assert runner._carried[("koord", "LowNodeLoad")].node is carried.node
+    assert runner.carried[("koord", "LowNodeLoad")].node is carried.node
 
 
 # -- the command as a process --------------------------------------------------------------------

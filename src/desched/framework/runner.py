@@ -4,8 +4,8 @@ every profile's deschedule plugins, then every profile's balance plugins)."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NoReturn
@@ -21,7 +21,14 @@ from desched.framework.evictor import (
 )
 from desched.framework.moves import MovePlanner, MoveTracker
 from desched.framework.policy import Policy, ProfileConfig
-from desched.framework.types import BalancePlugin, Clock, DeschedulePlugin, FilterPlugin, Handle
+from desched.framework.types import (
+    BalancePlugin,
+    Clock,
+    DeschedulePlugin,
+    FilterPlugin,
+    Handle,
+    UsageQueries,
+)
 from desched.framework.verdicts import ask_node_roles, ask_protections, ask_verdicts
 from desched.model.labels import Matcher
 from desched.model.node import Node
@@ -45,16 +52,17 @@ class Profile:
 
 
 def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evictor, clock: Clock,
-                  log: DecisionLog, policy: Policy) -> Profile:
+                  log: DecisionLog, policy: Policy,
+                  queries: UsageQueries | None = None) -> Profile:
     """Each distinct plugin is built once per profile, shared by the extension points it is
-    enabled in."""
+    enabled in. `queries`: how its usage sources query a metrics server (None: they cannot)."""
     specs = policy.plugins
     pe = ProfileEvictor(evictor, cfg.name)
     instances: dict[str, object] = {}
 
     def instance(name: str) -> object:
         if name not in instances:
-            handle = Handle(snapshot, pe, clock, log, cfg.name, name, policy)
+            handle = Handle(snapshot, pe, clock, log, cfg.name, name, policy, queries)
             instances[name] = specs[name].factory(cfg.args[name], handle)
         return instances[name]
 
@@ -84,6 +92,13 @@ def build_profile(cfg: ProfileConfig, snapshot: ClusterSnapshot, evictor: Evicto
     )
 
 
+# A hook around every plugin run of a cycle, given (profile, plugin, extension point): the
+# context it returns is entered just before the plugin's deschedule or balance and left just
+# after, however that ends. `desched run` times the runs with one (live/plugin_timing.py);
+# simulate registers none.
+PluginRunHook = Callable[[str, str, str], AbstractContextManager[object]]
+
+
 def _lacks(plugin: object, point: str) -> NoReturn:
     """A plugin enabled at an extension point it does not implement: its PluginSpec's
     extension points, which the policy loaders check, are wrong."""
@@ -104,6 +119,11 @@ class Descheduler:
     # What moves carry across cycles (framework/moves): a live run hands its own to each
     # cycle's Descheduler; otherwise one lives as long as this Descheduler.
     moves: MoveTracker = field(default_factory=MoveTracker)
+    # Around each plugin run, in registration order (see PluginRunHook).
+    hooks: list[PluginRunHook] = field(default_factory=list)
+    # How the plugins' usage sources query a metrics server (`desched run`'s live layer);
+    # None: they cannot (simulate makes no network requests).
+    queries: UsageQueries | None = None
     evictor: Evictor = field(init=False)
 
     def __post_init__(self) -> None:
@@ -113,13 +133,27 @@ class Descheduler:
             self.evictor.moves = MovePlanner(self.policy.moves, self.evictor, self.snapshot,
                                              self.clock, self.log, self.moves)
         self.profiles = [build_profile(cfg, self.snapshot, self.evictor, self.clock, self.log,
-                                       self.policy)
+                                       self.policy, self.queries)
                          for cfg in self.policy.profiles]
 
     def use_executor(self, executor: Executor) -> None:
         """Carry evictions out through `executor` from now on: the Evictor behind every
         profile (and the moves it plans) holds it too."""
         self.executor = self.evictor.executor = executor
+
+    def register_hook(self, hook: PluginRunHook) -> None:
+        """Wrap every plugin run from now on in `hook` (the profiles' lists stay as built)."""
+        self.hooks.append(hook)
+
+    def _hooked(self, profile: str, plugin: str, point: str) -> AbstractContextManager[object]:
+        return self._in_hooks(profile, plugin, point) if self.hooks else nullcontext()
+
+    @contextmanager
+    def _in_hooks(self, profile: str, plugin: str, point: str) -> Iterator[None]:
+        with ExitStack() as stack:
+            for hook in self.hooks:
+                stack.enter_context(hook(profile, plugin, point))
+            yield
 
     def nodes(self) -> list[Node]:
         return list(self.snapshot.ready_nodes(self.policy.node_selector))
@@ -157,13 +191,13 @@ class Descheduler:
             profile_nodes = scoped(profile)
             for name, plugin in profile.deschedule:
                 with self._says_why(cycle, profile.name, name, plugin, profile_nodes), \
-                        self._moves():
+                        self._moves(), self._hooked(profile.name, name, "deschedule"):
                     plugin.deschedule(profile_nodes)
         for profile in self.profiles:
             profile_nodes = scoped(profile)
             for name, balancer in profile.balance:
                 with self._says_why(cycle, profile.name, name, balancer, profile_nodes), \
-                        self._moves():
+                        self._moves(), self._hooked(profile.name, name, "balance"):
                     balancer.balance(profile_nodes)
         return None
 

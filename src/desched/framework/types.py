@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -26,14 +27,47 @@ class Clock:
         self.now = now
 
 
+@dataclass(frozen=True)
+class QueryAnswer:
+    """A metrics server's answer to one query as the transport got it: the HTTP status and
+    reason phrase, the body, and the endpoint that answered (for the reader's messages)."""
+
+    status: int
+    reason: str
+    body: bytes
+    endpoint: str
+
+
+class QueryFailed(Exception):
+    """A query that got no answer (the server unreachable, the URL unusable, the token
+    unreadable); the message says why (one line)."""
+
+
+@runtime_checkable
+class UsageQueries(Protocol):
+    """The network requests of the plugins' usage sources, made by whoever runs the cycle:
+    `desched run` over the live layer's HTTP client (its TLS, timeouts, retries and metrics),
+    on the event loop while the cycle's thread waits. Plugins and usage sources hold the query
+    logic and read the answers; they never talk to the network (docs/architecture.md)."""
+
+    def prometheus(self, url: str, auth_secret: tuple[str, str] | None,
+                   params: Mapping[str, str]) -> QueryAnswer:
+        """An instant query (`params`: the form of /api/v1/query) against the Prometheus at
+        `url`, authenticated per the provider (`auth_secret`: its authToken's secret, if set).
+        Raises QueryFailed when no answer came; any answer, an error status included, is
+        returned."""
+
+
 class Handle:
     """One plugin's view of the framework: the cluster, its profile's evictor and the clock."""
 
     def __init__(self, snapshot: ClusterSnapshot, evictor: ProfileEvictor, clock: Clock,
                  log: DecisionLog, profile: str, plugin: str,
-                 policy: Policy | None = None) -> None:
+                 policy: Policy | None = None, queries: UsageQueries | None = None) -> None:
         # The whole policy, for plugins that read top-level settings (metrics providers).
         self.policy = policy
+        # How usage sources query a metrics server; None where nothing may (simulate).
+        self.queries = queries
         self.snapshot = snapshot
         self.evictor = evictor
         self.clock = clock

@@ -5,7 +5,6 @@ into log lines, metrics and events (called in the cycle's worker thread)."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +37,6 @@ from desched.live.events import (
     restart_note,
 )
 from desched.live.metrics import Metrics
-from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
 
@@ -289,21 +287,3 @@ def log_note(note: Note) -> None:
     fields = {"node": note.node} if note.node else {}
     log.info(note.text, profile=note.profile, strategy=note.plugin, cycle=note.cycle, **fields)
 
-
-class TimedPlugin:
-    """Observes descheduler_strategy_duration_seconds around each plugin run (`run`: the
-    plugin's deschedule or balance), standing in for the plugin at that extension point."""
-
-    def __init__(self, run: Callable[[list[Node]], None], profile: str, name: str,
-                 metrics: Metrics) -> None:
-        self.run = run
-        self.observe = metrics.strategy_duration.labels(name, profile).observe
-
-    def _timed(self, nodes: list[Node]) -> None:
-        started = time.perf_counter()
-        try:
-            self.run(nodes)
-        finally:
-            self.observe(time.perf_counter() - started)
-
-    deschedule = balance = _timed

@@ -162,6 +162,14 @@ class Metrics:
             "desched_replacement_timeouts", "Times desched stopped waiting for a workload's "
             "replacement to be Ready (moves.replacementTimeout), by workload kind.", ["kind"],
             registry=r)
+        # Prometheus queries of the usage sources (live/prometheus.py).
+        self.usage_queries = Counter(
+            "desched_prometheus_queries", "Requests to the policy's Prometheus (instant "
+            "queries of the usage sources), by the HTTP status of the answer, or `error` when "
+            "none came (unreachable, timed out).", ["code"], registry=r)
+        self.usage_query_duration = Histogram(
+            "desched_prometheus_query_seconds", "Time taken by each request to the policy's "
+            "Prometheus, answered or not.", buckets=STRATEGY_BUCKETS, registry=r)
         self.policy_info = Gauge(
             "desched_policy_info", "The running policy: its file and the first 12 hex digits "
             "of the file's SHA-256 (always 1).", ["path", "hash"], registry=r)

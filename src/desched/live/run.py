@@ -11,16 +11,21 @@ thread; each eviction it asks for is handed to the loop and waited for (see
 live/eviction_api.py). The loop stays free to apply watch events, answer probes and renew
 the lease while a cycle computes.
 
-Plugins capture the snapshot when they are built, so a fresh Descheduler is built for every
-cycle. Plugin state that must outlive a cycle (LowNodeLoad's anomaly detectors) is carried from
-one cycle's plugin objects to the next (plugins that declare it: framework.types.CarriesState).
+The Runner orchestrates; each of its jobs is a room of its own:
+- live/cycle_assembly.py: one cycle, from the snapshot to its report;
+- live/carried_state.py: plugin state carried from one cycle's plugins to the next's;
+- live/plugin_timing.py: each plugin run timed, through a framework hook;
+- live/prometheus.py: the usage sources' Prometheus queries, on the event loop;
+- live/migration_supervisor.py: the MigrationServices beside the cycles;
+- live/stale_cache.py: no cycle on a cache that is not current;
+- live/reload.py: the policy file watched and a changed policy switched to between cycles.
+What stays here: the lifecycle (serve, connect, lead, loop, shut down) and the connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import gc
 import os
 import signal
@@ -30,20 +35,16 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from desched.errors import InputError
-from desched.executors.simulation import SimulationExecutor
-from desched.framework.decisions import DecisionLog
-from desched.framework.evictor import Executor
 from desched.framework.moves import MoveTracker
 from desched.framework.policy import Policy
-from desched.framework.runner import Descheduler, check_policy
-from desched.framework.types import CarriesState, Clock
+from desched.framework.runner import check_policy
 from desched.live import logging as desched_logging
 from desched.live.allocator import release_free_memory, tune_allocator
 from desched.live.assumed import EvictedPods
+from desched.live.carried_state import CarriedState
 from desched.live.client import ApiClient, ApiError
 from desched.live.config import (
     RunConfig,
@@ -53,17 +54,9 @@ from desched.live.config import (
     informer_kinds,
     resolve_schedule,
 )
-from desched.live.cycle import (
-    CycleInterrupted,
-    CycleReporter,
-    GuardedExecutor,
-    LiveDecisionLog,
-    TimedPlugin,
-    log_note,
-)
-from desched.live.cycle_facts import KEPT_CYCLES, CycleFacts, CycleReport, RecordedEvictions
+from desched.live.cycle_assembly import CycleAssembly
+from desched.live.cycle_facts import KEPT_CYCLES, CycleReport
 from desched.live.cycles_page import CyclesPage, PageState
-from desched.live.detector_state import DetectorState, persistent
 from desched.live.events import EventRecorder
 from desched.live.health import (
     Address,
@@ -76,26 +69,19 @@ from desched.live.health import (
 )
 from desched.live.informer import (
     Informer,
-    build_snapshot,
     make_informers,
     start_informers,
     stop_informers,
 )
 from desched.live.metrics import Metrics
-from desched.live.migration import (
-    JobTemplate,
-    MigrationJobExecutor,
-    MigrationProfile,
-    MigrationService,
-    Verdicts,
-    evicts_through_jobs,
-    migration_profiles,
-)
-from desched.live.reload import PendingPolicy, PolicyReloader, policy_digest
+from desched.live.migration import evicts_through_jobs, migration_profiles
+from desched.live.migration_supervisor import MigrationSupervisor
+from desched.live.prometheus import PrometheusQueries
+from desched.live.reload import PolicyReloader, PolicySwitch
 from desched.live.serving import SecureServing, check_secure, start_secure
+from desched.live.stale_cache import StaleCacheGuard
 from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import load_policy
-from desched.snapshot.cluster import ClusterSnapshot
 from desched.util.backoff import Backoff
 
 log = desched_logging.get_logger("desched.run")
@@ -143,6 +129,9 @@ class _Stopped(Exception):
 
 
 class Runner:
+    """One `desched run`: serves, connects, (leads,) and runs cycles on the schedule; each job
+    is a room of its own (see the module's docstring), which it calls in order."""
+
     def __init__(self, config: RunConfig, policy: Policy, schedule: Schedule, *,
                  metrics: Metrics | None = None,
                  elector_factory: ElectorFactory | None = None) -> None:
@@ -165,31 +154,29 @@ class Runner:
         self.lease_lost = False
         self.servers: list[HttpServer] = []
         self.reports: list[CycleReport] = []
-        # How often the stale-cache guard found the cache not current and waited: a test counts
-        # these to know the guard has looked, instead of sleeping and hoping it did.
-        self.stale_waits = 0
         # Pods evicted lately, shown terminating until the pods watch says so (live/assumed.py).
         self.evicted_pods = EvictedPods()
         # /cycles and /cycles.json beside /metrics (live/cycles_page.py).
         serves_metrics = config.metrics_address or (config.secure and config.secure.metrics)
         self.page = (CyclesPage(self._page_state)
                      if config.cycles_page and serves_metrics else None)
-        self._events_failed = 0
-        # What each (profile, plugin) carries to its next instance (CarriesState); everything
-        # else a plugin holds is derived from the cycle's snapshot and is rebuilt with it.
-        self._carried: dict[tuple[str, str], object] = {}
-        # What moves carry from one cycle to the next (framework/moves/tracker.py).
-        self.moves = MoveTracker()
-        self.migration_args = {} if self.dry_run else migration_profiles(policy)
-        self.migrations: dict[str, MigrationService] = {}
+        # The rooms.
+        self.carried = CarriedState()
+        self.migrations = MigrationSupervisor(
+            {} if self.dry_run else migration_profiles(policy), self.carried, self.metrics,
+            looping=schedule.looping, eviction_attempts=config.eviction_attempts)
+        self.cycles = CycleAssembly(
+            config, self.metrics, dry_run=self.dry_run, looping=schedule.looping,
+            stopping=self.stopping, carried=self.carried, migrations=self.migrations,
+            evicted_pods=self.evicted_pods, moves=MoveTracker(),
+            watch_frames=self.page is not None)
+        self.stale_cache = StaleCacheGuard(lambda: self.informers, self.metrics, self._sleep,
+                                           config.stale_cache_timeout)
+        self.switch = PolicySwitch(config, self.metrics)
+        self.queries: PrometheusQueries | None = None  # set by run(): it needs the loop
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[Any]] = []
-        # The migration services' loops, by profile (one shared Verdicts: each profile's
-        # arbitration sees the others' passes).
-        self._migration_tasks: dict[str, asyncio.Task[Any]] = {}
-        self._verdicts = Verdicts()
-        self.reloader: PolicyReloader | None = None
         self._signals = 0
         self._connected = False
         self.addresses: list[tuple[Address, str]] = []
@@ -197,6 +184,15 @@ class Runner:
                            ("--health-address", config.health_address)):
             if text:
                 self.addresses.append((parse_address(text, flag), flag))
+
+    @property
+    def reloader(self) -> PolicyReloader | None:
+        return self.switch.reloader
+
+    @property
+    def stale_waits(self) -> int:
+        """How often the stale-cache guard has waited (tests count these)."""
+        return self.stale_cache.waits
 
     # -- readiness --------------------------------------------------------------------------
     def _sync_check(self) -> str | None:
@@ -213,13 +209,16 @@ class Runner:
         """Serve, connect, (lead,) run cycles on the schedule; the exit code."""
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
+        self.queries = PrometheusQueries(self._loop, self.metrics)
         if self.stopping.is_set():  # asked to stop before it started
             self._wake.set()
         if self.config.signals:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 self._loop.add_signal_handler(signum, self._on_signal, signum)
         try:
-            self._watch_policy()
+            poll = self.switch.watch(self.schedule.looping, self._loop)
+            if poll is not None:
+                self._tasks.append(poll)
             await self._serve()
             if self.schedule.looping:  # a --once run says nothing before its outcome
                 log.info("desched starting", schedule=str(self.schedule),
@@ -228,7 +227,8 @@ class Runner:
             await self._connect()
             if self.leader_elect:
                 await self._lead()
-            self._start_migrations()
+            assert self.client is not None
+            self.migrations.start(self.client, self.informers, self.events, self._fence())
             return await self._cycles()
         except _Stopped:
             if self.lease_lost:
@@ -300,6 +300,7 @@ class Runner:
     async def _sleep(self, seconds: float) -> None:
         await self._unless_stopped(asyncio.sleep(seconds))
 
+    # -- the connection ---------------------------------------------------------------------
     async def _connect(self) -> None:
         """Connect and sync the informers. Errors the user must fix fail a --once run (exit 2);
         a looping run logs them and tries again, so it rides out an API server outage or a
@@ -313,7 +314,7 @@ class Runner:
                 self.metrics.watch_informers(self.informers)
                 await self._unless_stopped(
                     start_informers(self.informers, timeout=self.config.sync_timeout))
-                self._check_migration_kinds()
+                self.migrations.check_kinds(self.informers, self.config.policy_path)
                 break
             except (InputError, ApiError) as err:
                 await self._disconnect()
@@ -335,80 +336,7 @@ class Runner:
         if not self.dry_run:
             assert self._loop is not None
             self.events = EventRecorder(self.client, self._loop, self.identity,
-                                        on_result=self._event_posted)
-
-    def _event_posted(self, type_: str, ok: bool) -> None:
-        self.metrics.event_posted(type_, ok)
-        self._events_failed += not ok
-
-    def _check_migration_kinds(self) -> None:
-        if not self.migration_args:
-            return
-        served = {i.resource.kind for i in self.informers if not i.skipped}
-        if "PodMigrationJob" not in served:
-            profiles = ", ".join(sorted(self.migration_args))
-            raise InputError(self.config.policy_path, (
-                f"profile(s) {profiles} evict through MigrationController, which needs the "
-                "PodMigrationJob CRD (scheduling.koordinator.sh/v1alpha1); the API server does "
-                "not serve it: install deploy/crds, or run with --dry-run"))
-
-    def _start_migrations(self) -> None:
-        """One MigrationService per MigrationController profile; the first adopts the jobs
-        created by hand. A looping run runs them beside the cycles; --once drives them after
-        its cycle until the jobs it created finish."""
-        for index, (profile, migration) in enumerate(self.migration_args.items()):
-            self._start_migration(profile, migration, adopt_unowned=index == 0)
-        self.metrics.watch_migrations(lambda: [
-            (profile, service.phase_counts(), service.controller.evictions)
-            for profile, service in self.migrations.items()])
-
-    def _start_migration(self, profile: str, migration: MigrationProfile,
-                         adopt_unowned: bool) -> None:
-        assert self.client is not None
-        guard = self._guard if self.elector is not None else None
-        service = MigrationService(
-            profile, migration.args, self.client, self.informers, events=self.events,
-            adopt_unowned=adopt_unowned, eviction_attempts=self.config.eviction_attempts,
-            guard=guard, verdicts=self._verdicts)
-        self.migrations[profile] = service
-        # Each cycle's plugin checks and feeds the limiters the service checks and feeds.
-        self._carried[(profile, migration.plugin)] = service.limiters
-        if self.schedule.looping:
-            self._migration_tasks[profile] = asyncio.create_task(
-                service.run(), name=f"migrations {profile}")
-
-    async def _stop_migration(self, profile: str) -> None:
-        self.migrations.pop(profile, None)
-        migration = self.migration_args.get(profile)
-        if migration is not None:
-            self._carried.pop((profile, migration.plugin), None)
-        task = self._migration_tasks.pop(profile, None)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _finish_migrations(self, executor: MigrationJobExecutor | None) -> None:
-        """--once: reconcile the jobs this run created until they finish (or time out)."""
-        if executor is None or not executor.created or self.schedule.looping:
-            return
-        assert self._wake is not None
-        wake = self._wake
-
-        async def drain(profile: str, service: MigrationService, mine: list[str]) -> None:
-            log.info("waiting for the migration jobs of this run", profile=profile,
-                     jobs=len(mine))
-            left = await service.drain(mine, wake)
-            if left:
-                log.warning("migration jobs still in flight at exit", profile=profile,
-                            jobs=sorted(left))
-            else:
-                log.info("migration jobs finished", profile=profile, jobs=len(mine))
-
-        # All profiles at once: one profile's slow jobs must not starve another's.
-        await asyncio.gather(*(
-            drain(profile, service, mine) for profile, service in self.migrations.items()
-            if (mine := [name for name, owner in executor.created if owner == profile])))
+                                        on_result=self.cycles.event_posted)
 
     async def _disconnect(self) -> None:
         await stop_informers(self.informers)
@@ -418,6 +346,27 @@ class Runner:
             await self.client.close()
             self.client = None
 
+    async def _watch_kinds(self, kinds: tuple[str, ...], migrating: bool) -> str | None:
+        """Start informers for the kinds a new policy reads that no informer watches yet."""
+        watched = {i.resource.kind for i in self.informers}
+        missing = [k for k in kinds if k not in watched]
+        if missing and self.client is not None:
+            informers = make_informers(self.client, missing)
+            try:
+                await self._unless_stopped(
+                    start_informers(informers, timeout=self.config.sync_timeout))
+            except (InputError, ApiError) as err:
+                await stop_informers(informers)
+                return f"cannot watch what the new policy reads: {err}"
+            self.informers += informers
+            self.metrics.watch_informers(self.informers)
+        if migrating and "PodMigrationJob" not in {
+                i.resource.kind for i in self.informers if not i.skipped}:
+            return ("MigrationController needs the PodMigrationJob CRD "
+                    "(scheduling.koordinator.sh/v1alpha1), which the API server does not serve")
+        return None
+
+    # -- leader election --------------------------------------------------------------------
     async def _lead(self) -> None:
         assert self.client is not None
         elector = self.elector = self.elector_factory(self.client, self.config, self.identity)
@@ -440,12 +389,20 @@ class Runner:
     async def _watch_lease(self, elector: Elector) -> None:
         await elector.lost.wait()
         self.lease_lost = True
-        for task in self._migration_tasks.values():  # another leads now: stop migrating at once
-            task.cancel()
+        self.migrations.lease_lost()
         self.metrics.leader.set(0)
         log.error(LEASE_LOST)
         if self._wake is not None:
             self._wake.set()
+
+    def _guard(self) -> str | None:
+        if self.elector is not None and (self.lease_lost or not self.elector.is_leader()):
+            return LEASE_LOST
+        return None
+
+    def _fence(self) -> Callable[[], str | None] | None:
+        """What stops a write when this instance may no longer lead (with leader election)."""
+        return self._guard if self.elector is not None else None
 
     def _page_state(self) -> PageState:
         elector = self.elector
@@ -459,11 +416,7 @@ class Runner:
             dry_run=self.dry_run, schedule=str(self.schedule), policy=self.config.policy_path,
             reports=tuple(self.reports))
 
-    def _guard(self) -> str | None:
-        if self.elector is not None and (self.lease_lost or not self.elector.is_leader()):
-            return LEASE_LOST
-        return None
-
+    # -- the loop ---------------------------------------------------------------------------
     async def _cycles(self) -> int:
         previous: datetime | None = None
         number = 0
@@ -478,11 +431,12 @@ class Runner:
             # Cron: the fire time, so a slow cycle skips missed fire times instead of
             # drifting; interval: the real start, measured to the next one.
             previous = when if self.schedule.kind == "cron" else datetime.now(UTC)
-            await self._apply_policy_change()
-            if self.schedule.looping and not await self._current_cache(self._stale_bound()):
+            await self.switch.at_boundary(self.dry_run, self.schedule, self._switch_policy)
+            guard = self.stale_cache
+            if self.schedule.looping and not await guard.current(guard.bound(self.schedule)):
                 number += 1
-                self._skip_stale(number)
-                await self._current_cache(None)  # then a cycle as soon as it is current
+                self._keep(guard.skipped(number, self.policy, self.dry_run))
+                await guard.current(None)  # then a cycle as soon as it is current
             number += 1
             report = await self.run_cycle(number)
             # The cycle's snapshot, indices and memos form reference cycles: collected now,
@@ -496,151 +450,37 @@ class Runner:
             raise _Stopped
         return 0
 
-    # -- the stale-cache guard ------------------------------------------------------------------
-    def _stale_bound(self) -> float:
-        """How long a cycle waits for a cache that is not current: --stale-cache-timeout, else
-        one interval (for cron, the time between its next two fire times)."""
-        if self.config.stale_cache_timeout is not None:
-            return self.config.stale_cache_timeout
-        if self.schedule.kind == "cron":
-            now = datetime.now(UTC)
-            first = self.schedule.next_run(None, now)
-            second = self.schedule.next_run(first, first) if first else None
-            if first and second:
-                return (second - first).total_seconds()
-        return self.schedule.interval
+    async def run_cycle(self, number: int) -> CycleReport:
+        """One cycle under the running policy (live/cycle_assembly.py), kept for /cycles."""
+        assert self._loop is not None and self._wake is not None
+        return self._keep(await self.cycles.run(
+            number, self.policy, informers=self.informers, client=self.client,
+            loop=self._loop, events=self.events, guard=self._fence(), wake=self._wake,
+            queries=self.queries))
 
-    async def _current_cache(self, bound: float | None) -> bool:
-        """Wait until every informer is watching again; False once one has not been current
-        for longer than `bound` seconds (None: wait as long as it takes)."""
-        while True:
-            now = time.monotonic()
-            # Polled kinds (metrics.k8s.io) are judged by their samples' age instead: a
-            # metrics-server outage must not stop the plugins that do not read it.
-            ages = [i.stale_for(now) for i in self.informers
-                    if i.stale_since is not None and i.resource.watchable]
-            if not ages:
-                return True
-            stale = max(ages)
-            if bound is not None and stale > bound:
-                return False
-            self.stale_waits += 1
-            await self._sleep(0.05 if bound is None else min(0.05, bound - stale + 0.001))
+    def _keep(self, report: CycleReport) -> CycleReport:
+        self.reports.append(report)
+        del self.reports[:-KEPT_CYCLES]  # a long-running loop keeps only the recent ones
+        return report
 
-    def _skip_stale(self, number: int) -> None:
-        now = time.monotonic()
-        stale = {i.resource.label: round(i.stale_for(now), 1) for i in self.informers
-                 if i.stale_since is not None and i.resource.watchable}
-        log.warning("descheduling cycle skipped: the cluster cache is not current; the next "
-                    "cycle runs as soon as it is", cycle=number, stale_seconds=stale)
-        self.metrics.cycles.labels("stale").inc()
-        facts = CycleFacts(datetime.now(UTC), self.dry_run, self.policy)
-        facts.why = "the cluster cache is not current: " + ", ".join(
-            f"{label} for {seconds:g}s" for label, seconds in stale.items())
-        self._keep(CycleReport(number, "stale", 0, 0, DecisionLog(), facts))
-
-    # -- policy hot reload --------------------------------------------------------------------
-    def _watch_policy(self) -> None:
-        """A loop reloads its policy file: polled, and checked at once on SIGHUP."""
-        path = self.config.policy_path
-        if not self.schedule.looping or path == "-":
-            return
-        try:
-            digest = policy_digest(Path(path).read_bytes())
-        except OSError:
-            digest = ""  # read moments ago by prepare(): the next check reports the problem
-        reloader = self.reloader = PolicyReloader(path, digest, self.metrics)
-
-        async def poll() -> None:
-            while True:
-                await asyncio.sleep(self.config.policy_poll)
-                reloader.check()
-
-        self._tasks.append(asyncio.create_task(poll(), name="policy reload"))
-        if self.config.signals and self._loop is not None:
-            self._loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
-
-    def _on_sighup(self) -> None:
-        log.info("SIGHUP: checking the policy file", policy=self.config.policy_path)
-        if self.reloader is not None:
-            self.reloader.check()
-
-    async def _apply_policy_change(self) -> None:
-        """At a cycle boundary: the changed policy, if valid and applicable, replaces the
-        running one."""
-        if self.reloader is None:
-            return
-        self.reloader.check()  # a change made since the last poll applies now, not a cycle later
-        pending = self.reloader.take()
-        if pending is None:
-            return
-        problem = await self._switch_policy(pending)
-        if problem:
-            self.reloader.not_applied(pending, problem)
-            return
-        self.reloader.applied(pending)
-        log.info("policy reloaded", policy=self.config.policy_path, hash=pending.digest[:12],
-                 schedule=str(self.schedule))
-
-    async def _switch_policy(self, pending: PendingPolicy) -> str | None:
-        """Make `pending` the running policy; why not, when it changes how the process runs."""
-        policy, config = pending.policy, self.config
-        if (config.dry_run or policy.dry_run) != self.dry_run:
-            return ("dryRun changed: it decides how the process runs (events, leader election, "
-                    "migrations); restart desched to apply it")
-        schedule = self.schedule
-        if not (config.once or config.interval is not None or config.cron):
-            try:
-                schedule = resolve_schedule(config, policy)
-            except InputError as err:
-                return str(err)
-            if not schedule.looping:
-                return ("the policy no longer sets deschedulingInterval: a running loop cannot "
-                        "become a single run; restart desched to apply it")
+    async def _switch_policy(self, policy: Policy, schedule: Schedule) -> str | None:
+        """Make `policy` (checked by live/reload.py) the running policy: why not, when the
+        API server does not serve what it reads."""
         migration_args = {} if self.dry_run else migration_profiles(policy)
-        problem = await self._watch_kinds(config.kinds or informer_kinds(policy),
+        problem = await self._watch_kinds(self.config.kinds or informer_kinds(policy),
                                           bool(migration_args))
         if problem:
             return problem
         # Plugin state survives where the plugin's configuration is unchanged.
-        old_args = {(p.name, n): a for p in self.policy.profiles for n, a in p.args.items()}
-        new_args = {(p.name, n): a for p in policy.profiles for n, a in p.args.items()}
-        for key in [k for k in self._carried if not evicts_through_jobs(policy, k[1])]:
-            if key not in new_args or old_args.get(key) != new_args[key]:
-                del self._carried[key]
+        self.carried.forget_changed(self.policy, policy,
+                                    keep=lambda key: evicts_through_jobs(policy, key[1]))
         self.policy, self.schedule = policy, schedule
-        for profile in [p for p, a in self.migration_args.items()
-                        if migration_args.get(p) != a]:
-            await self._stop_migration(profile)
-        first = next(iter(migration_args), None)
-        for profile, migration in migration_args.items():
-            if profile not in self.migrations:
-                self._start_migration(profile, migration, adopt_unowned=profile == first)
-        self.migration_args = migration_args
+        await self.migrations.switch(migration_args)
         return None
 
-    async def _watch_kinds(self, kinds: tuple[str, ...], migrating: bool) -> str | None:
-        """Start informers for the kinds a new policy reads that no informer watches yet."""
-        watched = {i.resource.kind for i in self.informers}
-        missing = [k for k in kinds if k not in watched]
-        if missing and self.client is not None:
-            informers = make_informers(self.client, missing)
-            try:
-                await self._unless_stopped(
-                    start_informers(informers, timeout=self.config.sync_timeout))
-            except (InputError, ApiError) as err:
-                await stop_informers(informers)
-                return f"cannot watch what the new policy reads: {err}"
-            self.informers += informers
-            self.metrics.watch_informers(self.informers)
-        if migrating and "PodMigrationJob" not in {
-                i.resource.kind for i in self.informers if not i.skipped}:
-            return ("MigrationController needs the PodMigrationJob CRD "
-                    "(scheduling.koordinator.sh/v1alpha1), which the API server does not serve")
-        return None
-
+    # -- shutdown ---------------------------------------------------------------------------
     async def _shutdown(self) -> None:
-        tasks = [*self._migration_tasks.values(), *self._tasks]
+        tasks = [*self.migrations.tasks.values(), *self._tasks]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -656,6 +496,8 @@ class Runner:
             # Hand the lease over at once instead of letting it expire (ReleaseOnCancel).
             await self.elector.release()
         await self._disconnect()
+        if self.queries is not None:
+            await self.queries.close()
         for server in self.servers:
             await server.stop()
         if self.config.signals and self._loop is not None:
@@ -663,145 +505,6 @@ class Runner:
                 self._loop.remove_signal_handler(signum)
         if self._connected:
             log.info("desched stopped")
-
-    # -- one cycle --------------------------------------------------------------------------
-    def _executor(self, snapshot: ClusterSnapshot, facts: CycleFacts) -> Executor:
-        if self.dry_run:
-            return SimulationExecutor(snapshot)
-        assert self.client is not None and self._loop is not None
-        evictions = RecordedEvictions(
-            self.client, self._loop, snapshot,
-            grace_period_seconds=self.policy.grace_period_seconds,
-            attempts=self.config.eviction_attempts, timeout=self.config.eviction_timeout,
-            backoff=Backoff(*self.config.eviction_backoff), facts=facts,
-            fence=self._guard if self.elector is not None else None,
-            assumed=self.evicted_pods)
-        if not self.migrations:
-            return evictions
-        templates = {profile: JobTemplate(service.args, service.creator)
-                     for profile, service in self.migrations.items()}
-        return MigrationJobExecutor(evictions, self.client, self._loop, snapshot, templates,
-                                    attempts=self.config.eviction_attempts,
-                                    timeout=self.config.eviction_timeout)
-
-    async def run_cycle(self, number: int) -> CycleReport:
-        started = time.monotonic()
-        facts = CycleFacts(datetime.now(UTC), self.dry_run, self.policy)
-        events_failed = self._events_failed
-        snapshot = await build_snapshot(self.informers, self.evicted_pods)
-        facts.nodes, facts.pods = len(snapshot.nodes), len(snapshot.pods)
-        self.metrics.snapshot_duration.observe(time.monotonic() - started)
-        for service in self.migrations.values():
-            service.observe(snapshot)
-        reporter = CycleReporter(self.policy, self.metrics, snapshot, self.events, self.dry_run,
-                                 frozenset(self.migrations))
-        decisions = LiveDecisionLog(
-            reporter.record,
-            lambda profile, plugin, _: self.metrics.usage_unavailable.labels(profile,
-                                                                              plugin).inc(),
-            log_note, reporter.moved)
-        guard = self._guard if self.elector is not None else None
-        inner = self._executor(snapshot, facts)
-        executor = GuardedExecutor(inner, self.stopping, guard)
-        reporter.pods = executor.pods
-        clock = Clock(datetime.now(UTC))
-        try:
-            descheduler = Descheduler(self.policy, snapshot, executor, clock, decisions,
-                                      moves=self.moves)
-        except InputError as err:
-            # The cluster lacks what the policy names (a priorityThreshold's PriorityClass):
-            # a --once run stops with the error; a loop fails this cycle and tries the next.
-            if not self.schedule.looping:
-                raise
-            log.error("cannot build the policy's profiles on this cycle's snapshot",
-                      cycle=number, error=str(err))
-            self.metrics.cycles.labels("failed").inc()
-            decisions.detach()
-            facts.why = f"cannot build the policy's profiles on this cycle's snapshot: {err}"
-            return self._keep(CycleReport(number, "failed", 0, 0, decisions, facts))
-        self._restore_state(descheduler)
-        persisted = persistent(self._plugins(descheduler))
-        state = await self._detector_state() if persisted else None
-        if state is not None:
-            state.restore(persisted, clock.now)
-        self._time_plugins(descheduler)
-        log.info("descheduling cycle started", cycle=number, nodes=len(snapshot.nodes),
-                 pods=len(snapshot.pods), dry_run=self.dry_run)
-        result = "completed"
-        cycle = functools.partial(descheduler.run_cycle, number)
-        try:
-            # The page's plots: utilization before and after, taken in the cycle's thread.
-            skipped = await asyncio.to_thread(
-                facts.watch(snapshot, clock.now, cycle) if self.page is not None else cycle)
-            if skipped:
-                result, facts.why = "skipped", skipped
-                log.info(skipped, cycle=number)
-        except CycleInterrupted as err:
-            result, facts.why = "interrupted", f"stopped before its next eviction: {err}"
-            log.warning("descheduling cycle stopped before its next eviction", cycle=number,
-                        why=str(err))
-        except Exception as err:
-            result, facts.why = "failed", f"{type(err).__name__}: {err}"
-            log.exception("descheduling cycle failed", cycle=number)
-        finally:
-            self._save_state(descheduler)
-            if state is not None:
-                await state.write(persisted, clock.now)
-            elapsed = time.monotonic() - started
-            self.metrics.loop_duration.observe(elapsed)
-            self.metrics.cycles.labels(result).inc()
-            self.metrics.last_cycle.set(time.time())
-            if self.events is not None:
-                await self.events.flush()
-            facts.seconds = elapsed
-            facts.events_failed = self._events_failed - events_failed
-        log.info("descheduling cycle finished", cycle=number, result=result,
-                 totalEvicted=reporter.evicted, failed=reporter.failed,
-                 **reporter.move_counts(), seconds=round(elapsed, 3), dry_run=self.dry_run)
-        if isinstance(inner, MigrationJobExecutor):
-            await self._finish_migrations(inner)
-        decisions.detach()
-        facts.settle(decisions, executor.pods, snapshot)
-        return self._keep(CycleReport(number, result, reporter.evicted, reporter.failed,
-                                      decisions, facts))
-
-    async def _detector_state(self) -> DetectorState | None:
-        """A one-cycle run (a Job's, a CronJob's) keeps LowNodeLoad's detectors in a ConfigMap:
-        its process ends with the cycle. A loop keeps them in memory (_carried)."""
-        if self.schedule.looping or self.client is None:
-            return None
-        state = DetectorState(self.client,
-                              self.config.lease_namespace or default_lease_namespace(),
-                              f"{self.config.lease_name}-state", self.dry_run)
-        await state.read()
-        return state
-
-    def _keep(self, report: CycleReport) -> CycleReport:
-        self.reports.append(report)
-        del self.reports[:-KEPT_CYCLES]  # a long-running loop keeps only the recent ones
-        return report
-
-    def _plugins(self, descheduler: Descheduler) -> list[tuple[str, str, object]]:
-        return [(profile.name, name, plugin) for profile in descheduler.profiles
-                for name, plugin in profile.plugins.items()]
-
-    def _restore_state(self, descheduler: Descheduler) -> None:
-        for profile, name, plugin in self._plugins(descheduler):
-            state = self._carried.get((profile, name))
-            if state is not None and isinstance(plugin, CarriesState):
-                plugin.adopt_state(state)
-
-    def _save_state(self, descheduler: Descheduler) -> None:
-        for profile, name, plugin in self._plugins(descheduler):
-            if isinstance(plugin, CarriesState):
-                self._carried[(profile, name)] = plugin.carried_state()
-
-    def _time_plugins(self, descheduler: Descheduler) -> None:
-        for profile in descheduler.profiles:
-            profile.deschedule = [(n, TimedPlugin(p.deschedule, profile.name, n, self.metrics))
-                                  for n, p in profile.deschedule]
-            profile.balance = [(n, TimedPlugin(p.balance, profile.name, n, self.metrics))
-                               for n, p in profile.balance]
 
 
 # -- the command ---------------------------------------------------------------------------------

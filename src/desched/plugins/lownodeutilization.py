@@ -5,7 +5,8 @@ Usage comes from pod requests, or with `metricsUtilization` from real usage (des
 `source: KubernetesMetrics` (or the deprecated `metricsServer: true`) reads NodeMetrics and
 PodMetrics and needs the policy's `metricsProviders: [{source: KubernetesMetrics}]` or
 `metricsCollector.enabled`; `source: Prometheus` runs `prometheus.query` against the policy's
-Prometheus provider and tracks the single MetricResource. Upstream's build errors stay build
+Prometheus provider, through the handle's queries (`desched run` makes them; a simulation has
+none and records why), and tracks the single MetricResource. Upstream's build errors stay build
 errors. Where upstream's run fails (no client, Prometheus unreachable, a bad sample), this one
 records the reason and ends the run, or leaves just the node or pod with bad metrics out.
 """
@@ -58,7 +59,7 @@ from desched.usage.base import (
     note,
 )
 from desched.usage.metrics_server import KubernetesMetricsUsage
-from desched.usage.prometheus import BearerToken, PrometheusClient, PrometheusUsage
+from desched.usage.prometheus import NO_QUERIES, PrometheusUsage, provider_query
 from desched.usage.requests import RequestedUsage
 
 REQUESTS = "requests"
@@ -223,14 +224,16 @@ class LowNodeUtilization:
             return None
         m = self.args.metrics_utilization
         query = m.prometheus.query if m is not None and m.prometheus is not None else ""
+        if handle.queries is None:  # simulate: no network requests
+            abort(handle, NO_QUERIES)
+            return None
         # One source for every run while the provider stays as it is: it corrects the server's
         # answers for the pods this simulation moved since its first run.
         key = (prometheus.url, query, prometheus.auth_token_secret)
         if self.prometheus is None or self.prometheus[0] != key:
-            token = BearerToken.from_env(
-                secret_configured=prometheus.auth_token_secret is not None)
             self.prometheus = key, PrometheusUsage(
-                handle.snapshot, PrometheusClient(prometheus.url, token),
+                handle.snapshot,
+                provider_query(handle.queries, prometheus.url, prometheus.auth_token_secret),
                 {METRIC_RESOURCE: query}, self.names, lambda: handle.now)
         return self.prometheus[1]
 

@@ -1,6 +1,8 @@
 """Usage sources behind one interface (`UsageSource`): pod requests, metrics.k8s.io
 (NodeMetrics/PodMetrics) and Prometheus instant queries. Plugins pick one per run; the sources
-read the snapshot (and, for Prometheus, a live server) and never fail a run on bad data."""
+read the snapshot (and, for Prometheus, the answers to queries that whoever runs the cycle makes:
+framework.types.UsageQueries) and never fail a run on bad data. Nothing here talks to the
+network."""
 
 from desched.usage.base import (
     KUBERNETES_METRICS,
@@ -17,10 +19,11 @@ from desched.usage.metrics_server import KubernetesMetricsUsage, NodeMetricsColl
 from desched.usage.prometheus import (
     METRIC_RESOURCE,
     NODE_EXPORTER_QUERIES,
-    BearerToken,
-    PrometheusClient,
     PrometheusError,
     PrometheusUsage,
+    RecordedQueries,
+    instant_query,
+    provider_query,
 )
 from desched.usage.requests import RequestedUsage
 
@@ -31,16 +34,17 @@ __all__ = [
     "NODE_EXPORTER_QUERIES",
     "PROMETHEUS",
     "Amounts",
-    "BearerToken",
     "KubernetesMetricsUsage",
     "MetricsSettings",
     "NodeMetricsCollector",
     "PodUsageError",
-    "PrometheusClient",
     "PrometheusError",
     "PrometheusSettings",
     "PrometheusUsage",
+    "RecordedQueries",
     "RequestedUsage",
     "UsageSource",
     "UsageUnavailable",
+    "instant_query",
+    "provider_query",
 ]

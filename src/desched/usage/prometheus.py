@@ -1,8 +1,10 @@
-"""Node usage from Prometheus instant queries (upstream's prometheusUsageClient),
-over plain HTTP(S) from the standard library.
+"""Node usage from Prometheus instant queries (upstream's prometheusUsageClient): the query logic
+and the reading of the answers. The requests themselves are made by whoever runs the cycle
+(framework.types.UsageQueries): `desched run` over the live layer's HTTP client
+(live/prometheus.py), on the event loop; `simulate` makes none, and a plugin run that needs
+Prometheus there ends with a note (RecordedQueries gives a run recorded answers instead).
 
-A query is evaluated at the run's clock (`--now` in a simulation, so a simulation can replay a
-past moment within the server's retention) and must return an instant vector with one sample per
+A query is evaluated at the run's clock and must return an instant vector with one sample per
 node, labelled `instance` = node name, whose value is a fraction in [0, 1]. Two ways to use it:
 - upstream's `MetricResource` mode (LowNodeUtilization `metricsUtilization.source: Prometheus`):
   one query; usage = int(value * 100) of a pseudo-resource whose capacity is 100;
@@ -12,13 +14,6 @@ node, labelled `instance` = node name, whose value is a fraction in [0, 1]. Two 
 Prometheus says nothing about single pods, so the eviction loop cannot account for what an
 eviction frees (upstream's unconstrained mode: one pod per node unless evictionLimits.node).
 
-Authentication: upstream reads a bearer token from a Secret (`authToken.secretReference`) or
-uses the in-cluster service account token. desched, which may run with no cluster at all,
-reads it from the file named by DESCHED_PROMETHEUS_TOKEN_FILE (re-read every run, so rotation
-works) or from DESCHED_PROMETHEUS_TOKEN; without either, and with no secretReference, it uses
-the service account token when running in a pod. DESCHED_PROMETHEUS_CA_FILE adds a CA bundle
-for https (the service account's ca.crt is added when present, as upstream).
-
 Beyond upstream, bad samples never fail the run: a node without a sample, with two samples, or
 with a value that is NaN or outside [0, 1] is left out of the run with its reason. An unreachable
 server, an error answer, a result that is not a vector, an empty vector or one without any
@@ -27,21 +22,16 @@ server, an error answer, a result that is not a vector, an empty vector or one w
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import math
-import os
-import ssl
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from http.client import HTTPException
+from functools import partial
 
 import msgspec
 
+from desched.framework.types import QueryAnswer, QueryFailed, UsageQueries
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
@@ -52,12 +42,15 @@ from desched.usage.metrics_server import moved_usage
 log = logging.getLogger("desched.usage")
 
 METRIC_RESOURCE = "MetricResource"
+# Where `desched run` takes the bearer token and the CA bundle from (live/prometheus.py).
 TOKEN_ENV = "DESCHED_PROMETHEUS_TOKEN"
 TOKEN_FILE_ENV = "DESCHED_PROMETHEUS_TOKEN_FILE"
 CA_FILE_ENV = "DESCHED_PROMETHEUS_CA_FILE"
-SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-TIMEOUT_SECONDS = 30.0
 INSTANCE = "instance"
+QUERY_PATH = "/api/v1/query"
+# Why a run without a way to query (simulate) has no Prometheus usage.
+NO_QUERIES = ("prometheus client not initialized: only desched run queries Prometheus (a "
+              "simulation makes no network requests)")
 
 # Node-exporter utilisation over the last 2 minutes, one sample per instance (cf. Volcano's
 # LoadAware queries, which ask per node; these ask for every node in one query).
@@ -88,7 +81,13 @@ def format_time(at: datetime) -> str:
     return text
 
 
-# -- the HTTP client ---------------------------------------------------------------------------
+def query_url(url: str) -> str:
+    """The instant-query endpoint under a server URL (a path prefix is kept:
+    http://host/prometheus)."""
+    return url.rstrip("/") + QUERY_PATH
+
+
+# -- reading answers ---------------------------------------------------------------------------
 
 
 class _VectorSample(msgspec.Struct):
@@ -112,163 +111,104 @@ class _Response(msgspec.Struct, rename="camel"):
 _RESPONSE = msgspec.json.Decoder(_Response)
 _VECTOR = msgspec.json.Decoder(list[_VectorSample])
 
-
-@dataclass(frozen=True)
-class BearerToken:
-    """A bearer token read from `path` on every use (so a rotated token is picked up) or given
-    as `value`; neither means no Authorization header."""
-
-    path: str | None = None
-    value: str | None = None
-
-    def __call__(self) -> str | None:
-        if self.path:
-            try:
-                with open(self.path, encoding="utf-8") as handle:
-                    return handle.read().strip() or None
-            except OSError as err:
-                raise PrometheusError(f"cannot read the bearer token file {self.path}: "
-                                      f"{err.strerror or err}") from None
-        return self.value or None
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, secret_configured: bool = False,
-                 service_account_dir: str = SERVICE_ACCOUNT_DIR) -> BearerToken:
-        """DESCHED_PROMETHEUS_TOKEN_FILE, then DESCHED_PROMETHEUS_TOKEN, then (only when the
-        policy names no secret, as upstream) the in-cluster service account token."""
-        env = os.environ if env is None else env
-        if env.get(TOKEN_FILE_ENV):
-            return cls(path=env[TOKEN_FILE_ENV])
-        if env.get(TOKEN_ENV):
-            return cls(value=env[TOKEN_ENV])
-        account_token = os.path.join(service_account_dir, "token")
-        if not secret_configured and os.path.isfile(account_token):
-            return cls(path=account_token)
-        return cls()
+# The HTTP reason phrases of the statuses a Prometheus answers with (an answer without one).
+_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+            405: "Method Not Allowed", 422: "Unprocessable Entity",
+            429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
+            503: "Service Unavailable", 504: "Gateway Timeout"}
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+def read_answer(answer: QueryAnswer, expr: str) -> list[Sample]:
+    """The instant vector in a server's answer to `expr`; PrometheusError when there is
+    none."""
+    if answer.status >= 400:
+        raise PrometheusError(_http_error(answer))
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _ssl_context(ca_file: str | None, service_account_dir: str) -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    account_ca = os.path.join(service_account_dir, "ca.crt")
-    for path in (account_ca, ca_file):
-        if path and os.path.isfile(path):
-            context.load_verify_locations(cafile=path)
-    return context
-
-
-class _MethodNotAllowed(Exception):
-    pass
-
-
-class PrometheusClient:
-    """Instant queries against `url` (a path prefix is kept: http://host/prometheus). POST with
-    a form body like client_golang, falling back to GET when the server refuses POST."""
-
-    def __init__(self, url: str, token: Callable[[], str | None] | None = None,
-                 timeout: float = TIMEOUT_SECONDS, ca_file: str | None = None,
-                 service_account_dir: str = SERVICE_ACCOUNT_DIR) -> None:
-        self.url = url
-        self.endpoint = url.rstrip("/") + "/api/v1/query"
-        self.token = token or BearerToken()
-        self.timeout = timeout
-        self._bad_url: str | None = None
+        response = _RESPONSE.decode(answer.body)
+    except msgspec.DecodeError as err:
+        raise PrometheusError(f"unreadable answer from {answer.endpoint}: {err}") from None
+    if response.status != "success" or response.data is None:
+        raise PrometheusError(f"query failed: {response.error_type or 'error'}: "
+                              f"{response.error or 'no data in the answer'}")
+    for warning in response.warnings:
+        log.info("prometheus warning for %r: %s", expr, warning)
+    data = response.data
+    if data.result_type != "vector":
+        raise PrometheusError(f'expected query results to be of type "vector", got '
+                              f'"{data.result_type}" instead')
+    try:
+        raw = _VECTOR.decode(data.result)
+    except msgspec.DecodeError as err:
+        raise PrometheusError(f"unreadable vector in the answer: {err}") from None
+    samples = []
+    for item in raw:
         try:
-            parsed = urllib.parse.urlsplit(url)
-            if parsed.scheme not in ("http", "https") or not parsed.hostname:
-                self._bad_url = f"{url!r} is not an http(s) URL with a host"
-        except ValueError as err:
-            self._bad_url = f"{url!r} is not a valid URL: {err}"
-            parsed = urllib.parse.urlsplit("")
-        handlers: list[urllib.request.BaseHandler] = []
-        # Like Go's ProxyFromEnvironment: never proxy requests to this machine.
-        if _is_loopback(parsed.hostname or ""):
-            handlers.append(urllib.request.ProxyHandler({}))
-        if parsed.scheme == "https":
-            ca = ca_file if ca_file is not None else os.environ.get(CA_FILE_ENV)
-            handlers.append(urllib.request.HTTPSHandler(
-                context=_ssl_context(ca, service_account_dir)))
-        self._opener = urllib.request.build_opener(*handlers)
+            value = float(item.value[1])
+        except ValueError:
+            value = math.nan
+        samples.append(Sample(item.metric, value))
+    return samples
 
-    def query(self, expr: str, at: datetime) -> list[Sample]:
-        """The instant vector `expr` evaluates to at `at`."""
-        if self._bad_url is not None:
-            raise PrometheusError(f"the Prometheus URL {self._bad_url}")
-        form = urllib.parse.urlencode({"query": expr, "time": format_time(at)})
-        try:
-            body = self._send("POST", form)
-        except _MethodNotAllowed:
-            body = self._send("GET", form)
-        try:
-            response = _RESPONSE.decode(body)
-        except msgspec.DecodeError as err:
-            raise PrometheusError(f"unreadable answer from {self.endpoint}: {err}") from None
-        if response.status != "success" or response.data is None:
-            raise PrometheusError(f"query failed: {response.error_type or 'error'}: "
-                                  f"{response.error or 'no data in the answer'}")
-        for warning in response.warnings:
-            log.info("prometheus warning for %r: %s", expr, warning)
-        data = response.data
-        if data.result_type != "vector":
-            raise PrometheusError(f'expected query results to be of type "vector", got '
-                                  f'"{data.result_type}" instead')
-        try:
-            raw = _VECTOR.decode(data.result)
-        except msgspec.DecodeError as err:
-            raise PrometheusError(f"unreadable vector in the answer: {err}") from None
-        samples = []
-        for item in raw:
-            try:
-                value = float(item.value[1])
-            except ValueError:
-                value = math.nan
-            samples.append(Sample(item.metric, value))
-        return samples
 
-    def _send(self, method: str, form: str) -> bytes:
-        headers = {"Accept": "application/json"}
-        token = self.token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if method == "POST":
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-            request = urllib.request.Request(self.endpoint, data=form.encode(),
-                                             headers=headers, method="POST")
-        else:
-            request = urllib.request.Request(f"{self.endpoint}?{form}", headers=headers,
-                                             method="GET")
-        try:
-            with self._opener.open(request, timeout=self.timeout) as reply:
-                body: bytes = reply.read()
-                return body
-        except urllib.error.HTTPError as err:
-            if err.code == 405 and method == "POST":
-                raise _MethodNotAllowed from None
-            raise PrometheusError(self._http_error(err)) from None
-        except (urllib.error.URLError, OSError, HTTPException, ValueError) as err:
-            reason = getattr(err, "reason", None) or err
-            raise PrometheusError(f"cannot reach {self.endpoint}: {reason}") from None
+def _http_error(answer: QueryAnswer) -> str:
+    reason = answer.reason or _REASONS.get(answer.status, "")
+    status = f"HTTP {answer.status} {reason}".rstrip()
+    try:
+        decoded: _Response | None = _RESPONSE.decode(answer.body)
+    except msgspec.DecodeError:
+        decoded = None
+    if decoded is not None and decoded.error:
+        status += f": {decoded.error_type}: {decoded.error}"
+    if answer.status in (401, 403):
+        status += (f" (desched sends the token from {TOKEN_FILE_ENV} or {TOKEN_ENV}; "
+                   f"a policy's authToken secret is not read outside a cluster)")
+    return f"{answer.endpoint} answered {status}"
 
-    def _http_error(self, err: urllib.error.HTTPError) -> str:
-        status = f"HTTP {err.code} {err.reason}"
+
+# A query as the usage source asks it: (expression, evaluation time) -> the instant vector.
+Query = Callable[[str, datetime], list[Sample]]
+# How an instant query reaches a server: the form of /api/v1/query -> its answer (see
+# framework.types.UsageQueries.prometheus, bound to one provider).
+Transport = Callable[[Mapping[str, str]], QueryAnswer]
+
+
+def instant_query(transport: Transport) -> Query:
+    """The query function of one provider: sends the expression at the run's time through
+    `transport` and reads the answer; PrometheusError when it has no usable vector."""
+
+    def query(expr: str, at: datetime) -> list[Sample]:
         try:
-            answer = _RESPONSE.decode(err.read())
-        except (msgspec.DecodeError, OSError, HTTPException):
-            answer = None
-        if answer is not None and answer.error:
-            status += f": {answer.error_type}: {answer.error}"
-        if err.code in (401, 403):
-            status += (f" (desched sends the token from {TOKEN_FILE_ENV} or {TOKEN_ENV}; "
-                       f"a policy's authToken secret is not read outside a cluster)")
-        return f"{self.endpoint} answered {status}"
+            answer = transport({"query": expr, "time": format_time(at)})
+        except QueryFailed as err:
+            raise PrometheusError(str(err)) from None
+        return read_answer(answer, expr)
+
+    return query
+
+
+def provider_query(queries: UsageQueries, url: str,
+                   auth_secret: tuple[str, str] | None = None) -> Query:
+    """The query function of the policy's Prometheus provider, over `queries`."""
+    return instant_query(partial(queries.prometheus, url, auth_secret))
+
+
+class RecordedQueries:
+    """UsageQueries from recorded answers, for a run that must not reach a server (a
+    simulation, a test): `answers` maps (url, expression) to the body the server gave, the JSON
+    of /api/v1/query; an expression without one gets an empty vector. Every query asked is
+    kept in `asked` as (url, form)."""
+
+    def __init__(self, answers: Mapping[tuple[str, str], bytes]) -> None:
+        self.answers = dict(answers)
+        self.asked: list[tuple[str, dict[str, str]]] = []
+
+    def prometheus(self, url: str, auth_secret: tuple[str, str] | None,
+                   params: Mapping[str, str]) -> QueryAnswer:
+        self.asked.append((url, dict(params)))
+        body = self.answers.get((url, params.get("query", "")),
+                                b'{"status":"success","data":{"resultType":"vector",'
+                                b'"result":[]}}')
+        return QueryAnswer(200, "OK", body, query_url(url))
 
 
 # -- the usage source --------------------------------------------------------------------------
@@ -322,14 +262,14 @@ class PrometheusUsage:
 
     pod_usage_known = False
 
-    def __init__(self, snapshot: ClusterSnapshot, client: PrometheusClient,
+    def __init__(self, snapshot: ClusterSnapshot, query: Query,
                  queries: Mapping[str, str], names: Sequence[str],
                  now: Callable[[], datetime]) -> None:
         unknown = [r for r in names if r != "pods" and r not in queries]
         if unknown:
             raise ValueError(f"no query for {unknown}")
         self.snapshot = snapshot
-        self.client = client
+        self.query = query
         self.queries = dict(queries)
         self.names = tuple(names)
         self.now = now
@@ -351,7 +291,7 @@ class PrometheusUsage:
                 continue
             expr = self.queries[resource]
             try:
-                samples = self.client.query(expr, at)
+                samples = self.query(expr, at)
             except PrometheusError as err:
                 raise UsageUnavailable(f"unable to capture prometheus metrics: {err}") from None
             results[resource] = _by_instance(samples, expr)
