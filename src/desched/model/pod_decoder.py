@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from desched.model.kinds import JSON_DECODERS, PAGE_DECODERS
-from desched.model.meta import EMPTY_MAP, ObjectMeta, kept_annotations, shared_hook
+from desched.model.meta import EMPTY_MAP, KEPT_ANNOTATION_PREFIXES, ObjectMeta, shared_hook
 from desched.model.pod import Pod, PodSpec, PodStatus
 from desched.util.memo import remember
 
@@ -37,7 +37,7 @@ Raw = msgspec.Raw
 _META_PARTS = ("owner_references", "labels", "annotations")
 _SPEC_PARTS = ("containers", "init_containers", "volumes", "tolerations", "node_selector",
                "affinity", "topology_spread_constraints")
-_OWNERS_LIMIT = 50_000  # owners whose first pod is kept (a 150,000-pod cluster has ~8,000)
+OWNERS_LIMIT = 50_000  # owners whose first pod is kept (a 150,000-pod cluster has ~8,000)
 _annotations = msgspec.json.Decoder(Mapping[str, str])
 
 
@@ -63,9 +63,8 @@ Decode = Callable[[Raw], Any]
 def _kept_annotations(raw: Raw) -> Mapping[str, str]:
     """The annotations a decision reads (as meta.trim_annotations keeps them); all of them
     checked to be strings, as the exact decoder checks them."""
-    prefixes = kept_annotations()
     kept = {key: value for key, value in _annotations.decode(raw).items()
-            if key.startswith(prefixes)}
+            if key.startswith(KEPT_ANNOTATION_PREFIXES)}
     return kept or EMPTY_MAP
 
 
@@ -226,7 +225,7 @@ class PodDecoder:
             values = _decoded(raws)
             if owner is not None:
                 first = remember(self._firsts, owner, _First(raws, values),
-                                 limit=_OWNERS_LIMIT)
+                                 limit=OWNERS_LIMIT)
         elif raws == first.raws:  # replicas: every part written as the first pod's
             values = first.values
         else:
