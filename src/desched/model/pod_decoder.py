@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from desched.model.kinds import JSON_DECODERS, PAGE_DECODERS
-from desched.model.meta import EMPTY_MAP, KEPT_ANNOTATION_PREFIXES, ObjectMeta, shared_hook
+from desched.model.meta import EMPTY_MAP, ObjectMeta, kept_annotations, shared_hook
 from desched.model.pod import Pod, PodSpec, PodStatus
 from desched.util.memo import remember
 
@@ -63,8 +63,9 @@ Decode = Callable[[Raw], Any]
 def _kept_annotations(raw: Raw) -> Mapping[str, str]:
     """The annotations a decision reads (as meta.trim_annotations keeps them); all of them
     checked to be strings, as the exact decoder checks them."""
+    prefixes = kept_annotations()
     kept = {key: value for key, value in _annotations.decode(raw).items()
-            if key.startswith(KEPT_ANNOTATION_PREFIXES)}
+            if key.startswith(prefixes)}
     return kept or EMPTY_MAP
 
 
