@@ -314,16 +314,16 @@ def test_warnings_come_first_on_the_page(tmp_path: Path) -> None:
 def test_per_node_bars_tell_long_similar_names_apart() -> None:
     """EC2- and GKE-style names share long starts and ends: the bars' labels drop what all
     share, not what tells them apart."""
-    from desched.report_html import _labels
+    from desched.report_html import bar_labels
 
     ec2 = ["ip-10-0-1-17.ec2.internal", "ip-10-0-1-18.ec2.internal",
            "ip-10-0-2-117.ec2.internal"]
     gke = ["gke-prod-default-pool-1a2b3c4d-x7k2", "gke-prod-default-pool-1a2b3c4d-q9z1"]
     for names in (ec2, gke):
-        labels = _labels(names)
+        labels = bar_labels(names)
         assert len(set(labels.values())) == len(names)
         assert all(len(label) <= 22 for label in labels.values())
-    assert _labels(ec2)["ip-10-0-1-17.ec2.internal"] == "ip-10-0-1-17…"
+    assert bar_labels(ec2)["ip-10-0-1-17.ec2.internal"] == "ip-10-0-1-17…"
 
 
 # Every text of every plot and every threshold line, as the browser lays them out (getBBox).

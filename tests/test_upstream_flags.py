@@ -1,6 +1,7 @@
 """Upstream `descheduler` command lines on `desched run`: each flag parsed by the real command
 (click, with pflag's spellings) and mapped onto the run's settings; the run itself is replaced
-by a recorder, so nothing connects anywhere (tests/live/test_upstream_command.py runs them)."""
+by a recorder, so nothing connects anywhere (tests/live/test_run.py runs such command lines
+against an emulated API server)."""
 
 from __future__ import annotations
 

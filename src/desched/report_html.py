@@ -359,10 +359,11 @@ def _common_start(texts: list[str]) -> str:
     return first[:size]
 
 
-def _labels(names: list[str], room: int = 22) -> dict[str, str]:
-    """Names that fit their column and still tell the nodes apart: what every name shares at
-    its end (".ec2.internal"), then at its start ("gke-prod-"), cut at a "." or "-" and
-    marked "…", as far as needed; then both ends of what is left are kept."""
+def bar_labels(names: list[str], room: int = 22) -> dict[str, str]:
+    """The per-node bars' labels: node names that fit their column and still tell the nodes
+    apart. What every name shares at its end (".ec2.internal"), then at its start
+    ("gke-prod-"), cut at a "." or "-" and marked "…", as far as needed; then both ends of
+    what is left are kept."""
     if len(names) < 2 or all(len(n) <= room for n in names):
         return {n: _short(n, room) for n in names}
     prefix = _common_start(names)
@@ -392,7 +393,7 @@ def _node_bars(series: str, before: dict[str, float], after: dict[str, float],
     span = max(100.0, *values)
     step = _step(span)
     span = math.ceil(span / step) * step
-    labels = _labels(names)
+    labels = bar_labels(names)
     # The names' column as wide as the longest name needs (about 6.5 px a character).
     left = min(150, max(60, 12 + round(6.5 * max(map(len, labels.values())))))
     right, row, bar, bottom = 40, 34, 12, 34

@@ -183,8 +183,15 @@ def test_nothing_decoded_keeps_its_input_alive() -> None:
 
 
 def test_owners_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pod_decoder, "_OWNERS_LIMIT", 2)
+    """Past OWNERS_LIMIT owners the decoder forgets the first pods it kept: a later replica of
+    a forgotten owner is decoded on its own, one of the latest owner still shares its parts."""
+    monkeypatch.setattr(pod_decoder, "OWNERS_LIMIT", 2)
     decoder = PodDecoder()
-    pods = decoder.decode_page(_page(*(_body(f"p{i}", owner=f"rs-{i}") for i in range(5)))).items
-    assert len(decoder._firsts) <= 2
-    assert [pod.metadata.name for pod in pods] == [f"p{i}" for i in range(5)]
+    bodies = [*(_body(f"p{i}", owner=f"rs-{i}") for i in range(5)),
+              _body("again-0", owner="rs-0"), _body("again-4", owner="rs-4")]
+    pods = decoder.decode_page(_page(*bodies)).items
+    assert [pod.metadata.name for pod in pods] == [*(f"p{i}" for i in range(5)),
+                                                   "again-0", "again-4"]
+    assert pods[5].spec.containers == pods[0].spec.containers
+    assert pods[5].spec.containers is not pods[0].spec.containers
+    assert pods[6].spec.containers is pods[4].spec.containers

@@ -37,7 +37,7 @@ Raw = msgspec.Raw
 _META_PARTS = ("owner_references", "labels", "annotations")
 _SPEC_PARTS = ("containers", "init_containers", "volumes", "tolerations", "node_selector",
                "affinity", "topology_spread_constraints")
-_OWNERS_LIMIT = 50_000  # owners whose first pod is kept (a 150,000-pod cluster has ~8,000)
+OWNERS_LIMIT = 50_000  # owners whose first pod is kept (a 150,000-pod cluster has ~8,000)
 _annotations = msgspec.json.Decoder(Mapping[str, str])
 
 
@@ -226,7 +226,7 @@ class PodDecoder:
             values = _decoded(raws)
             if owner is not None:
                 first = remember(self._firsts, owner, _First(raws, values),
-                                 limit=_OWNERS_LIMIT)
+                                 limit=OWNERS_LIMIT)
         elif raws == first.raws:  # replicas: every part written as the first pod's
             values = first.values
         else:

@@ -73,7 +73,7 @@ def _parse(text: str) -> Fraction:
 # Bounded below memo's default: usage figures are new at every scrape (a 150k-pod cluster brings
 # ~300k), while the quantities that repeat (requests, capacities) are a few hundred, quickly
 # parsed again after the tables are emptied.
-_LIMIT = 50_000
+CACHE_LIMIT = 50_000
 _cache: dict[str, Fraction] = {}
 _milli_cache: dict[str, int] = {}
 _value_cache: dict[str, int] = {}
@@ -85,7 +85,7 @@ def parse_quantity(text: str | int | float) -> Fraction:
         text = repr(text) if isinstance(text, float) else str(text)
     cached = _cache.get(text)
     if cached is None:
-        cached = remember(_cache, text, _parse(text), _LIMIT)
+        cached = remember(_cache, text, _parse(text), CACHE_LIMIT)
     return cached
 
 
@@ -94,7 +94,7 @@ def milli_value(text: str | int | float) -> int:
     key = text if isinstance(text, str) else str(text)
     cached = _milli_cache.get(key)
     if cached is None:
-        cached = remember(_milli_cache, key, _round_away(parse_quantity(text) * 1000), _LIMIT)
+        cached = remember(_milli_cache, key, _round_away(parse_quantity(text) * 1000), CACHE_LIMIT)
     return cached
 
 
@@ -103,7 +103,7 @@ def value(text: str | int | float) -> int:
     key = text if isinstance(text, str) else str(text)
     cached = _value_cache.get(key)
     if cached is None:
-        cached = remember(_value_cache, key, _round_away(parse_quantity(text)), _LIMIT)
+        cached = remember(_value_cache, key, _round_away(parse_quantity(text)), CACHE_LIMIT)
     return cached
 
 
