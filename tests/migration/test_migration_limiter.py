@@ -3,6 +3,8 @@ time window, fed after each eviction, expiring 1.5 windows after their last use.
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from desched.migration.limiter import (
@@ -75,9 +77,26 @@ def test_a_limiter_expires_one_and_a_half_windows_after_its_last_use() -> None:
     limiters = workload_limiter(duration=60.0)
     limiters.track(WORKLOAD, KEYS[WORKLOAD], 1, now=0.0)
     assert limiters.exceeded(KEYS, 59.0) is not None
-    # Refilled at 60s anyway; what matters is that the entry is gone at 90s.
     assert limiters.exceeded(KEYS, 90.0) is None
-    assert limiters._buckets == {}
+
+
+def test_the_limiters_of_workloads_never_seen_again_do_not_pile_up() -> None:
+    """A run of months evicts from workloads that come and go (a Job's, a rollout's): their
+    limiters expire whether or not their key is asked about again. 20,000 more workloads, each
+    evicted once a second, hold under 0.5 MB where keeping them would hold some 6 MB."""
+    limiters = workload_limiter(duration=60.0)
+    tracemalloc.start()
+    try:
+        for i in range(22_000):
+            if i == 2_000:
+                before = tracemalloc.get_traced_memory()[0]
+            limiters.track(WORKLOAD, f"Job/batch/report-{i}", 1, now=float(i))
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 500_000
+    # The latest keep their limiter: the newest workload is still limited.
+    assert limiters.exceeded({WORKLOAD: "Job/batch/report-21999"}, 21_999.0) is not None
 
 
 @pytest.mark.parametrize("max_migrating", [0, -1])

@@ -20,6 +20,7 @@ NAMESPACE = "namespace"
 LIMITER_KINDS = (WORKLOAD, NAMESPACE)
 
 _GO_INT = re.compile(r"[+-]?[0-9]+")
+_SWEEP_MIN = 1024
 
 
 class TokenBucket:
@@ -81,6 +82,9 @@ class ObjectLimiters:
         # A limiter type with a zero window is off (initObjectLimiters skips it).
         self.configs = {c.kind: c for c in configs if c.duration > 0}
         self._buckets: dict[tuple[str, str], tuple[TokenBucket, float]] = {}
+        # Past this many buckets the expired ones go at the next track(): a key is otherwise
+        # dropped only when it is looked up again, and workloads that are gone never are.
+        self._sweep_at = _SWEEP_MIN
         # A live run checks and feeds the limiters from the cycle's thread and from the event
         # loop: a check and the token it takes must be one step (see PodObjectLimits.reserve).
         self.lock = threading.Lock()
@@ -138,3 +142,12 @@ class ObjectLimiters:
             bucket.update(now, limit, burst)
         bucket.allow(now)
         self._buckets[(kind, key)] = (bucket, now)
+        if len(self._buckets) >= self._sweep_at:
+            self._sweep(now)
+
+    def _sweep(self, now: float) -> None:
+        """Drop the buckets that expired with their limiter (as `_live` would on a lookup)."""
+        self._buckets = {
+            k: (bucket, used) for k, (bucket, used) in self._buckets.items()
+            if k[0] in self.configs and now - used < 1.5 * self.configs[k[0]].duration}
+        self._sweep_at = max(_SWEEP_MIN, 2 * len(self._buckets))
