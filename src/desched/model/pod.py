@@ -186,13 +186,15 @@ class PodStatus(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
 _conditions_decoder = msgspec.json.Decoder(tuple[PodCondition, ...], dec_hook=shared_hook)
 
 
-class _TypeAndStatus(msgspec.Struct):
+class _TypeAndStatus(msgspec.Struct, gc=False):
     type: str = ""
     status: str = ""
 
 
-# Readiness needs only two fields of each condition: no timestamps, no shared strings.
-_readiness_decoder = msgspec.json.Decoder(tuple[_TypeAndStatus, ...])
+# Readiness needs only two fields of each condition: no timestamps, no shared strings. Structs
+# the collector does not track: a PDB's first count decodes its every pod's conditions, and
+# with the collector running (desched run) tracked ones took twice as long to decode.
+_readiness_decoder = msgspec.json.Decoder(list[_TypeAndStatus])
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SOURCE_ANNOTATION = "kubernetes.io/config.source"
