@@ -24,7 +24,7 @@ import yaml
 from policy_cli import KOORD, LNL_ARGS, PLT, UPSTREAM, accepted, koord, refused, upstream
 
 from desched.plugins.catalog import PLUGINS
-from desched.policy.koordinator import _Config
+from desched.policy.koordinator import DeschedulerConfiguration
 from desched.util.duration import DURATION
 
 REPO = Path(__file__).resolve().parents[2]
@@ -138,14 +138,14 @@ def _looks_like_a_duration(name: str) -> bool:
 def test_every_duration_field_is_covered_and_typed() -> None:
     """The list above is every duration field the schemas have, and no field whose name says
     it is a duration holds plain text the decoder would not parse."""
-    found = {f"DeschedulerConfiguration{p}" for p in _duration_fields(mi.type_info(_Config), "",
-                                                                       set())}
+    found = {f"DeschedulerConfiguration{p}"
+             for p in _duration_fields(mi.type_info(DeschedulerConfiguration), "", set())}
     for spec in PLUGINS.values():
         found |= {f"{spec.args_type.__name__}{p}"
                   for p in _duration_fields(mi.type_info(spec.args_type), "", set())}
     assert found == {name.split(" ")[0] for name in DURATIONS}
     untyped: list[str] = []
-    for schema in [_Config, *(spec.args_type for spec in PLUGINS.values())]:
+    for schema in [DeschedulerConfiguration, *(spec.args_type for spec in PLUGINS.values())]:
         untyped.extend(_plain_text_durations(mi.type_info(schema), schema.__name__))
     assert untyped == []
 

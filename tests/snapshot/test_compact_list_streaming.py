@@ -70,7 +70,7 @@ def test_a_large_compact_list_is_decoded_item_by_item(tmp_path: Path) -> None:
     (COMPACT, False), ((", ", ": "), False), ((", ", ": "), True), ((" ,  ", " :\t"), True)])
 def test_any_whitespace_and_header_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          separators: tuple[str, str], items_first: bool) -> None:
-    monkeypatch.setattr(loader, "_STREAM_LINE", 0)  # stream small lines too
+    monkeypatch.setattr(loader, "STREAM_LINE", 0)  # stream small lines too
     items = cluster(1_203)
     text = api_list(items, separators, items_first=items_first)
     snap = load_snapshot([write(tmp_path, "l.json", text)])
@@ -81,7 +81,7 @@ def test_typed_lists_whose_items_carry_no_kind(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """`kubectl get --raw /api/v1/pods` and `/api/v1/nodes`: a PodList's items have no kind;
     two such lines in one file, and the same split over two files."""
-    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "STREAM_LINE", 0)
     items = cluster(700)
     bare = [{k: v for k, v in item.items() if k not in ("kind", "apiVersion")} for item in items]
     nodes = api_list(bare[:4], kind="NodeList", items_first=True)
@@ -94,7 +94,7 @@ def test_typed_lists_whose_items_carry_no_kind(tmp_path: Path,
 
 def test_standard_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A pipe cannot be mapped: it is spooled to a temporary file, then read as any file."""
-    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "STREAM_LINE", 0)
     items = cluster(600)
     stdin = io.TextIOWrapper(io.BytesIO(api_list(items).encode()))
     monkeypatch.setattr(sys, "stdin", stdin)
@@ -103,7 +103,7 @@ def test_standard_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_a_bad_item_is_named_by_line_and_item(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "STREAM_LINE", 0)
     first = api_list(cluster(3))
     second = api_list(cluster(8)).replace('"name":"p00005"', '"name":5')
     with pytest.raises(InputError) as err:
@@ -118,7 +118,7 @@ def test_a_bad_item_is_named_by_line_and_item(tmp_path: Path,
 def test_kinds_interleaved_and_unsupported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each joint found names the next item's kind: a change of kind, or an item of a kind the
     loader skips, must not decode an item as the kind before it."""
-    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "STREAM_LINE", 0)
     pods = [heavy_pod(i) for i in range(40)]
     mixed: list[dict[str, Any]] = []
     for i, p in enumerate(pods):
@@ -151,8 +151,8 @@ def test_a_podlist_is_decoded_a_run_of_items_at_a_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
     """`kubectl get --raw /api/v1/pods` (one line) or a pretty PodList: once an item's end is
     known, hundreds of items decode in one call; every pod as the JSON-lines path reads it."""
-    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
-    monkeypatch.setattr(loader, "_RUN", 50_000)
+    monkeypatch.setattr(loader, "STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "LIST_RUN", 50_000)
     runs = _count_runs(monkeypatch)
     items = cluster(300)
     bare = [{k: v for k, v in item.items() if k not in ("kind", "apiVersion")}
@@ -168,8 +168,8 @@ def test_an_item_end_guessed_inside_an_item_is_read_item_by_item(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A nested list whose objects start with `metadata` looks like the joint between items:
     a run cut there does not decode, and its items are read one at a time."""
-    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
-    monkeypatch.setattr(loader, "_RUN", 20_000)
+    monkeypatch.setattr(loader, "STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "LIST_RUN", 20_000)
     runs = _count_runs(monkeypatch)
     items = [heavy_pod(i) for i in range(120)]
     for item in items:
@@ -183,8 +183,8 @@ def test_an_item_end_guessed_inside_an_item_is_read_item_by_item(
 
 def test_a_bad_item_in_a_run_is_named_as_item_by_item(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
-    monkeypatch.setattr(loader, "_RUN", 30_000)
+    monkeypatch.setattr(loader, "STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "LIST_RUN", 30_000)
     bare = [{k: v for k, v in item.items() if k not in ("kind", "apiVersion")}
             for item in cluster(60)[4:]]
     text = api_list(bare, kind="PodList").replace('"name":"p00040"', '"name":5')
@@ -200,8 +200,8 @@ def test_a_kind_list_of_pods_is_read_in_runs_and_what_is_no_pod_item_by_item(
     """kubectl's `kind: List`: nodes, then pods, with an item of no kind and a Pod of another
     API group among them. Runs decode the pods; a run holding anything else is read one item
     at a time, so those two are counted as unsupported, never taken for pods."""
-    monkeypatch.setattr(loader, "_STREAM_LINE", 0)
-    monkeypatch.setattr(loader, "_RUN", 30_000)
+    monkeypatch.setattr(loader, "STREAM_LINE", 0)
+    monkeypatch.setattr(loader, "LIST_RUN", 30_000)
     runs = _count_runs(monkeypatch)
     items = cluster(400)
     odd = [{k: v for k, v in heavy_pod(9000).items() if k != "kind"},

@@ -220,7 +220,7 @@ def test_large_yaml_read_whole_warns_what_it_costs_and_how_to_get_json(
 
     import desched.snapshot.loader as loader
 
-    monkeypatch.setattr(loader, "_YAML_WARN_BYTES", 10)
+    monkeypatch.setattr(loader, "YAML_WARN_BYTES", 10)
     warnings: list[str] = []
     # Read an object at a time: no warning, however large.
     load_snapshot([write(tmp_path, "pieces.yaml", yaml.safe_dump(NODE))], warn=warnings.append)

@@ -31,8 +31,8 @@ def test_silent_when_not_a_terminal_or_quick(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_counts_and_share_of_bytes_then_cleared(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
-    monkeypatch.setattr(progress_module, "_DELAY", 0.0)
-    monkeypatch.setattr(progress_module, "_EVERY", 0.0)
+    monkeypatch.setattr(progress_module, "DELAY", 0.0)
+    monkeypatch.setattr(progress_module, "EVERY", 0.0)
     pods = [{"metadata": {"name": f"p{i}", "namespace": "ns"}, "spec": {"nodeName": "n"}}
             for i in range(3)]
     path = tmp_path / "pods.jsonl"

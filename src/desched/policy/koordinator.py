@@ -79,7 +79,10 @@ class _ClientConnection(msgspec.Struct, rename="camel", forbid_unknown_fields=Tr
     burst: int | None = None
 
 
-class _Config(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+class DeschedulerConfiguration(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    """The schema of koord-descheduler's file (descheduler/v1alpha2 DeschedulerConfiguration):
+    what this loader decodes, before profiles are built from it."""
+
     api_version: str = ""
     kind: str = ""
     leader_election: _LeaderElection | None = None
@@ -119,7 +122,7 @@ def _bind_address(value: str | None, field: str, errs: list[str]) -> None:
 
 def load_koordinator(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy:
     try:
-        cfg = convert(doc, _Config)
+        cfg = convert(doc, DeschedulerConfiguration)
     except DecodingError as err:
         raise DecodeError(path, str(err)) from None
     errs: list[str] = []
@@ -170,7 +173,8 @@ def load_koordinator(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy
         leader_elect=bool(cfg.leader_election and cfg.leader_election.leader_elect),
         moves=cfg.moves,
         # Decoding is strict: only the label selectors (lenient) can hold unknown keys.
-        warnings=describe(path, unknown_fields(doc, _Config) + plugin_args_fields(doc, plugins))
+        warnings=describe(path, unknown_fields(doc, DeschedulerConfiguration)
+                          + plugin_args_fields(doc, plugins))
         + moves_warnings(path, cfg.moves) + _migrating_moves(path, cfg.moves, profiles),
     )
 

@@ -86,7 +86,7 @@ _item_header = msgspec.json.Decoder(_ItemHeader)
 _KIND = re.compile(rb'"kind"\s*:\s*"([A-Za-z0-9]+List)"')
 # YAML this large takes minutes and gigabytes where the same objects as JSON take seconds
 # (measured in bench/README.md): desched warns and says how to get JSON.
-_YAML_WARN_BYTES = 64 << 20
+YAML_WARN_BYTES = 64 << 20
 # msgspec and json recurse once per nesting level and raise RecursionError near Python's
 # recursion limit (about 1,000 levels; Kubernetes objects nest about 15).
 _TOO_DEEP = "nesting too deep to decode"
@@ -99,10 +99,10 @@ _YAML_NAME = re.compile(rb"\n {2,4}name: *([^\s#]+)")
 # A line longer than this that holds a List is read an item at a time: one call decoding the
 # whole line holds all its objects at once. Larger than a page `desched snapshot` writes (500
 # items, ~2.5 MB of production-like pods), which decodes faster in one call.
-_STREAM_LINE = 16 << 20
+STREAM_LINE = 16 << 20
 # The bytes of a list's items decoded in one call (about 400 production-like pods), at most a
 # 64th of the list: what a run holds at once stays small beside what the list decodes to.
-_RUN = 4 << 20
+LIST_RUN = 4 << 20
 # Lines are looked for this much at a time (see _line_end).
 _SCAN_CHUNK = 64 << 20
 # How far past the longest item so far an item's end is searched for before finding it exactly.
@@ -275,7 +275,7 @@ class _Reader:
         # time once their layout is known.
         runs = typed == "" or (typed == "Pod" and self._accept(typed, layout.api_version))
         single_until = -1  # where a run that did not decode ended: its items are read singly
-        run_bytes = max(1 << 16, min(_RUN, (layout.end - layout.first) // 64))
+        run_bytes = max(1 << 16, min(LIST_RUN, (layout.end - layout.first) // 64))
         try:
             while pos is not None:
                 pods: Batch | None = None
@@ -382,7 +382,7 @@ class _Reader:
         while pos < size:
             end = first_end if pos == 0 else _line_end(mm, pos, size)
             if end > pos:
-                layout = find_list(mm, end, pos) if end - pos > _STREAM_LINE else None
+                layout = find_list(mm, end, pos) if end - pos > STREAM_LINE else None
                 if layout is not None and layout.kind.endswith("List"):
                     yield from self._json_list(mm, layout, f"line {line_no}")
                 else:
@@ -426,7 +426,7 @@ class _Reader:
             return
         except _WholeFile:
             self.ignored.clear()  # counted again by the whole reading
-        if size > _YAML_WARN_BYTES:
+        if size > YAML_WARN_BYTES:
             warn(f"{self.path}: {size / 2**20:.0f} MiB of YAML is parsed whole (it cannot be "
                  f"read an object at a time: directives, `...`, anchors shared between objects, "
                  f"or an error), at about 2 MiB/s and 40 bytes of memory per byte; the same "

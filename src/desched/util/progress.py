@@ -10,8 +10,8 @@ import sys
 import time
 from typing import TextIO
 
-_DELAY = 1.0  # seconds before the first line
-_EVERY = 0.25  # seconds between updates
+DELAY = 1.0  # seconds before the first line
+EVERY = 0.25  # seconds between updates
 
 
 def _size(count: float) -> str:
@@ -32,7 +32,7 @@ class Progress:
         isatty = getattr(self.stream, "isatty", None)
         self.enabled = force if force is not None else bool(isatty and isatty())
         self.started = time.monotonic()
-        self._next = self.started + _DELAY
+        self._next = self.started + DELAY
         self._shown = False
 
     def update(self, objects: int, done: int = 0, total: int = 0) -> None:
@@ -42,7 +42,7 @@ class Progress:
         now = time.monotonic()
         if now < self._next:
             return
-        self._next = now + _EVERY
+        self._next = now + EVERY
         text = f"{self.label}: {objects:,} objects"
         if total:
             text += f", {_size(done)} of {_size(total)} ({100 * done // total}%)"
