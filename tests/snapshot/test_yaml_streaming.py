@@ -78,7 +78,7 @@ def test_kubectl_list_is_read_an_item_at_a_time(tmp_path: Path,
     pieces = _Pieces(monkeypatch)
     batches = list(loader.read_batches(path, warn=lambda message: None))
     assert sum(len(batch) for batch in batches) == 1201
-    assert max(len(batch) for batch in batches) <= loader._BATCH  # objects held at once
+    assert max(len(batch) for batch in batches) <= loader.BATCH  # objects held at once
     assert len(pieces.sizes) == 1201  # one parse per item, none of the whole document
     assert max(pieces.sizes) < size / 500
     assert read(path) == read_whole(path, monkeypatch)

@@ -90,7 +90,7 @@ YAML_WARN_BYTES = 64 << 20
 # msgspec and json recurse once per nesting level and raise RecursionError near Python's
 # recursion limit (about 1,000 levels; Kubernetes objects nest about 15).
 _TOO_DEEP = "nesting too deep to decode"
-_BATCH = 500  # objects handed to the snapshot at a time, and pages released between them
+BATCH = 500  # objects handed to the snapshot at a time, and pages released between them
 # The YAML of one object larger than this is refused before it is parsed: no API server stores
 # such an object (etcd takes at most 1.5 MiB a request; an object's YAML, indented and with its
 # keys spelled out, is a few times its stored size), and parsing it would take seconds a MiB.
@@ -316,7 +316,7 @@ class _Reader:
                         smallest[kind] = end - pos
                 longest = max(longest, end - pos)
                 self.position = end
-                if len(batch) >= _BATCH:
+                if len(batch) >= BATCH:
                     yield tuple(batch)
                     batch = []
                     _release(mm, released, end)
@@ -489,10 +489,10 @@ class _Reader:
             raise _WholeFile
         item_kind = kind[: -len("List")]
         released = shape.items[0].start
-        for first in range(0, len(shape.items), _BATCH):
+        for first in range(0, len(shape.items), BATCH):
             batch: list[KubeObject] = []
             with parser.quiet():
-                for index in range(first, min(first + _BATCH, len(shape.items))):
+                for index in range(first, min(first + BATCH, len(shape.items))):
                     span = shape.items[index]
                     obj = self._yaml_item(parser, mm, span, item_kind, version,
                                           f"{where} item {index}")
