@@ -317,12 +317,13 @@ async def test_a_lost_lease_stops_the_cycle_and_says_so(
     elector = FlakyElector()
     evictions.on_request = lambda _: elector.lost.set()  # lost during the first eviction
     runner = runner_for(config(tmp_path, emulator, interval="1h", leader_elect=True,
-                               lease_namespace="kube-system"),
+                               lease_namespace="kube-system", metrics_address="127.0.0.1:0"),
                         elector_factory=lambda *_: elector)
     assert await asyncio.wait_for(runner.run(), 20) == 1
     [report] = runner.reports
     assert report.result == "interrupted"
-    state = runner._page_state()
+    assert runner.page is not None
+    state = runner.page.state()  # what /cycles shows
     [cycle] = json.loads(render_json(state))["cycles"]
     assert cycle["live"]["why"] == f"stopped before its next eviction: {LEASE_LOST}"
     assert [r["reason"] for r in cycle["refusals"]] == [LEASE_LOST]
