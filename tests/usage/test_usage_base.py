@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from builders import NOW, handle_for, node, snapshot
+from builders import NOW, handle_for, node, pod, snapshot
 from desched.framework.policy import MetricsProvider, Policy
 from desched.plugins.catalog import PLUGINS
 from desched.policy.loader import policy_from_document
@@ -86,3 +86,14 @@ def test_requested_usage_measures_every_node() -> None:
     assert usage.sync([snap.nodes["n1"], snap.nodes["n2"]]) == {}
     assert usage.node_usage("n1") == {"cpu": 0, "pods": 0}
     assert usage.pod_usage_known
+
+
+def test_requested_usage_of_pods_with_one_resource_spec_is_read_once() -> None:
+    """Pods sharing their requests (one resource spec) share their usage; another spec has
+    its own."""
+    a, b = pod("a", cpu="250m"), pod("b", cpu="250m")
+    other = pod("c", cpu="1")
+    usage = RequestedUsage(snapshot(node("n1"), a, b, other), ["cpu", "memory", "gpu"])
+    assert usage.pod_usage(a) == {"cpu": 250, "memory": 128 * 2**20, "gpu": 0}
+    assert usage.pod_usage(b) is usage.pod_usage(a)
+    assert usage.pod_usage(other) == {"cpu": 1000, "memory": 128 * 2**20, "gpu": 0}

@@ -8,6 +8,7 @@ from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.usage.base import Amounts
+from desched.util.memo import remember
 
 
 class RequestedUsage:
@@ -21,6 +22,10 @@ class RequestedUsage:
         self.names = tuple(names)
         self._usage: dict[str, Amounts] = {}
         self._pods: dict[str, list[Pod]] = {}
+        # id(requests dict) -> (that dict, the usage read from it): pods of one resource spec
+        # share their requests dict (Pod.requests), and LowNodeUtilization asks this of every
+        # pod it tries to evict.
+        self._by_requests: dict[int, tuple[dict[str, int], Amounts]] = {}
 
     def sync(self, nodes: Sequence[Node]) -> dict[str, str]:
         self._usage.clear()
@@ -40,5 +45,11 @@ class RequestedUsage:
         return self._pods[node]
 
     def pod_usage(self, pod: Pod) -> Amounts:
+        """Shared by the pods of one resource spec: callers must not modify it."""
         requests = pod.requests
-        return {r: requests.get(r, 0) for r in self.names}
+        known = self._by_requests.get(id(requests))
+        if known is not None and known[0] is requests:
+            return known[1]
+        usage = {r: requests.get(r, 0) for r in self.names}
+        remember(self._by_requests, id(requests), (requests, usage))
+        return usage
