@@ -18,7 +18,7 @@ from desched.live import migration
 from desched.live.client import ApiClient, ConnectionLost
 from desched.live.informer import Informer
 from desched.live.migration import MigrationService, Verdicts
-from desched.migration.arbitration import PASSED_ARBITRATION_ANNOTATION
+from desched.migration.arbitration import PASSED_ARBITRATION_ANNOTATION, Verdict
 from desched.migration.args import MigrationControllerArgs, default
 from desched.model.kinds import JSON_DECODERS
 from desched.model.resources import BY_KIND
@@ -43,6 +43,7 @@ class Controller:
         self.passes: list[str] = []
         self.fail: dict[str, BaseException] = {}
         self.waits: dict[str, float] = {}
+        self.verdicts: list[Verdict] = []  # arbitration's, as written to the jobs
 
     async def reconcile(self, name: str) -> bool:
         self.passes.append(name)
@@ -56,11 +57,15 @@ class Controller:
     async def scavenge(self, name: str) -> bool:
         raise ConnectionLost(f"delete podmigrationjob {name}: read timeout")
 
+    async def apply_verdict(self, verdict: Verdict) -> None:
+        self.verdicts.append(verdict)
+
 
 def service(*jobs: Any, guard: Any = None) -> tuple[MigrationService, Controller]:
     informer = Informer(ApiClient.for_server("http://127.0.0.1:9", trust_env=False),
                         BY_KIND["PodMigrationJob"])
     informer.store = {j.metadata.name: j for j in jobs}
+    informer.synced.set()  # the cache as listed: arbitration builds its snapshot from it
     args = MigrationControllerArgs()
     default(args)
     svc = MigrationService("p", args, informer.client, [informer], guard=guard,
@@ -106,8 +111,9 @@ async def test_unchanged_jobs_wait_for_the_requeue_and_backoff_wins_over_changes
 
 async def test_pending_jobs_wait_for_arbitration() -> None:
     svc, fake = service(job("w", phase="Pending", passed=False))
-    svc._next_arbitration = float("inf")  # no arbitration round now
     await svc.round()
+    # Arbitrated before any pass: its pod is not in the cache, so it did not pass.
+    assert [(v.job, v.outcome) for v in fake.verdicts] == [("w", "failed")]
     assert fake.passes == []
     svc.verdicts.record("w", "passed")  # written, the cache does not show it yet
     await svc.round()
