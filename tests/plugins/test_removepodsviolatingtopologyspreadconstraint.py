@@ -318,22 +318,20 @@ def test_skip_is_recorded_when_nothing_fits() -> None:
     assert "fits none of the 1 node(s)" in skip.reason
 
 
-def test_distinct_constraints_per_namespace() -> None:
-    """Same constraint twice: one entry. Different node affinity (Honor): two entries; with
-    Ignore the affinity is not part of the key."""
-    snap = snapshot(*zones("a", "b"),
-                    *spread("n1", 2),
-                    *spread("n1", 1, prefix="sel", spec={"nodeSelector": {"zone": "a"}}),
-                    *spread("n2", 1, prefix="ign", constraints=[tsc(nodeAffinityPolicy="Ignore")],
-                            spec={"nodeSelector": {"zone": "b"}}),
-                    *spread("n2", 1, prefix="ign2",
-                            constraints=[tsc(nodeAffinityPolicy="Ignore")]))
-    handle, _ = handle_for(snap, plugin=PLUGIN)
-    plugin_args = args(RemovePodsViolatingTopologySpreadConstraintArgs, {})
-    default(plugin_args)
-    plugin = RemovePodsViolatingTopologySpreadConstraint(plugin_args, handle)
-    found = plugin._namespace_constraints(list(snap.pods.values()))
-    assert len(found) == 3
+def test_one_constraint_per_node_affinity_under_honor() -> None:
+    """Pods carrying the same constraint with different node selectors (Honor) are distinct
+    constraints, each over its own nodes: the unselective pods' zones are 2/2/0 and one of them
+    moves, though pods selecting pool x (2/2 over its two zones) are listed first (one
+    constraint for both would be the first pod's). With Ignore every zone counts for both."""
+    nodes = [zone_node("n1", "a", labels={"pool": "x"}), zone_node("n2", "b", labels={"pool": "x"}),
+             zone_node("n3", "c")]
+    in_pool = {"nodeSelector": {"pool": "x"}}
+    evicted, _ = run(nodes, spread("n1", 2, prefix="sel", spec=in_pool) + spread("n2", 2))
+    assert evicted == ["n2-1"]
+    ignore = [tsc(nodeAffinityPolicy="Ignore")]
+    evicted, _ = run(nodes, spread("n1", 2, prefix="sel", spec=in_pool, constraints=ignore)
+                     + spread("n2", 2, constraints=ignore))
+    assert evicted == ["n2-1"]
 
 
 def _pool(extra_x: list[Any]) -> list[Any]:
