@@ -160,7 +160,10 @@ class BudgetTracker:
         if len(pdbs) > 1:
             return None, MULTIPLE_PDBS
         pdb = pdbs[0]
-        if pod.ready:
+        ready = pod.cached_ready  # Pod.ready once known, without the call
+        if ready is None:
+            ready = pod.ready
+        if ready:
             # A refusal stands until the budget's evictions, counts or pods change (what
             # _refusal keys it by; _stale drops it): most attempts are its budget's repeats.
             known = self._refusals.get(id(pdb))

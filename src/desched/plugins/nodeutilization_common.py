@@ -423,7 +423,7 @@ class EvictionRun:
                 handle.skip(pod, f"pod does not tolerate all taints of any "
                                  f"{self.findings.destination_kind} node")
                 continue
-            if pod.namespace in self.excluded_namespaces:
+            if pod.metadata.namespace in self.excluded_namespaces:
                 handle.skip(pod, f"namespace {pod.namespace} is excluded by "
                                  f"evictableNamespaces")
                 continue

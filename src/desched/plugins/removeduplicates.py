@@ -93,18 +93,19 @@ class _PlacementClasses:
         verdicts: dict[tuple[tuple[str, str, str], ...], bool] = {}
         names = []
         for n in matched:
+            name = n.metadata.name  # not Node.name: a call per node of each class
             taints = n.spec.taints
             if taints:
-                kind = kinds.get(n.name)
+                kind = kinds.get(name)
                 if kind is None:
-                    kind = kinds[n.name] = tuple([(t.key, t.value, t.effect) for t in taints])
+                    kind = kinds[name] = tuple([(t.key, t.value, t.effect) for t in taints])
                 tolerated = verdicts.get(kind)
                 if tolerated is None:
                     tolerated = verdicts[kind] = first_untolerated(
                         taints, tolerations, SCHEDULING_EFFECTS) is None
                 if not tolerated:
                     continue
-            names.append(n.name)
+            names.append(name)
         return names
 
 

@@ -247,8 +247,13 @@ class RemovePodsViolatingInterPodAntiAffinity:
         self._index: AntiAffinityIndex | None = None
 
     def _listed(self, pod: Pod) -> bool:
-        """Upstream's listing: non-terminal, and passing namespaces and labelSelector."""
-        if pod.terminal or not namespace_allowed(self.args.namespaces, pod.namespace):
+        """Upstream's listing: non-terminal, and passing namespaces and labelSelector. Fields
+        read directly, not through Pod's properties: asked of every pod of the namespaces the
+        terms name."""
+        if pod.status.phase in ("Succeeded", "Failed"):
+            return False
+        namespaces = self.args.namespaces
+        if namespaces is not None and not namespace_allowed(namespaces, pod.metadata.namespace):
             return False
         return self.labels is None or self.labels(pod.metadata.labels)
 

@@ -43,6 +43,7 @@ from desched.predicates.nodefit import pod_fits_any_node
 PLUGIN = "RemovePodsViolatingNodeAffinity"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+_TERMINAL = ("Succeeded", "Failed")  # Pod.terminal
 # Recorded (and counted) for a violating pod that fits no node; the same text for every pod.
 FITS_NO_NODE = ("pod violates its {kind} node affinity but does not fit any node (nodeSelector, "
                 "affinity, taints, anti-affinity or resources)")
@@ -166,15 +167,22 @@ class RemovePodsViolatingNodeAffinity:
         namespaces, labels = self.args.namespaces, self.labels
         out: dict[str, list[Pod]] = {}
         for node in nodes:
-            for pod in (pods_by_node.get(node.name) or {}).values():
+            name = node.metadata.name
+            # Fields read directly, not through Pod's properties: this sees every pod.
+            for pod in (pods_by_node.get(name) or {}).values():
                 affinity = pod.spec.affinity
                 if affinity is None or affinity.node_affinity is None:
                     continue
-                if pod.terminal or not namespace_allowed(namespaces, pod.namespace):
+                if pod.status.phase in _TERMINAL or (
+                        namespaces is not None
+                        and not namespace_allowed(namespaces, pod.metadata.namespace)):
                     continue
                 if labels is not None and not labels(pod.metadata.labels):
                     continue
-                out.setdefault(node.name, []).append(pod)
+                listed = out.get(name)
+                if listed is None:
+                    listed = out[name] = []
+                listed.append(pod)
         return out
 
     def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
