@@ -389,10 +389,12 @@ def pod_fits_any_other_node(pod: Pod, nodes: Sequence[Node], snapshot: ClusterSn
     current = pod.spec.node_name
     memo = _other_node_memo(nodes, snapshot)
     fits = memo.fits
-    hit = fits.get(taint_free_signature(pod))  # a pair: never equal to a full signature
-    if hit is not None and hit.metadata.name != current:
+    # The signatures kept on the pod are read without a call (DefaultEvictor asks this of
+    # nearly every pod a plugin lists); never empty, so `or` computes only missing ones.
+    hit = fits.get(pod.cached_taint_free_signature or taint_free_signature(pod))  # a pair:
+    if hit is not None and hit.metadata.name != current:  # never equal to a full signature
         return True
-    key = placement_signature(pod)
+    key = pod.cached_signature or placement_signature(pod)
     hit = fits.get(key)
     if hit is not None and hit.metadata.name != current:
         return True
