@@ -65,8 +65,8 @@ def test_plugins_lists_the_built_ins_and_the_package(site: Path) -> None:
 
 def test_the_example_warns_of_nothing(site: Path) -> None:
     """As every shipped example (tests/policy/test_policy_warnings.py,
-    tests/test_snapshot_completeness.py): no warning from the policy, and none from simulate,
-    --reschedule included."""
+    tests/simulate/test_snapshot_completeness.py): no warning from the policy, and none from
+    simulate, --reschedule included."""
     proc = desched("validate", "--strict", "--policy", POLICY, path=(site,))
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "ok\n", "")
     proc = desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--now", NOW,

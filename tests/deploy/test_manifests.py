@@ -228,7 +228,7 @@ def check_run_container(spec: dict[str, Any], *, mode: str) -> dict[str, str | N
 
 
 def policy_loads(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "desched.cli", "validate", "--policy", str(path)],
+    return subprocess.run([sys.executable, "-m", "desched", "validate", "--policy", str(path)],
                           capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -1185,7 +1185,7 @@ def test_emitted_flags_are_known() -> None:
 
 
 def test_desched_run_accepts_every_flag_the_assets_use() -> None:
-    proc = subprocess.run([sys.executable, "-m", "desched.cli", "run", "--help"],
+    proc = subprocess.run([sys.executable, "-m", "desched", "run", "--help"],
                           capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0 and "No such command" in proc.stderr + proc.stdout:
         pytest.skip("`desched run` is not implemented yet")
@@ -1247,8 +1247,8 @@ def test_dockerignore_keeps_what_the_build_copies() -> None:
     for sources in copied:
         for source in sources:
             assert not ignored(source), f"{source} is copied but .dockerignore drops it"
-    assert not ignored("src/desched/cli.py")
-    for path in (".venv/bin/python", ".git/HEAD", "tests/test_cli.py", "bench/README.md",
+    assert not ignored("src/desched/commands/cli.py")
+    for path in (".venv/bin/python", ".git/HEAD", "tests/commands/test_cli.py", "bench/README.md",
                  "src/desched/__pycache__/cli.cpython-311.pyc"):
         assert ignored(path), path
 
@@ -1260,7 +1260,7 @@ UPSTREAM_VALUES = Path(__file__).with_name("upstream-values.yaml")
 def run_context(args: list[str]) -> Any:
     """The rendered container args parsed by `desched run` itself (upstream's pflag spellings
     normalised as the command does): unknown flags and bad values fail here."""
-    from desched.cli import run as run_command
+    from desched.commands.cli import run as run_command
 
     assert args[0] == "run"
     return run_command.make_context("run", list(args[1:]))

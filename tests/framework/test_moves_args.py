@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from desched.cli import main
+from desched.commands.cli import main
 from desched.framework.moves.args import MovesArgs, validate, warnings
 from desched.plugins.catalog import PLUGINS
 from desched.policy.convert import convert_policy

@@ -20,7 +20,7 @@ from desched.plugins.removepodshavingtoomanyrestarts import (
     validate,
 )
 from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.simulate.simulation import run_simulation
 
 PLUGIN = "RemovePodsHavingTooManyRestarts"
 

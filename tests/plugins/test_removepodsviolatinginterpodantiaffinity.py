@@ -24,7 +24,7 @@ from desched.plugins.removepodsviolatinginterpodantiaffinity import (
     validate,
 )
 from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.simulate.simulation import run_simulation
 from oracles.anti_affinity import check_pods_with_anti_affinity_exist
 
 HOST = "kubernetes.io/hostname"

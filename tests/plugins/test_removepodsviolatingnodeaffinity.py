@@ -21,7 +21,7 @@ from desched.plugins.removepodsviolatingnodeaffinity import (
 )
 from desched.policy.errors import PolicyError
 from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.simulate.simulation import run_simulation
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"

@@ -19,7 +19,7 @@ from desched.plugins.removepodsviolatingnodetaints import (
     validate,
 )
 from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.simulate.simulation import run_simulation
 
 
 def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict[str, str]:

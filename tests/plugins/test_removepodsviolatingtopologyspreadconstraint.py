@@ -21,7 +21,7 @@ from desched.plugins.removepodsviolatingtopologyspreadconstraint import (
     validate,
 )
 from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.simulate.simulation import run_simulation
 
 PLUGIN = "RemovePodsViolatingTopologySpreadConstraint"
 LABELS = {"app": "web"}

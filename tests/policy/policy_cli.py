@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 
-from desched.cli import main
+from desched.commands.cli import main
 
 UPSTREAM = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy"}
 KOORD = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration"}

@@ -392,7 +392,7 @@ def test_simulate_and_run_refuse_alike(tmp_path: Path, command: list[str], case:
     doc, message = ISSUE_INPUTS[case]
     path = tmp_path / "policy.yaml"
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "desched.cli", command[0], "--policy",
+    proc = subprocess.run([sys.executable, "-m", "desched", command[0], "--policy",
                            str(path), *command[1:]], capture_output=True, text=True,
                           timeout=120, check=False)
     assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
