@@ -551,7 +551,7 @@ def docs_overlay() -> str:
 def schedule_of(tmp_path: Path, args: list[str], policy_text: str) -> Any:
     """When `desched run ARGS` with this policy runs its cycles (desched's own resolution)."""
     from desched.live.config import RunConfig, resolve_schedule
-    from desched.policy.loader import load_policy
+    from desched.policy_files.loader import load_policy
 
     params = run_context(args).params
     path = tmp_path / "schedule-policy.yaml"
@@ -1058,7 +1058,7 @@ def test_helm_grants_the_migration_rbac_the_policy_needs(tmp_path: Path, policy:
     write access without asking (else every job is a 403 at run time), as desched itself reads
     the policy; the CRDs ship in crds/, which Helm installs on the first install."""
     from desched.live.migration import migration_profiles
-    from desched.policy.loader import load_policy
+    from desched.policy_files.loader import load_policy
 
     values: dict[str, Any] = {"kind": "Deployment"}
     if policy is not None:
@@ -1313,7 +1313,7 @@ def test_upstream_chart_values_render_a_workload_desched_runs(tmp_path: Path,
     path = tmp_path / "policy.yaml"
     path.write_text(cm["data"]["policy.yaml"])
     from desched.framework.runner import check_policy
-    from desched.policy.loader import load_policy
+    from desched.policy_files.loader import load_policy
 
     check_policy(load_policy(str(path), PLUGINS))
 

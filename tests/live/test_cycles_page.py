@@ -54,7 +54,7 @@ from desched.live.cycle_facts import (
 from desched.live.cycles_page import PageState, render_html, render_json
 from desched.live.run import LEASE_LOST, Runner
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 from desched.simulate.frames import SERIES, Frame
 from desched.snapshot.cluster import ClusterSnapshot
 

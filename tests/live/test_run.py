@@ -37,7 +37,7 @@ from desched.live.run import (
 )
 from desched.model.resources import RESOURCES
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 
 pytestmark = pytest.mark.asyncio
 

@@ -24,9 +24,9 @@ from desched.plugins.migrationcontroller import (
     default,
     validate,
 )
-from desched.policy.args import ArgsError
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.loader import policy_from_document
+from desched.policy_files.args import ArgsError
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.loader import policy_from_document
 from desched.simulate.simulation import SimulationResult, run_simulation
 
 PATH = "koord.yaml"

@@ -18,7 +18,7 @@ from desched.plugins.removepodsviolatingnodetaints import (
     RemovePodsViolatingNodeTaintsArgs,
     validate,
 )
-from desched.policy.loader import policy_from_document
+from desched.policy_files.loader import policy_from_document
 from desched.simulate.simulation import run_simulation
 
 

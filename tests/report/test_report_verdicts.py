@@ -16,7 +16,7 @@ import yaml
 
 from desched.framework.decisions import DecisionLog
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 from desched.report.render import render
 from desched.simulate import whatif
 from desched.simulate.simulation import CycleSummary, Evicted, SimulationResult, run_simulation

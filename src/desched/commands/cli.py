@@ -153,8 +153,8 @@ def validate(policy_path: str, strict: bool) -> None:
     """Check a policy file: prints `ok`, or the errors and exits 2."""
     from desched.framework.runner import check_policy
     from desched.plugins.catalog import PLUGINS
-    from desched.policy.loader import load_policy
-    from desched.policy.unknown import duplicate_profiles, idle_warning
+    from desched.policy_files.loader import load_policy
+    from desched.policy_files.unknown import duplicate_profiles, idle_warning
 
     policy = load_policy(policy_path, PLUGINS)
     check_policy(policy)
@@ -186,7 +186,7 @@ def convert(policy_path: str, output: str) -> None:
     or a ConfigMap holding one) as the descheduler/v1alpha2 DeschedulerPolicy desched runs.
     What v1alpha2 cannot hold is refused when it changes decisions, else noted."""
     from desched.plugins.catalog import PLUGINS
-    from desched.policy.convert import convert_policy, render
+    from desched.policy_files.convert import convert_policy, render
 
     converted = convert_policy(policy_path, PLUGINS)
     _warn(converted.policy.warnings)

@@ -21,7 +21,7 @@ from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock, UsageQueries
 from desched.model.pod import Pod
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 from desched.scheduler.by_name import scheduler_model
 from desched.scheduler.model import KUBE_DEFAULT, Placement, SchedulerModel
 from desched.scheduler.placement import reschedule

@@ -21,8 +21,8 @@ from desched.plugins.lownodeload.args import (
     go_selector,
 )
 from desched.plugins.lownodeload.plugin import LowNodeLoad
-from desched.policy.errors import DecodeError
-from desched.policy.loader import policy_from_document
+from desched.policy_files.errors import DecodeError
+from desched.policy_files.loader import policy_from_document
 from desched.simulate.simulation import run_simulation
 from desched.util.gofloat import go_float
 

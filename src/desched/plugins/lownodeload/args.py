@@ -14,7 +14,7 @@ from desched.decoding.go import Int64
 from desched.model.labels import Matcher, SelectorError, compile_selector
 from desched.model.meta import LabelSelector
 from desched.plugins.lownodeload.detector import Condition
-from desched.policy.args import Namespaces
+from desched.policy_files.args import Namespaces
 from desched.util.duration import Duration, parse_duration
 from desched.util.gofloat import go_float
 

@@ -45,7 +45,7 @@ from desched.plugins.lownodeload.args import (
 )
 from desched.plugins.lownodeload.detector import Detector, DetectorCache, State
 from desched.plugins.lownodeload.sort import node_score, sort_pods_for_eviction
-from desched.policy.args import namespace_allowed, namespace_scope
+from desched.policy_files.args import namespace_allowed, namespace_scope
 from desched.predicates.nodefit import node_fit, placement_signature
 from desched.usage.nodemetric import PODS, NodeLoad, read_node_load
 

@@ -16,8 +16,8 @@ import yaml
 
 from desched.framework.policy import Policy
 from desched.plugins.catalog import PLUGINS
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.loader import load_policy, policy_from_document
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.loader import load_policy, policy_from_document
 from desched.util.names import nearest
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,12 +18,12 @@ from desched.framework.policy import Policy, ProfileConfig
 from desched.framework.registry import Plugins
 from desched.model.labels import SelectorError, compile_selector, selector_is_empty
 from desched.model.meta import LabelSelector
-from desched.policy.args import ArgsError, decode_args
-from desched.policy.decoding import DecodingError, convert
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.hints import did_you_mean, plugin_hint
-from desched.policy.unknown import plugin_args_fields
-from desched.policy.upstream import check_default_evictor, moves_warnings
+from desched.policy_files.args import ArgsError, decode_args
+from desched.policy_files.decoding import DecodingError, convert
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.hints import did_you_mean, plugin_hint
+from desched.policy_files.unknown import plugin_args_fields
+from desched.policy_files.upstream import check_default_evictor, moves_warnings
 from desched.util.duration import Duration, parse_duration
 
 DEFAULT_PROFILE = "koord-descheduler"

@@ -14,11 +14,11 @@ from desched.errors import shown
 from desched.framework.policy import Policy
 from desched.framework.registry import Plugins
 from desched.model.meta import LabelSelector
-from desched.policy.args import ArgsError, decode_args
-from desched.policy.decoding import DecodingError, convert
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.hints import did_you_mean
-from desched.policy.upstream import load_v1alpha2
+from desched.policy_files.args import ArgsError, decode_args
+from desched.policy_files.decoding import DecodingError, convert
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.hints import did_you_mean
+from desched.policy_files.upstream import load_v1alpha2
 
 # v1alpha1's strategies by the extension point their v1alpha2 plugin runs at.
 BALANCE_STRATEGIES = {"RemoveDuplicates", "LowNodeUtilization", "HighNodeUtilization",

@@ -26,9 +26,13 @@ from desched.errors import InputError, quote
 from desched.framework.policy import Policy, ProfileConfig
 from desched.framework.registry import Plugins
 from desched.model.meta import LabelSelector
-from desched.policy.loader import POLICY_KEYS, STDIN, load_policy, parse_policy
-from desched.policy.upstream import PolicySchema as _V1alpha2Schema
-from desched.policy.v1alpha1 import BALANCE_STRATEGIES, DESCHEDULE_STRATEGIES, convert_v1alpha1
+from desched.policy_files.loader import POLICY_KEYS, STDIN, load_policy, parse_policy
+from desched.policy_files.upstream import PolicySchema as _V1alpha2Schema
+from desched.policy_files.v1alpha1 import (
+    BALANCE_STRATEGIES,
+    DESCHEDULE_STRATEGIES,
+    convert_v1alpha1,
+)
 
 API_VERSION = "descheduler/v1alpha2"
 _FORMATS = {"v1alpha1": "descheduler/v1alpha1 DeschedulerPolicy",

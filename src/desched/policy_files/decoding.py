@@ -18,7 +18,7 @@ import msgspec.inspect as mi
 
 from desched.decoding.unknown_fields import info, visit
 from desched.model.meta import shared_hook
-from desched.policy.hints import did_you_mean
+from desched.policy_files.hints import did_you_mean
 from desched.util.duration import DURATION, DurationError, parse_duration_ns
 
 

@@ -15,8 +15,8 @@ from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictorArgs, effective_protections
 from desched.plugins.podlifetime import ALLOWED_STATES, PodLifeTimeArgs
 from desched.plugins.removeduplicates import RemoveDuplicatesArgs
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.loader import load_policy, policy_from_document
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.loader import load_policy, policy_from_document
 
 PATH = "policy.yaml"
 DECODE_PREFIX = f'failed decoding descheduler\'s policy config "{PATH}": '

@@ -12,7 +12,7 @@ from desched.decoding.unknown_fields import ARGS_TYPE_META
 from desched.framework.registry import NamespaceScope
 from desched.model.labels import SelectorError, compile_selector
 from desched.model.meta import LabelSelector
-from desched.policy.decoding import DecodingError, at, convert, type_meta_error
+from desched.policy_files.decoding import DecodingError, at, convert, type_meta_error
 
 # A plugin's args that cannot be decoded (the same error as any other part of a policy).
 ArgsError = DecodingError

@@ -11,9 +11,9 @@ import pytest
 from desched.framework.policy import Policy
 from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictorArgs
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.loader import policy_from_document
-from desched.policy.v1alpha1 import convert_v1alpha1
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.loader import policy_from_document
+from desched.policy_files.v1alpha1 import convert_v1alpha1
 
 PATH = "policy.yaml"
 
@@ -251,7 +251,7 @@ def test_convert_produces_the_v1alpha2_document() -> None:
 
 
 def test_v1alpha1_from_a_file(write_policy: Callable[..., str]) -> None:
-    from desched.policy.loader import load_policy
+    from desched.policy_files.loader import load_policy
 
     path = write_policy("""
         apiVersion: descheduler/v1alpha1

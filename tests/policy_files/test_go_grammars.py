@@ -24,7 +24,7 @@ import yaml
 from policy_cli import KOORD, LNL_ARGS, PLT, UPSTREAM, accepted, koord, refused, upstream
 
 from desched.plugins.catalog import PLUGINS
-from desched.policy.koordinator import DeschedulerConfiguration
+from desched.policy_files.koordinator import DeschedulerConfiguration
 from desched.util.duration import DURATION
 
 REPO = Path(__file__).resolve().parents[2]

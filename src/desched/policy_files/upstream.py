@@ -24,11 +24,11 @@ from desched.framework.policy import MetricsProvider, Policy, ProfileConfig
 from desched.framework.registry import Plugins, PluginSpec
 from desched.model.labels import SelectorError, parse_selector_string
 from desched.model.pod import SYSTEM_CRITICAL_PRIORITY
-from desched.policy.args import ArgsError, decode_args
-from desched.policy.decoding import DecodingError, convert
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.hints import did_you_mean, plugin_config_hint, plugin_hint
-from desched.policy.unknown import plugin_args_fields
+from desched.policy_files.args import ArgsError, decode_args
+from desched.policy_files.decoding import DecodingError, convert
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.hints import did_you_mean, plugin_config_hint, plugin_hint
+from desched.policy_files.unknown import plugin_args_fields
 
 # Upstream's spelling of each extension point key, and how its profile error names it.
 _EP_KEYS = {"deschedule": "deschedule", "balance": "balance", "filter": "filter",

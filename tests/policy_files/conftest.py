@@ -12,7 +12,7 @@ import yaml
 
 from desched.framework.policy import Policy
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import load_policy, policy_from_document
+from desched.policy_files.loader import load_policy, policy_from_document
 
 
 @pytest.fixture

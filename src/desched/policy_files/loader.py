@@ -11,17 +11,17 @@ from desched.decoding.document import one_document
 from desched.errors import InputError, quote
 from desched.framework.policy import Policy
 from desched.framework.registry import Plugins
-from desched.policy.decoding import type_meta_error
-from desched.policy.errors import DecodeError
-from desched.policy.koordinator import load_koordinator
-from desched.policy.unknown import (
+from desched.policy_files.decoding import type_meta_error
+from desched.policy_files.errors import DecodeError
+from desched.policy_files.koordinator import load_koordinator
+from desched.policy_files.unknown import (
     args_warnings,
     idle_warning,
     profile_name_warnings,
     selector_warnings,
 )
-from desched.policy.upstream import load_v1alpha2
-from desched.policy.v1alpha1 import load_v1alpha1
+from desched.policy_files.upstream import load_v1alpha2
+from desched.policy_files.v1alpha1 import load_v1alpha1
 
 _ACCEPTED = ("descheduler/v1alpha2 DeschedulerPolicy, descheduler/v1alpha1 DeschedulerPolicy, "
              "descheduler/v1alpha2 DeschedulerConfiguration or a ConfigMap holding one")

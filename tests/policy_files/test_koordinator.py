@@ -16,9 +16,9 @@ from desched.framework.registry import Plugins, PluginSpec
 from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictorArgs
 from desched.plugins.removeduplicates import RemoveDuplicatesArgs
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.koordinator import DEFAULT_PROFILE
-from desched.policy.loader import load_policy, policy_from_document
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.koordinator import DEFAULT_PROFILE
+from desched.policy_files.loader import load_policy, policy_from_document
 
 PATH = "koord.yaml"
 DECODE_PREFIX = f'failed decoding descheduler\'s policy config "{PATH}": '
