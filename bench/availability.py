@@ -267,7 +267,7 @@ def descheduler_command(mode: str, policy_file: Path, kubeconfig: str, interval:
         assert go_binary is not None
         return [str(go_binary), "--kubeconfig", kubeconfig, "--policy-config-file",
                 str(policy_file), "--descheduling-interval", f"{interval:g}s", "--v=3"]
-    return [sys.executable, "-m", "desched.cli", "run", "--policy", str(policy_file),
+    return [sys.executable, "-m", "desched", "run", "--policy", str(policy_file),
             "--kubeconfig", kubeconfig, "--interval", f"{interval:g}s", "--log-format", "json"]
 
 

@@ -31,7 +31,7 @@ from desched.plugins.catalog import PLUGINS
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.runner import Descheduler
 from desched.framework.types import Clock
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 from desched.snapshot.loader import load_snapshot
 
 policy = load_policy(sys.argv[2], PLUGINS)

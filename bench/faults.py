@@ -300,7 +300,7 @@ class Runner:
                        "--policy-config-file", str(policy), "--descheduling-interval", "1s",
                        "--secure-port=0", "--v=3", *extra]  # two replicas: no shared port
         else:
-            command = [sys.executable, "-m", "desched.cli", "run", "--policy", str(policy),
+            command = [sys.executable, "-m", "desched", "run", "--policy", str(policy),
                        "--kubeconfig", str(kubeconfig), "--interval", "1s",
                        "--log-format", "json", *extra]
         log = self.workdir / f"{user}-{len(self.replicas)}.log"

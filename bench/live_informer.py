@@ -32,7 +32,7 @@ from desched.framework.decisions import DecisionLog
 from desched.framework.runner import Descheduler
 from desched.framework.types import Clock
 from desched.live.informer import build_snapshot, make_informers
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 
 def rss():
     with open("/proc/self/status") as fh:

@@ -53,7 +53,7 @@ from desched.migration.limits import WorkloadResolver
 from desched.model.kinds import JSON_DECODERS
 from desched.model.meta import controller_ref
 from desched.migration.args import MigrationControllerArgs, default, settings
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.loader import load_snapshot
 

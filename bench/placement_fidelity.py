@@ -798,7 +798,7 @@ def desched(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     env.pop("KUBECONFIG", None)  # only --kubeconfig names the cluster
     if DESCHED_SRC is not None:
         env["PYTHONPATH"] = str(DESCHED_SRC)
-    proc = subprocess.run([sys.executable, "-m", "desched.cli", *args], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "desched", *args], capture_output=True,
                           text=True, timeout=timeout, env=env, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"desched {' '.join(args)} exited {proc.returncode}:\n"

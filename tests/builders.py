@@ -105,7 +105,7 @@ def handle_for(snap: ClusterSnapshot, plugin: str = "Test", limits: Limits | Non
 
 
 def args(args_type: type, raw: dict[str, Any]) -> Any:
-    from desched.policy.args import decode_args
+    from desched.policy_files.args import decode_args
 
     return decode_args(args_type, raw, args_type.__name__)
 

@@ -17,7 +17,7 @@ from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler
 from desched.framework.types import Clock
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import policy_from_document
+from desched.policy_files.loader import policy_from_document
 from desched.snapshot.cluster import ClusterSnapshot
 
 NS = "shop"

@@ -19,7 +19,7 @@ import pytest
 from desched import plugin_api
 from desched.framework.registry import PluginSpec
 from desched.plugins.catalog import BUILT_IN, ENTRY_POINT_GROUP
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 from plugin_packages import EXAMPLE, REPO, desched_command, env_with, install, write_package
 
 pytestmark = pytest.mark.process
@@ -64,9 +64,9 @@ def test_plugins_lists_the_built_ins_and_the_package(site: Path) -> None:
 
 
 def test_the_example_warns_of_nothing(site: Path) -> None:
-    """As every shipped example (tests/policy/test_policy_warnings.py,
-    tests/test_snapshot_completeness.py): no warning from the policy, and none from simulate,
-    --reschedule included."""
+    """As every shipped example (tests/policy_files/test_policy_warnings.py,
+    tests/simulate/test_snapshot_completeness.py): no warning from the policy, and none from
+    simulate, --reschedule included."""
     proc = desched("validate", "--strict", "--policy", POLICY, path=(site,))
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "ok\n", "")
     proc = desched("simulate", "--policy", POLICY, "--snapshot", CLUSTER, "--now", NOW,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from desched.report import to_json_obj
-from desched.simulation import SimulationResult, run_simulation
+from desched.report.render import to_json_obj
+from desched.simulate.simulation import SimulationResult, run_simulation
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = Path("examples") / "zero-downtime"

@@ -1,5 +1,5 @@
 """`python -m desched`: the `desched` command."""
 
-from desched.cli import main
+from desched.commands.cli import main
 
 main(prog_name="desched")

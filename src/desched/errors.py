@@ -47,7 +47,7 @@ class InputError(Exception):
 # A command whose input is refused prints one line, the error: warnings about an input that is
 # then refused (a snapshot's missing kinds before its bad item) would only bury it. Commands that
 # finish (simulate, explain, validate) therefore hold their warnings and print them once the run
-# has succeeded (cli.py); long-running ones print them at once.
+# has succeeded (commands/cli.py); long-running ones print them at once.
 _held: list[str] | None = None
 
 

@@ -58,7 +58,7 @@ from desched.model.labels import (
 from desched.model.meta import LabelSelector, ObjectMeta
 from desched.model.node import Node
 from desched.model.pod import Pod
-from desched.policy.args import (
+from desched.policy_files.args import (
     Namespaces,
     namespace_allowed,
     namespace_scope,

@@ -19,7 +19,7 @@ import pytest
 
 from desched.predicates.nodeaffinity import required_affinity_matcher
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
-from desched.simulation import run_simulation
+from desched.simulate.simulation import run_simulation
 from desched.snapshot.loader import load_snapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

@@ -163,7 +163,7 @@ def test_image_holds_desched_and_nothing_to_install_with(image: Path) -> None:
     passwd = (rootfs / "etc" / "passwd").read_text().splitlines()
     assert f"desched:x:{NONROOT}:{NONROOT}:desched:/nonexistent:/usr/sbin/nologin" in passwd
     site = next((rootfs / VENV / "lib").glob("python3.*/site-packages"))
-    assert (site / "desched" / "cli.py").is_file()
+    assert (site / "desched" / "commands/cli.py").is_file()
     # No package installer, no documentation, no package caches.
     assert not list(site.glob("pip*")) and not (rootfs / "usr/share/python-wheels").exists()
     assert not (rootfs / "usr/bin/apt-get").exists()
@@ -222,7 +222,7 @@ def test_image_runs_simulate_as_nonroot_on_a_read_only_root(image: Path) -> None
     image_json = run_in_image(image, *args, "--output", "json")
     assert image_json.returncode == 0, image_json.stderr
     host = subprocess.run(
-        [sys.executable, "-m", "desched.cli", *[a.replace("/mnt", str(EXAMPLES)) for a in args],
+        [sys.executable, "-m", "desched", *[a.replace("/mnt", str(EXAMPLES)) for a in args],
          "--output", "json"], capture_output=True, text=True, timeout=120, check=False)
     assert host.returncode == 0, host.stderr
     inside, outside = json.loads(image_json.stdout), json.loads(host.stdout)

@@ -228,7 +228,7 @@ def check_run_container(spec: dict[str, Any], *, mode: str) -> dict[str, str | N
 
 
 def policy_loads(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "desched.cli", "validate", "--policy", str(path)],
+    return subprocess.run([sys.executable, "-m", "desched", "validate", "--policy", str(path)],
                           capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -551,7 +551,7 @@ def docs_overlay() -> str:
 def schedule_of(tmp_path: Path, args: list[str], policy_text: str) -> Any:
     """When `desched run ARGS` with this policy runs its cycles (desched's own resolution)."""
     from desched.live.config import RunConfig, resolve_schedule
-    from desched.policy.loader import load_policy
+    from desched.policy_files.loader import load_policy
 
     params = run_context(args).params
     path = tmp_path / "schedule-policy.yaml"
@@ -1058,7 +1058,7 @@ def test_helm_grants_the_migration_rbac_the_policy_needs(tmp_path: Path, policy:
     write access without asking (else every job is a 403 at run time), as desched itself reads
     the policy; the CRDs ship in crds/, which Helm installs on the first install."""
     from desched.live.migration import migration_profiles
-    from desched.policy.loader import load_policy
+    from desched.policy_files.loader import load_policy
 
     values: dict[str, Any] = {"kind": "Deployment"}
     if policy is not None:
@@ -1185,7 +1185,7 @@ def test_emitted_flags_are_known() -> None:
 
 
 def test_desched_run_accepts_every_flag_the_assets_use() -> None:
-    proc = subprocess.run([sys.executable, "-m", "desched.cli", "run", "--help"],
+    proc = subprocess.run([sys.executable, "-m", "desched", "run", "--help"],
                           capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0 and "No such command" in proc.stderr + proc.stdout:
         pytest.skip("`desched run` is not implemented yet")
@@ -1247,8 +1247,8 @@ def test_dockerignore_keeps_what_the_build_copies() -> None:
     for sources in copied:
         for source in sources:
             assert not ignored(source), f"{source} is copied but .dockerignore drops it"
-    assert not ignored("src/desched/cli.py")
-    for path in (".venv/bin/python", ".git/HEAD", "tests/test_cli.py", "bench/README.md",
+    assert not ignored("src/desched/commands/cli.py")
+    for path in (".venv/bin/python", ".git/HEAD", "tests/commands/test_cli.py", "bench/README.md",
                  "src/desched/__pycache__/cli.cpython-311.pyc"):
         assert ignored(path), path
 
@@ -1260,7 +1260,7 @@ UPSTREAM_VALUES = Path(__file__).with_name("upstream-values.yaml")
 def run_context(args: list[str]) -> Any:
     """The rendered container args parsed by `desched run` itself (upstream's pflag spellings
     normalised as the command does): unknown flags and bad values fail here."""
-    from desched.cli import run as run_command
+    from desched.commands.cli import run as run_command
 
     assert args[0] == "run"
     return run_command.make_context("run", list(args[1:]))
@@ -1313,7 +1313,7 @@ def test_upstream_chart_values_render_a_workload_desched_runs(tmp_path: Path,
     path = tmp_path / "policy.yaml"
     path.write_text(cm["data"]["policy.yaml"])
     from desched.framework.runner import check_policy
-    from desched.policy.loader import load_policy
+    from desched.policy_files.loader import load_policy
 
     check_policy(load_policy(str(path), PLUGINS))
 

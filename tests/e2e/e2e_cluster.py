@@ -215,7 +215,7 @@ class Cluster:
         """`desched ARGS` as a process, as a user runs it; fails the test on a non-zero exit."""
         env = dict(os.environ)
         env.pop("KUBECONFIG", None)  # only --kubeconfig names the cluster
-        proc = subprocess.run([sys.executable, "-m", "desched.cli", *args], capture_output=True,
+        proc = subprocess.run([sys.executable, "-m", "desched", *args], capture_output=True,
                               text=True, timeout=timeout, env=env, check=False)
         assert proc.returncode == 0, (f"desched {' '.join(args)} exited {proc.returncode}:\n"
                                       f"{proc.stderr[-5000:]}")

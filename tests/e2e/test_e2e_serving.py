@@ -169,7 +169,7 @@ def test_no_token_401_no_rule_403_the_charts_reader_role_200(
     env.pop("KUBECONFIG", None)
     log = (tmp_path / "desched.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "desched.cli", "run", "--policy", str(policy),
+        [sys.executable, "-m", "desched", "run", "--policy", str(policy),
          "--kubeconfig", kubeconfig, "--interval", "1h", "--dry-run", "--log-format", "json",
          f"--secure-port={port}", "--bind-address=127.0.0.1", "--delegate-auth",
          "--authentication-kubeconfig", reviews, "--authorization-kubeconfig", reviews],

@@ -18,7 +18,7 @@ from desched.framework.types import Clock
 from desched.model.node import Node
 from desched.plugins.catalog import PLUGINS
 from desched.plugins.podlifetime import PodLifeTimeArgs
-from desched.policy.loader import policy_from_document
+from desched.policy_files.loader import policy_from_document
 
 TOTAL_MSG = "maximum number of evicted pods per a descheduling cycle reached"
 NODE_MSG = "maximum number of evicted pods per node reached"

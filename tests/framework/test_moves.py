@@ -12,7 +12,7 @@ from builders import NOW, decode, pod
 from desched.framework.evictor import Limits
 from desched.framework.moves import MoveTracker
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import policy_from_document
+from desched.policy_files.loader import policy_from_document
 from moves_builders import (
     Run,
     cluster,

@@ -11,11 +11,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from desched.cli import main
+from desched.commands.cli import main
 from desched.framework.moves.args import MovesArgs, validate, warnings
 from desched.plugins.catalog import PLUGINS
-from desched.policy.convert import convert_policy
-from desched.policy.loader import load_policy
+from desched.policy_files.convert import convert_policy
+from desched.policy_files.loader import load_policy
 
 UPSTREAM: dict[str, Any] = {
     "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",

@@ -15,7 +15,7 @@ from desched.executors.simulation import SimulationExecutor
 from desched.framework.runner import Descheduler, PluginRunHook
 from desched.framework.types import Clock
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import parse_policy
+from desched.policy_files.loader import parse_policy
 
 POLICY = b"""apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy

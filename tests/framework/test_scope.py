@@ -1,6 +1,6 @@
 """What a plugin declares of what it reads and how it is scoped (PluginSpec.scope), and what
-`simulate` and `explain` make of it (preflight.py): a plugin desched has never heard of gets the
-same warnings as a built-in, with no edit anywhere else."""
+`simulate` and `explain` make of it (simulate/preflight.py): a plugin desched has never heard
+of gets the same warnings as a built-in, with no edit anywhere else."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from desched.framework.registry import NamespaceScope, NodeScope, PluginSpec, Re
 from desched.framework.runner import Descheduler
 from desched.framework.types import Clock
 from desched.model.labels import parse_selector_string
-from desched.preflight import needs, unmatched
+from desched.simulate.preflight import needs, unmatched
 
 
 class _Plugin:

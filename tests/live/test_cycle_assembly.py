@@ -29,7 +29,7 @@ from desched.live.informer import Informer, make_informers, start_informers, sto
 from desched.live.metrics import Metrics
 from desched.live.migration_supervisor import MigrationSupervisor
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import parse_policy
+from desched.policy_files.loader import parse_policy
 from desched.usage import RecordedQueries
 from usage.fake_prometheus import vector
 

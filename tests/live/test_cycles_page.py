@@ -54,9 +54,9 @@ from desched.live.cycle_facts import (
 from desched.live.cycles_page import PageState, render_html, render_json
 from desched.live.run import LEASE_LOST, Runner
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
+from desched.simulate.frames import SERIES, Frame
 from desched.snapshot.cluster import ClusterSnapshot
-from desched.utilization import SERIES, Frame
 
 pytestmark = pytest.mark.asyncio
 
@@ -410,7 +410,7 @@ async def test_read_only_and_the_flag_that_turns_it_off(
     seen: list[bool] = []
     monkeypatch.setattr(run_module, "run_command",
                         lambda config, **_: seen.append(config.cycles_page) or 0)
-    from desched.cli import main
+    from desched.commands.cli import main
 
     for flag, expected in (("--no-cycles-page", False), ("--cycles-page", True), (None, True)):
         args = ["run", "--policy", write_policy(tmp_path), *([flag] if flag else [])]

@@ -1,7 +1,8 @@
-"""`kubectl desched` (desched/kubectl_plugin.py): the installed `kubectl-desched` script run as
-kubectl runs a plugin, against kmock for the commands that read a cluster: the current context
-by default, `--context` and `-n` as kubectl users type them, `simulate`/`explain` capturing the
-cluster when no `--snapshot` is given, and through kubectl itself where it is installed."""
+"""`kubectl desched` (desched/commands/kubectl_plugin.py): the installed `kubectl-desched`
+script run as kubectl runs a plugin, against kmock for the commands that read a cluster: the
+current context by default, `--context` and `-n` as kubectl users type them,
+`simulate`/`explain` capturing the cluster when no `--snapshot` is given, and through kubectl
+itself where it is installed."""
 
 from __future__ import annotations
 

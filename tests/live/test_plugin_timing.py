@@ -15,7 +15,7 @@ from desched.framework.types import Clock
 from desched.live.metrics import Metrics
 from desched.live.plugin_timing import PluginTimer
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import parse_policy
+from desched.policy_files.loader import parse_policy
 
 NAME = "descheduler_strategy_duration_seconds"
 

@@ -37,7 +37,7 @@ from desched.live.run import (
 )
 from desched.model.resources import RESOURCES
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 
 pytestmark = pytest.mark.asyncio
 
@@ -517,7 +517,7 @@ def command_env() -> dict[str, str]:
 
 async def start(*args: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "desched.cli", "run", *args, stdout=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "desched", "run", *args, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, env=command_env())
 
 

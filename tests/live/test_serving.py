@@ -11,6 +11,7 @@ import gc
 import ipaddress
 import json
 import ssl
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,9 @@ from desched.live.serving import (
     self_signed,
     start_secure,
 )
+
+# test_upstream_flags' helpers are in tests/commands/.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "commands"))
 from test_upstream_flags import invoke
 
 READER = "system:serviceaccount:monitoring:prometheus"

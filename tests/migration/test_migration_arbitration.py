@@ -19,7 +19,7 @@ from desched.migration.arbitration import (
 from desched.model.labels import compile_selector
 from desched.model.meta import LabelSelector
 from desched.model.pod import Pod
-from desched.policy.args import Namespaces
+from desched.policy_files.args import Namespaces
 from desched.snapshot.workloads import WorkloadResolver
 
 EVICT = {"descheduler.alpha.kubernetes.io/evict": ""}

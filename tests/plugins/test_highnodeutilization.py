@@ -15,9 +15,9 @@ from desched.framework.evictor import Limits
 from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.highnodeutilization import HighNodeUtilization, HighNodeUtilizationArgs
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.loader import policy_from_document
+from desched.simulate.simulation import run_simulation
 from nodeutilization_builders import (
     GPU,
     HIGH_PRIORITY,

@@ -23,9 +23,9 @@ from desched.framework.policy import MetricsProvider, Policy
 from desched.plugins.catalog import PLUGINS
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.lownodeutilization import LowNodeUtilization, LowNodeUtilizationArgs
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.loader import policy_from_document
+from desched.simulate.simulation import run_simulation
 from nodeutilization_builders import (
     GPU,
     HIGH_PRIORITY,
@@ -682,7 +682,7 @@ def test_metrics_example_by_requests_would_evict_elsewhere(tmp_path: Path) -> No
 
 def test_metrics_example_through_the_cli() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "desched.cli", "simulate",
+        [sys.executable, "-m", "desched", "simulate",
          "--policy", str(METRICS_EXAMPLE / "policy.yaml"),
          "--snapshot", str(METRICS_EXAMPLE / "cluster.yaml"),
          "--now", "2026-11-22T12:00:00Z", "--output", "json"],

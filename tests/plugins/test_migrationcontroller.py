@@ -24,10 +24,10 @@ from desched.plugins.migrationcontroller import (
     default,
     validate,
 )
-from desched.policy.args import ArgsError
-from desched.policy.errors import DecodeError, PolicyError
-from desched.policy.loader import policy_from_document
-from desched.simulation import SimulationResult, run_simulation
+from desched.policy_files.args import ArgsError
+from desched.policy_files.errors import DecodeError, PolicyError
+from desched.policy_files.loader import policy_from_document
+from desched.simulate.simulation import SimulationResult, run_simulation
 
 PATH = "koord.yaml"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "migration"
@@ -552,7 +552,7 @@ def test_example() -> None:
 
 def test_example_through_the_command_line() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "desched.cli", "simulate",
+        [sys.executable, "-m", "desched", "simulate",
          "--config", str(EXAMPLE / "policy.yaml"), "--snapshot", str(EXAMPLE / "cluster.yaml"),
          "--now", "2026-11-22T12:00:00Z", "--cycles", "1"],
         capture_output=True, text=True, timeout=120, check=False)

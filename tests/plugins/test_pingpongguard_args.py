@@ -14,7 +14,7 @@ import pytest
 
 from desched.plugins.catalog import PLUGINS
 from desched.plugins.pingpongguard import PingPongGuardArgs, scheduler_config, validate
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 from desched.scheduler.profile import DEFAULT_CONFIG
 
 pytestmark = pytest.mark.process

@@ -21,8 +21,8 @@ from desched.plugins.removefailedpods import (
     default,
     validate,
 )
-from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.policy_files.loader import policy_from_document
+from desched.simulate.simulation import run_simulation
 
 PLUGIN = "RemoveFailedPods"
 

@@ -19,8 +19,8 @@ from desched.plugins.removepodshavingtoomanyrestarts import (
     RemovePodsHavingTooManyRestartsArgs,
     validate,
 )
-from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.policy_files.loader import policy_from_document
+from desched.simulate.simulation import run_simulation
 
 PLUGIN = "RemovePodsHavingTooManyRestarts"
 

@@ -23,8 +23,8 @@ from desched.plugins.removepodsviolatinginterpodantiaffinity import (
     RemovePodsViolatingInterPodAntiAffinityArgs,
     validate,
 )
-from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.policy_files.loader import policy_from_document
+from desched.simulate.simulation import run_simulation
 from oracles.anti_affinity import check_pods_with_anti_affinity_exist
 
 HOST = "kubernetes.io/hostname"

@@ -19,9 +19,9 @@ from desched.plugins.removepodsviolatingnodeaffinity import (
     RemovePodsViolatingNodeAffinityArgs,
     validate,
 )
-from desched.policy.errors import PolicyError
-from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.policy_files.errors import PolicyError
+from desched.policy_files.loader import policy_from_document
+from desched.simulate.simulation import run_simulation
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"

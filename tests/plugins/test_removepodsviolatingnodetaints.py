@@ -18,8 +18,8 @@ from desched.plugins.removepodsviolatingnodetaints import (
     RemovePodsViolatingNodeTaintsArgs,
     validate,
 )
-from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.policy_files.loader import policy_from_document
+from desched.simulate.simulation import run_simulation
 
 
 def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict[str, str]:

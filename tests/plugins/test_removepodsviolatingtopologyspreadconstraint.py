@@ -20,8 +20,8 @@ from desched.plugins.removepodsviolatingtopologyspreadconstraint import (
     default,
     validate,
 )
-from desched.policy.loader import policy_from_document
-from desched.simulation import run_simulation
+from desched.policy_files.loader import policy_from_document
+from desched.simulate.simulation import run_simulation
 
 PLUGIN = "RemovePodsViolatingTopologySpreadConstraint"
 LABELS = {"app": "web"}

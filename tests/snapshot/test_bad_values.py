@@ -8,7 +8,7 @@ import pytest
 
 from builders import NOW
 from desched.errors import InputError
-from desched.simulation import run_simulation
+from desched.simulate.simulation import run_simulation
 from desched.snapshot.loader import load_snapshot
 from desched.util.duration import DurationError, parse_duration
 

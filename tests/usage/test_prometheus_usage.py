@@ -21,7 +21,7 @@ from desched.framework.policy import MetricsProvider, Policy
 from desched.framework.types import QueryAnswer, QueryFailed, UsageQueries
 from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.lownodeutilization import LowNodeUtilization, LowNodeUtilizationArgs
-from desched.simulation import run_simulation
+from desched.simulate.simulation import run_simulation
 from desched.usage import (
     METRIC_RESOURCE,
     NODE_EXPORTER_QUERIES,

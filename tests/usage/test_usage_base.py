@@ -11,7 +11,7 @@ import pytest
 from builders import NOW, handle_for, node, pod, snapshot
 from desched.framework.policy import MetricsProvider, Policy
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import policy_from_document
+from desched.policy_files.loader import policy_from_document
 from desched.usage import MetricsSettings, PrometheusSettings, RequestedUsage
 from desched.usage.base import abort, format_age, note, staleness
 

@@ -83,7 +83,7 @@ class DecisionLog:
     """What one run decided. `explain` names pods (namespace/name) or nodes to record in full;
     the runner asks the plugins' verdicts and the filters' protections about the pods
     (framework/verdicts.py). Whatever else explain follows through a run (the pods as the
-    snapshot held them, their replacements), it keeps itself (explain.py)."""
+    snapshot held them, their replacements), it keeps itself (simulate/explain.py)."""
 
     explain_pods: frozenset[str] = frozenset()
     explain_nodes: frozenset[str] = frozenset()

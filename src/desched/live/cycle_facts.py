@@ -21,10 +21,10 @@ from desched.framework.policy import Policy
 from desched.live import logging as desched_logging
 from desched.live.eviction_api import EvictionApiExecutor
 from desched.model.pod import Pod
-from desched.simulation import Evicted, workload_name
+from desched.simulate.frames import SERIES, Frame, MeasuredUsage, take_frame
+from desched.simulate.simulation import Evicted, workload_name
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.workloads import WorkloadResolver
-from desched.utilization import SERIES, Frame, MeasuredUsage, take_frame
 
 T = TypeVar("T")
 logger = desched_logging.get_logger("desched.run")

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from desched import whatif
 from desched.framework.decisions import EVICTED_OUTCOMES, REFUSED_OUTCOMES, DecisionLog
 from desched.live.allocator import release_free_memory
 from desched.live.cycle_facts import (
@@ -38,9 +37,10 @@ from desched.live.cycle_facts import (
 )
 from desched.live.health import Handler
 from desched.model.meta import json_encoder
-from desched.report import to_json_obj
-from desched.report_html import SCRIPT, html_page, report_body, table_data
-from desched.simulation import HELD_OUTCOMES, CycleSummary, Held, SimulationResult
+from desched.report.html import SCRIPT, html_page, report_body, table_data
+from desched.report.render import to_json_obj
+from desched.simulate import whatif
+from desched.simulate.simulation import HELD_OUTCOMES, CycleSummary, Held, SimulationResult
 from desched.snapshot.clock import SimulationClock
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from desched.live.config import RunConfig, Schedule, resolve_schedule
 from desched.live.logging import get_logger
 from desched.live.metrics import Metrics
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import parse_policy
+from desched.policy_files.loader import parse_policy
 
 log = get_logger("desched.reload")
 

@@ -81,7 +81,7 @@ from desched.live.reload import PolicyReloader, PolicySwitch
 from desched.live.serving import SecureServing, check_secure, start_secure
 from desched.live.stale_cache import StaleCacheGuard
 from desched.plugins.catalog import PLUGINS
-from desched.policy.loader import load_policy
+from desched.policy_files.loader import load_policy
 from desched.util.backoff import Backoff
 
 log = desched_logging.get_logger("desched.run")

@@ -28,7 +28,7 @@ from desched.model.labels import Matcher
 from desched.model.meta import controller_ref
 from desched.model.objects import PodMigrationJob
 from desched.model.pod import SYSTEM_CRITICAL_PRIORITY, Pod
-from desched.policy.args import Namespaces
+from desched.policy_files.args import Namespaces
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.workloads import Unresolved, Workload, WorkloadResolver
 

@@ -19,7 +19,7 @@ from desched.model.labels import (
     selector_is_empty,
 )
 from desched.model.meta import LabelSelector
-from desched.policy.args import Namespaces, PriorityThreshold, validate_label_selector
+from desched.policy_files.args import Namespaces, PriorityThreshold, validate_label_selector
 from desched.util.duration import Duration, format_duration, parse_duration
 from desched.util.gofloat import go_float
 

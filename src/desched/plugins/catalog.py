@@ -24,7 +24,6 @@ from desched.model.meta import keep_annotations
 from desched.plugins import (
     defaultevictor,
     highnodeutilization,
-    lownodeload,
     lownodeutilization,
     migrationcontroller,
     pingpongguard,
@@ -37,6 +36,7 @@ from desched.plugins import (
     removepodsviolatingnodetaints,
     removepodsviolatingtopologyspreadconstraint,
 )
+from desched.plugins.lownodeload import plugin as lownodeload
 
 # The entry-point group an installed package declares its plugins in: one entry point per
 # plugin, named as the plugin, whose object is its PluginSpec

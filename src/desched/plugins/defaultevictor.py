@@ -26,7 +26,7 @@ from desched.model.labels import (
 )
 from desched.model.meta import LabelSelector
 from desched.model.pod import SYSTEM_CRITICAL_PRIORITY, Pod
-from desched.policy.args import PriorityThreshold, validate_label_selector
+from desched.policy_files.args import PriorityThreshold, validate_label_selector
 from desched.predicates.nodefit import pod_fits_any_other_node
 from desched.util.duration import Duration, format_duration, parse_duration
 

@@ -29,7 +29,7 @@ from desched.plugins.nodeutilization_common import (
     sort_by_total_usage,
     validate_thresholds,
 )
-from desched.policy.args import Namespaces, namespace_scope
+from desched.policy_files.args import Namespaces, namespace_scope
 from desched.usage.requests import RequestedUsage
 
 ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"

@@ -47,7 +47,7 @@ from desched.plugins.nodeutilization_common import (
     to_percentages,
     validate_thresholds,
 )
-from desched.policy.args import Namespaces, namespace_scope
+from desched.policy_files.args import Namespaces, namespace_scope
 from desched.usage.base import (
     KUBERNETES_METRICS,
     PROMETHEUS,

@@ -41,7 +41,7 @@ from desched.model.labels import empty_set_warnings, parse_selector_string
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.plugins.defaultevictor import node_fit_scope
-from desched.policy.args import namespace_scope
+from desched.policy_files.args import namespace_scope
 from desched.predicates.nodefit import fit_failures, pod_fits_any_other_node
 from desched.scheduler.kube_default import KubeDefault
 from desched.snapshot.workloads import RESOLVED_KINDS, WorkloadResolver

@@ -15,7 +15,7 @@ from desched.framework.verdicts import RUN_ENDED, excluded_owner, listing_scope
 from desched.model.meta import OwnerReference, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Container, Pod
-from desched.policy.args import (
+from desched.policy_files.args import (
     Namespaces,
     namespace_allowed,
     namespace_scope,

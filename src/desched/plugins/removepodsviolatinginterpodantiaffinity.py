@@ -36,7 +36,7 @@ from desched.model.meta import LabelSelector, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.plugins.ordering import sort_by_priority_low_to_high
-from desched.policy.args import (
+from desched.policy_files.args import (
     Namespaces,
     namespace_allowed,
     namespace_scope,

@@ -26,7 +26,7 @@ from desched.model.labels import compile_selector, selector_is_empty
 from desched.model.meta import LabelSelector, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod
-from desched.policy.args import (
+from desched.policy_files.args import (
     Namespaces,
     namespace_allowed,
     namespace_scope,

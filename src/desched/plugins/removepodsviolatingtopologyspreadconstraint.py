@@ -24,7 +24,7 @@ from desched.model.labels import Matcher, SelectorError, compile_selector, selec
 from desched.model.meta import LabelSelector, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod, TopologySpreadConstraint
-from desched.policy.args import (
+from desched.policy_files.args import (
     Namespaces,
     namespace_allowed,
     namespace_scope,

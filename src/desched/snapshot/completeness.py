@@ -110,8 +110,8 @@ Absent = dict[str, dict[str, list[Pod]]]
 @dataclass
 class Needs:
     """Who in this run reads which kind and why, as "MigrationController (a pod's workload)";
-    filled from the policy and the flags (desched/preflight.py), with the controllers the pods
-    name and the snapshot lacks when a use of them was looked for."""
+    filled from the policy and the flags (desched/simulate/preflight.py), with the controllers
+    the pods name and the snapshot lacks when a use of them was looked for."""
 
     # kind -> its uses, in the order they were added, each once
     uses: dict[str, dict[str, None]] = field(default_factory=dict)
