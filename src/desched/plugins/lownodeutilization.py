@@ -268,9 +268,6 @@ class LowNodeUtilization:
                           for r, limit in high.items() if pct.get(r, 0.0) > limit)
         return f"LowNodeUtilization would find it overutilized ({shown})"
 
-    def _removable(self, pod: Pod) -> bool:
-        return self.handle.filter(pod)
-
     def _measure(self, nodes: list[Node]) -> tuple[UsageSource, list[Node]] | None:
         """Sync this run's source: the source and the nodes it measured, or None to end the
         run (the reason is recorded)."""
@@ -337,7 +334,7 @@ class LowNodeUtilization:
                     f"underutilized nodes {destinations}")
 
         EvictionRun(
-            handle=self.handle, usage=usage, names=self.names, removable=self._removable,
+            handle=self.handle, usage=usage, names=self.names, removable=self.handle.filter,
             continue_eviction=lambda info, pool: bool(above_target(info)) and pool_has_room(pool),
             reason=reason, excluded_namespaces=self.excluded, node_limit=self.node_limit,
             findings=findings,

@@ -402,6 +402,10 @@ class EvictionRun:
                     taints: DestinationTaints) -> None:
         handle = self.handle
         snapshot = handle.snapshot
+        # The profile evictor's checks and eviction, bound once (Handle.pre_eviction_filter
+        # and evict, minus a call per attempt each: most attempts meet a budget's refusal).
+        evictor, plugin = handle.evictor, handle.plugin
+        pre_eviction_filter, evict = evictor.pre_eviction_filter, evictor.evict
         # Without per-pod usage (Prometheus) an eviction's effect is unknown: upstream's
         # "unconstrained" mode.
         constrained = self.usage.pod_usage_known
@@ -427,7 +431,7 @@ class EvictionRun:
                 handle.skip(pod, f"namespace {pod.namespace} is excluded by "
                                  f"evictableNamespaces")
                 continue
-            if not handle.pre_eviction_filter(pod):
+            if not pre_eviction_filter(pod, plugin):
                 continue
             pod_usage: Amounts = {}
             if constrained:
@@ -439,7 +443,7 @@ class EvictionRun:
             if reason is None:
                 reason = self.reason(source, pool)
             try:
-                evicted = handle.evict(pod, reason)
+                evicted = evict(pod, plugin, reason)
             except EvictionLimitError as err:
                 if err.scope == "namespace":
                     continue  # like any other failed eviction
