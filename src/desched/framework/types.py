@@ -103,9 +103,10 @@ class Handle:
     def evict_node_pods(self, candidates: Iterable[tuple[Pod, str]]) -> bool:
         """Evict one node's candidates in order, reacting to limits as upstream's plugins do:
         a node limit ends this node's batch; the total limit ends the plugin's run (False)."""
+        evict, plugin = self.evictor.evict, self.plugin  # `evict`, a call less per pod
         for pod, reason in candidates:
             try:
-                self.evict(pod, reason)
+                evict(pod, plugin, reason)
             except EvictionLimitError as err:
                 if err.scope == "total":
                     return False
