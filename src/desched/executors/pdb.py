@@ -164,12 +164,10 @@ class BudgetTracker:
         if ready is None:
             ready = pod.ready
         if ready:
-            # A refusal stands until the budget's evictions, counts or pods change (what
-            # _refusal keys it by; _stale drops it): most attempts are its budget's repeats.
-            known = self._refusals.get(id(pdb))
-            if known is not None and known[0] == self.snapshot.additions \
-                    and known[1] == self.evicted.get(id(pdb), 0):
-                return None, known[2]
+            # Most attempts are repeats of a refusal that still stands.
+            standing = self._standing_refusal(pdb)
+            if standing is not None:
+                return None, standing
         else:
             policy = pdb.spec.unhealthy_pod_eviction_policy
             if policy == "AlwaysAllow":
@@ -194,13 +192,21 @@ class BudgetTracker:
         self._counted.pop(pdb_id, None)
         self._refusals.pop(pdb_id, None)
 
-    def _refusal(self, pdb: PodDisruptionBudget) -> str:
-        additions, used = self.snapshot.additions, self.evicted.get(id(pdb), 0)
+    def _standing_refusal(self, pdb: PodDisruptionBudget) -> str | None:
+        """The budget's last refusal while its evictions, counts and pods are as they were then
+        (_stale drops it when they change), else None."""
         known = self._refusals.get(id(pdb))
-        if known is not None and known[0] == additions and known[1] == used:
+        if known is not None and known[0] == self.snapshot.additions \
+                and known[1] == self.evicted.get(id(pdb), 0):
             return known[2]
+        return None
+
+    def _refusal(self, pdb: PodDisruptionBudget) -> str:
+        standing = self._standing_refusal(pdb)
+        if standing is not None:
+            return standing
         text = f"{TOO_MANY_REQUESTS} ({self.describe(pdb)})"
-        self._refusals[id(pdb)] = (additions, used, text)
+        self._refusals[id(pdb)] = (self.snapshot.additions, self.evicted.get(id(pdb), 0), text)
         return text
 
     def describe(self, pdb: PodDisruptionBudget) -> str:
