@@ -19,7 +19,7 @@ import binascii
 import importlib.metadata
 import os
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Container, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Container, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -581,10 +581,30 @@ def _version() -> str:
         return "dev"
 
 
-def _describe(err: Exception) -> str:
-    """A transport error in a few words: httpx's message, else the underlying cause."""
+def transport_error_text(err: Exception) -> str:
+    """A transport error on one line: httpx's message, else the underlying cause's, else the
+    error's type (httpx raises some with no message)."""
     text = str(err)
     cause = err.__cause__ or err.__context__
     if not text and cause is not None:
         text = str(cause) or type(cause).__name__
-    return _one_line(text or type(err).__name__)
+    return " ".join((text or type(err).__name__).split())
+
+
+def run_on_loop(loop: asyncio.AbstractEventLoop, request: Coroutine[Any, Any, T],
+                refusal: str) -> T:
+    """Run `request` on `loop` and wait for its answer, from a thread other than the loop's
+    (the cycle's): RuntimeError(`refusal`) on the loop itself, which would wait for itself."""
+    try:
+        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        request.close()
+        raise RuntimeError(refusal)
+    return asyncio.run_coroutine_threadsafe(request, loop).result()
+
+
+def _describe(err: Exception) -> str:
+    """A transport error in a few words."""
+    return _one_line(transport_error_text(err))

@@ -33,7 +33,7 @@ from desched.errors import InputError
 from desched.framework.evictor import ExecutionResult, RestartOrder
 from desched.live import deployment_restart
 from desched.live.assumed import EvictedPods
-from desched.live.client import ApiClient, ConnectionLost, PodState, Unreachable
+from desched.live.client import ApiClient, ConnectionLost, PodState, Unreachable, run_on_loop
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.util.backoff import Backoff
@@ -167,15 +167,9 @@ class EvictionApiExecutor:
     def _on_loop(self, request: Coroutine[Any, Any, ExecutionResult]) -> ExecutionResult:
         """Run `request` on the event loop and wait for its answer: the cycle sees each
         outcome before it goes on, exactly as in a simulation."""
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            request.close()
-            raise RuntimeError("EvictionApiExecutor blocks until the API answers: call it "
-                               "from a worker thread, or await its *_async methods on the loop")
-        return asyncio.run_coroutine_threadsafe(request, self.loop).result()
+        return run_on_loop(self.loop, request,
+                           "EvictionApiExecutor blocks until the API answers: call it from a "
+                           "worker thread, or await its *_async methods on the loop")
 
     async def check_budget_async(self, pod: Pod) -> ExecutionResult:
         path = (f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction?dryRun=All")

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import httpx2
 
 from desched.framework.types import QueryAnswer, QueryFailed
-from desched.live.client import SERVICE_ACCOUNT_DIR
+from desched.live.client import SERVICE_ACCOUNT_DIR, run_on_loop, transport_error_text
 from desched.live.metrics import Metrics
 from desched.usage.prometheus import CA_FILE_ENV, TOKEN_ENV, TOKEN_FILE_ENV, query_url
 from desched.util.backoff import Backoff
@@ -117,14 +117,6 @@ def _url_problem(url: str) -> tuple[str | None, str]:
     return None, parsed.hostname
 
 
-def _describe(err: Exception) -> str:
-    text = str(err)
-    cause = err.__cause__ or err.__context__
-    if not text and cause is not None:
-        text = str(cause) or type(cause).__name__
-    return " ".join((text or type(err).__name__).split())
-
-
 class PrometheusQueries:
     """UsageQueries for one run: `prometheus` is called from the cycle's thread and runs the
     request on `loop`. One connection pool per server URL, closed by `close`."""
@@ -146,16 +138,9 @@ class PrometheusQueries:
     def prometheus(self, url: str, auth_secret: tuple[str, str] | None,
                    params: Mapping[str, str]) -> QueryAnswer:
         """The query, made on the event loop while this (the cycle's) thread waits."""
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            raise RuntimeError("PrometheusQueries.prometheus waits for the event loop: call it "
-                               "from the cycle's thread, or await query()")
-        future = asyncio.run_coroutine_threadsafe(self.query(url, auth_secret, params),
-                                                  self.loop)
-        return future.result()
+        return run_on_loop(self.loop, self.query(url, auth_secret, params),
+                           "PrometheusQueries.prometheus waits for the event loop: call it "
+                           "from the cycle's thread, or await query()")
 
     async def query(self, url: str, auth_secret: tuple[str, str] | None,
                     params: Mapping[str, str]) -> QueryAnswer:
@@ -203,7 +188,7 @@ class PrometheusQueries:
             self.metrics.usage_queries.labels("error").inc()
             timed_out = (isinstance(err, httpx2.TimeoutException)
                          and not isinstance(err, httpx2.ConnectTimeout))
-            raise _Unanswered(f"cannot reach {endpoint}: {_describe(err)}",
+            raise _Unanswered(f"cannot reach {endpoint}: {transport_error_text(err)}",
                               retry=not timed_out) from None
         finally:
             self.metrics.usage_query_duration.observe(time.monotonic() - started)
