@@ -36,6 +36,11 @@ log = desched_logging.get_logger("desched.run")
 Guard = Callable[[], str | None]
 
 
+def serves_jobs(informers: Sequence[Informer]) -> bool:
+    """Whether the API server serves PodMigrationJobs (one of the informers watches them)."""
+    return any(i.resource.kind == "PodMigrationJob" and not i.skipped for i in informers)
+
+
 class MigrationSupervisor:
     """The run's MigrationServices, by profile. `args`: the running policy's profiles that evict
     through PodMigrationJobs, each with its evict plugin and its args (none in a dry run);
@@ -65,8 +70,7 @@ class MigrationSupervisor:
         """Raise InputError when the policy migrates and the server lacks the CRD."""
         if not self.args:
             return
-        served = {i.resource.kind for i in informers if not i.skipped}
-        if "PodMigrationJob" not in served:
+        if not serves_jobs(informers):
             profiles = ", ".join(sorted(self.args))
             raise InputError(policy_path, (
                 f"profile(s) {profiles} evict through MigrationController, which needs the "

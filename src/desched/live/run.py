@@ -75,7 +75,7 @@ from desched.live.informer import (
 )
 from desched.live.metrics import Metrics
 from desched.live.migration import evicts_through_jobs, migration_profiles
-from desched.live.migration_supervisor import MigrationSupervisor
+from desched.live.migration_supervisor import MigrationSupervisor, serves_jobs
 from desched.live.prometheus import PrometheusQueries
 from desched.live.reload import PolicyReloader, PolicySwitch
 from desched.live.serving import SecureServing, check_secure, start_secure
@@ -360,8 +360,7 @@ class Runner:
                 return f"cannot watch what the new policy reads: {err}"
             self.informers += informers
             self.metrics.watch_informers(self.informers)
-        if migrating and "PodMigrationJob" not in {
-                i.resource.kind for i in self.informers if not i.skipped}:
+        if migrating and not serves_jobs(self.informers):
             return ("MigrationController needs the PodMigrationJob CRD "
                     "(scheduling.koordinator.sh/v1alpha1), which the API server does not serve")
         return None
