@@ -146,3 +146,19 @@ def test_bad_values_are_one_line_exit_2(monkeypatch: pytest.MonkeyPatch, policy:
         code, _, stderr = invoke(monkeypatch, "--policy", policy, *args)
         assert code == 2, args
         assert len(stderr.splitlines()) == 1 and message in stderr, stderr
+
+
+def test_feature_gates_reach_the_run(monkeypatch: pytest.MonkeyPatch, policy: str) -> None:
+    code, seen, stderr = invoke(monkeypatch, "--policy", policy,
+                                "--feature-gates=EvictionsInBackground=true")
+    assert code == 0, stderr
+    assert seen["config"].feature_gates.on == {"EvictionsInBackground"}
+    assert seen["warnings"] == []
+    code, seen, _ = invoke(monkeypatch, "--policy", policy)
+    assert seen["config"].feature_gates.on == frozenset()
+    for value, message in (("Foo=true", "unrecognized feature gate: Foo"),
+                           ("EvictionsInBackground=on", "invalid value of "
+                                                        "EvictionsInBackground: on")):
+        code, _, stderr = invoke(monkeypatch, "--policy", policy, "--feature-gates", value)
+        assert code == 2
+        assert len(stderr.splitlines()) == 1 and message in stderr, stderr

@@ -15,6 +15,7 @@ import click
 
 from desched import errors
 from desched.commands.upstream_flags import upstream_options
+from desched.decoding.feature_gates import known_features, parse_feature_gates
 from desched.errors import InputError, quote
 
 if TYPE_CHECKING:
@@ -371,8 +372,8 @@ class _UpstreamCommand(click.Command):
 
 @main.command(cls=_UpstreamCommand, epilog=(
     "Upstream descheduler's other flags (--client-connection-qps, --tls-min-version and the "
-    "other --tls-*, --otel-*, "
-    "--feature-gates, --vmodule, ...) are accepted, each reported once as having no effect."))
+    "other --tls-*, --otel-*, --vmodule, ...) are accepted, each reported once as having no "
+    "effect."))
 @_policy_option
 @click.option("--kubeconfig", "--client-connection-kubeconfig", "kubeconfig",
               type=click.Path(dir_okay=False),
@@ -451,6 +452,9 @@ class _UpstreamCommand(click.Command):
 @click.option("--authentication-skip-lookup", is_flag=True, hidden=True,
               help="kube-scheduler's: desched never reads the client CA from "
                    "extension-apiserver-authentication (no client-certificate authentication).")
+@click.option("--feature-gates", "feature_gates", multiple=True, metavar="NAME=BOOL,...",
+              help="Upstream's feature gates (repeatable; a later pair wins): "
+                   + ", ".join(known_features()) + ".")
 @upstream_options
 def run(policy_path: str, kubeconfig: str | None, context: str | None, once: bool,
         interval: str | None, cron: str | None, dry_run: bool, leader_elect: bool,
@@ -466,7 +470,7 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         authorization_always_allow_paths: str, authentication_token_webhook_cache_ttl: str,
         authorization_webhook_cache_authorized_ttl: str,
         authorization_webhook_cache_unauthorized_ttl: str, authentication_skip_lookup: bool,
-        **ignored: Any) -> int:
+        feature_gates: tuple[str, ...], **ignored: Any) -> int:
     """Deschedule a live cluster: once, every interval, or on a cron schedule."""
     from desched.commands.upstream_flags import apply_upstream_flags
     from desched.live.config import duration
@@ -511,7 +515,8 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         retry_period=leader_elect_retry_period, metrics_address=upstream.metrics_address,
         health_address=upstream.health_address, cycles_page=cycles_page,
         stale_cache_timeout=None if stale_cache_timeout is None else duration(
-            stale_cache_timeout, "--stale-cache-timeout"), secure=secure)
+            stale_cache_timeout, "--stale-cache-timeout"), secure=secure,
+        feature_gates=parse_feature_gates(feature_gates))
     return run_command(config, log_format=upstream.log_format, log_level=upstream.log_level,
                        warnings=upstream.warnings)
 

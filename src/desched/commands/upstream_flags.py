@@ -18,13 +18,13 @@ import click
 from desched.errors import InputError
 
 # Upstream flags that take a value and mean nothing here (TLS tuning of the secure server,
-# client rate limits, tracing, klog tuning, feature gates). --tls-cert-file and
+# client rate limits, tracing, klog tuning). --tls-cert-file and
 # --tls-private-key-file are desched's own options (live/serving.py).
 IGNORED_VALUE_FLAGS = (
     "--client-connection-qps", "--client-connection-burst", "--leader-elect-resource-lock",
     "--cert-dir", "--tls-cipher-suites",
     "--tls-curve-preferences", "--tls-min-version", "--tls-sni-cert-key",
-    "--http2-max-streams-per-connection", "--feature-gates", "--otel-collector-endpoint",
+    "--http2-max-streams-per-connection", "--otel-collector-endpoint",
     "--otel-transport-ca-cert", "--otel-service-name", "--otel-trace-namespace",
     "--otel-sample-rate", "--vmodule", "--log-flush-frequency", "--log-text-info-buffer-size",
     "--log-json-info-buffer-size",

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
 from croniter import croniter
 
+from desched.decoding.feature_gates import FeatureGates
 from desched.errors import InputError
 from desched.framework.policy import Policy
 from desched.live.serving import SecureServing
@@ -56,6 +57,8 @@ class RunConfig:
     # The HTTPS listener (--secure-port): /metrics, /cycles and health, maybe guarded by
     # delegated authentication and authorization (live/serving.py).
     secure: SecureServing | None = None
+    # --feature-gates: the gates switched on (decoding/feature_gates.py).
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
 
 
 def duration(text: str, flag: str) -> float:
