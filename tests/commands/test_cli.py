@@ -422,6 +422,9 @@ def test_help_and_version_exit_zero() -> None:
     assert desched("simulate", "--help").returncode == 0
     proc = desched("--version")
     assert proc.returncode == 0 and "0." in proc.stdout
+    # upstream's `descheduler version` subcommand: the same line
+    subcommand = desched("version")
+    assert subcommand.returncode == 0 and subcommand.stdout == proc.stdout
 
 
 @pytest.mark.parametrize("command", [[], ["simulate"], ["explain"], ["run"], ["validate"],

@@ -95,6 +95,14 @@ def main() -> None:
     """desched: a Kubernetes descheduler for upstream and Koordinator policies."""
 
 
+@main.command("version")
+def version_command() -> None:
+    """Print desched's version (as --version does; upstream's `descheduler version`)."""
+    from importlib.metadata import version
+
+    click.echo(f"desched, version {version('desched')}")
+
+
 _policy_option = click.option(
     "--policy", "--policy-config-file", "--config", "policy_path", required=True,
     type=click.Path(dir_okay=False, allow_dash=True), help="Policy file (DeschedulerPolicy, "
