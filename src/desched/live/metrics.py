@@ -11,7 +11,6 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from importlib import metadata
 from typing import TYPE_CHECKING
 
 import prometheus_client
@@ -20,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from desched.live.informer import Informer
+from desched.util.build import build_info
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -27,15 +27,55 @@ if TYPE_CHECKING:
 # Upstream exports no `_created` series; neither do we.
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
-LOOP_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500)
+LOOP_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500)
 STRATEGY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100)
+# Upstream deprecated its first names in 0.34.0 and still serves them beside the new ones:
+# descheduler_pods_evicted (for _total), descheduler_descheduler_loop_duration_seconds and
+# descheduler_descheduler_strategy_duration_seconds (the name repeated its subsystem).
+DEPRECATED_SINCE = "0.34.0"
 
 
-def version() -> str:
-    try:
-        return metadata.version("desched")
-    except metadata.PackageNotFoundError:
-        return "dev"
+class AliasCollector(Collector):
+    """The deprecated histograms: the samples of the metric they alias, under the old name, read
+    at scrape time (one observation feeds both names; nothing is counted twice in memory)."""
+
+    def __init__(self, source: Collector, name: str) -> None:
+        self.source = source
+        self.name = name
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self.source.collect():
+            alias = Metric(self.name, f"(Deprecated since {DEPRECATED_SINCE}) "
+                           f"{metric.documentation}", metric.type)
+            alias.samples = [s._replace(name=self.name + s.name[len(metric.name):])
+                             for s in metric.samples]
+            yield alias
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+
+def render_counter_alias(counter: Counter, name: str) -> bytes:
+    """Upstream's deprecated `descheduler_pods_evicted` in the text format: a counter whose
+    series carry no `_total` suffix, which prometheus_client appends to every counter it
+    renders. Rendered as a gauge of the alias's name and typed back as the counter it is."""
+    [metric] = counter.collect()
+    alias = Metric(name, f"(Deprecated since {DEPRECATED_SINCE}) {metric.documentation}",
+                   "gauge")
+    alias.samples = [s._replace(name=name) for s in metric.samples
+                     if s.name == metric.name + "_total"]
+    text = prometheus_client.generate_latest(_Fixed(alias))
+    return text.replace(f"# TYPE {name} gauge\n".encode(), f"# TYPE {name} counter\n".encode())
+
+
+class _Fixed(Collector):
+    """One metric, as generate_latest reads a registry."""
+
+    def __init__(self, metric: Metric) -> None:
+        self.metric = metric
+
+    def collect(self) -> Iterator[Metric]:
+        yield self.metric
 
 
 class InformerCollector(Collector):
@@ -114,11 +154,21 @@ class Metrics:
             "descheduler_strategy_duration_seconds", "Time taken to complete each strategy "
             "(plugin run) of a descheduling cycle.", ["strategy", "profile"],
             buckets=STRATEGY_BUCKETS, registry=r)
+        # Upstream's labels; GoVersion names the runtime (python3.11.7), PythonVersion (desched's
+        # own, kept for its dashboards) its bare version.
+        build = build_info()
         self.build_info = Gauge(
             "descheduler_build_info", "Build information (always 1).",
-            ["AppVersion", "DeschedulerVersion", "PythonVersion", "GitBranch", "GitSha1"],
-            registry=r)
-        self.build_info.labels(version(), version(), platform.python_version(), "", "").set(1)
+            ["GoVersion", "AppVersion", "DeschedulerVersion", "PythonVersion", "GitBranch",
+             "GitSha1"], registry=r)
+        self.build_info.labels(build.runtime, build.version, build.git_version,
+                               platform.python_version(), build.git_branch,
+                               build.git_sha1).set(1)
+        for alias, source in (("descheduler_descheduler_loop_duration_seconds",
+                               self.loop_duration),
+                              ("descheduler_descheduler_strategy_duration_seconds",
+                               self.strategy_duration)):
+            r.register(AliasCollector(source, alias))
         # desched's own
         self.cycles = Counter(
             "desched_cycles", "Descheduling cycles by result: completed, skipped (fewer than 2 "
@@ -199,7 +249,8 @@ class Metrics:
         self.events.labels(type_, "posted" if ok else "failed").inc()
 
     def render(self) -> bytes:
-        return prometheus_client.generate_latest(self.registry)
+        return (prometheus_client.generate_latest(self.registry)
+                + render_counter_alias(self.pods_evicted, "descheduler_pods_evicted"))
 
     async def handle(self, request: web.Request) -> web.Response:
         from aiohttp import web
