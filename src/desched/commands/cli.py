@@ -392,8 +392,11 @@ class _UpstreamCommand(click.Command):
 @click.option("--interval", "--descheduling-interval", "interval",
               help="Run a cycle every DURATION (Go syntax: 5m, 1h30m), start to start; "
                    "0 means once.")
-@click.option("--cron", "cron", help="Run cycles on a 5-field crontab schedule (UTC), "
-              "e.g. '*/2 * * * *'.")
+@click.option("--cron", "cron", help="Run cycles on a 5-field crontab schedule, e.g. "
+              "'*/2 * * * *'; in UTC unless a CRON_TZ=ZONE prefix or --cron-timezone names a "
+              "time zone ('CRON_TZ=Europe/Berlin 0 3 * * *').")
+@click.option("--cron-timezone", help="The IANA time zone --cron's times are in (default UTC), "
+              "e.g. Europe/Berlin; daylight saving time as docs/running.md says.")
 @click.option("--dry-run", is_flag=True, help="Decide and report, evict nothing (PDBs and "
               "limits are still applied, in simulation).")
 @click.option("--leader-elect", is_flag=True, help="Run cycles only while holding a "
@@ -465,7 +468,8 @@ class _UpstreamCommand(click.Command):
                    + ", ".join(known_features()) + ".")
 @upstream_options
 def run(policy_path: str, kubeconfig: str | None, context: str | None, once: bool,
-        interval: str | None, cron: str | None, dry_run: bool, leader_elect: bool,
+        interval: str | None, cron: str | None, cron_timezone: str | None, dry_run: bool,
+        leader_elect: bool,
         leader_elect_resource_name: str, leader_elect_resource_namespace: str | None,
         leader_elect_lease_duration: str, leader_elect_renew_deadline: str,
         leader_elect_retry_period: str, metrics_address: str | None,
@@ -516,7 +520,8 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
 
     config = RunConfig(
         policy_path=policy_path, kubeconfig=kubeconfig, context=context, once=once,
-        interval=interval, cron=cron, dry_run=dry_run, leader_elect=leader_elect,
+        interval=interval, cron=cron, cron_timezone=cron_timezone, dry_run=dry_run,
+        leader_elect=leader_elect,
         lease_name=leader_elect_resource_name,
         lease_namespace=leader_elect_resource_namespace,
         lease_duration=leader_elect_lease_duration, renew_deadline=leader_elect_renew_deadline,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Literal
 
@@ -15,6 +15,7 @@ from croniter import croniter
 from desched.decoding.feature_gates import FeatureGates
 from desched.errors import InputError
 from desched.framework.policy import Policy
+from desched.live.cron import next_fire, split_zone, zone_name, zone_named
 from desched.live.serving import SecureServing
 from desched.model.resources import RESOURCES
 from desched.usage.base import MetricsSettings
@@ -33,6 +34,7 @@ class RunConfig:
     once: bool = False
     interval: str | None = None  # Go duration text
     cron: str | None = None
+    cron_timezone: str | None = None  # IANA name; a CRON_TZ= prefix of --cron says the same
     dry_run: bool = False
     leader_elect: bool = False
     lease_name: str = "desched"
@@ -74,18 +76,20 @@ def duration(text: str, flag: str) -> float:
 class Schedule:
     """When cycles run: once, every `interval` seconds measured from one cycle's start to the
     next (upstream's NonSlidingUntil; a late cycle starts at once), or at the fire times of a
-    5-field crontab expression in UTC (a fire time missed while a cycle ran is skipped)."""
+    5-field crontab expression in `zone`'s wall time, UTC by default (live/cron.py; a fire time
+    missed while a cycle ran is skipped)."""
 
     def __init__(self, kind: Literal["once", "interval", "cron"], interval: float = 0.0,
-                 cron: str = "") -> None:
+                 cron: str = "", zone: tzinfo = UTC) -> None:
         self.kind = kind
         self.interval = interval
         self.cron = cron
+        self.zone = zone
 
     def __str__(self) -> str:
         if self.kind == "interval":
             return f"every {self.interval:g}s"
-        return f"cron {self.cron!r} (UTC)" if self.kind == "cron" else "once"
+        return f"cron {self.cron!r} ({zone_name(self.zone)})" if self.kind == "cron" else "once"
 
     @property
     def looping(self) -> bool:
@@ -99,8 +103,7 @@ class Schedule:
             return now if previous is None else max(previous + timedelta(seconds=self.interval),
                                                     now)
         base = now if previous is None else max(previous, now)
-        fire: datetime = croniter(self.cron, base).get_next(datetime)
-        return fire
+        return next_fire(self.cron, self.zone, base)
 
 
 def parse_cron(expr: str) -> str:
@@ -114,6 +117,18 @@ def parse_cron(expr: str) -> str:
     return text
 
 
+def cron_schedule(text: str, timezone: str | None) -> Schedule:
+    """--cron, its zone from a `CRON_TZ=` prefix or --cron-timezone (the same one if both)."""
+    prefixed, expr = split_zone(text)
+    if prefixed is not None and timezone is not None and prefixed != timezone:
+        raise InputError("--cron-timezone", f"{timezone!r} differs from the zone --cron names "
+                                            f"({prefixed!r}): give the time zone once")
+    name = prefixed if prefixed is not None else timezone
+    flag = "--cron" if prefixed is not None else "--cron-timezone"
+    zone = UTC if name is None else zone_named(name, flag)
+    return Schedule("cron", cron=parse_cron(expr), zone=zone)
+
+
 def resolve_schedule(config: RunConfig, policy: Policy) -> Schedule:
     """--once, --interval or --cron; without any, Koordinator's deschedulingInterval from the
     policy, else one cycle (upstream's --descheduling-interval defaults to 0: one cycle)."""
@@ -124,7 +139,9 @@ def resolve_schedule(config: RunConfig, policy: Policy) -> Schedule:
         raise InputError("", f"give at most one of --once, --interval and --cron "
                              f"(got {' and '.join(given)})")
     if config.cron is not None:
-        return Schedule("cron", cron=parse_cron(config.cron))
+        return cron_schedule(config.cron, config.cron_timezone)
+    if config.cron_timezone is not None:
+        raise InputError("--cron-timezone", "applies to --cron: give --cron EXPR too")
     if config.interval is not None:
         seconds = duration(config.interval, "--interval")
         return Schedule("interval", seconds) if seconds > 0 else Schedule("once")
