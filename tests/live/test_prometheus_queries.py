@@ -315,7 +315,7 @@ async def test_low_node_utilization_over_the_live_queries(
     assert request.params == FORM and request.headers["Authorization"] == "Bearer s3cret"
 
 
-# -- a real Prometheus, when one is installed --------------------------------------------------
+# -- a real Prometheus (Debian's package, which scripts/test installs) -------------------------
 
 
 def _free_port() -> int:
@@ -325,12 +325,9 @@ def _free_port() -> int:
         return port
 
 
-@pytest.mark.skipif(shutil.which("prometheus") is None,
-                    reason="no `prometheus` binary on PATH (not installed here; the fake server "
-                           "tests cover the protocol)")
 async def test_against_a_real_prometheus(tmp_path: Path) -> None:
     binary = shutil.which("prometheus")
-    assert binary is not None
+    assert binary is not None, "prometheus is not installed: scripts/test installs it"
     port = _free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text("global:\n  scrape_interval: 1m\n")
