@@ -15,7 +15,9 @@ from typing import Literal
 import msgspec
 
 Outcome = Literal["evicted", "filtered", "limited", "pdb-blocked", "failed", "skipped",
-                  "dry-run", "considered", "restarted", "deferred"]
+                  "dry-run", "considered", "restarted", "deferred", "background"]
+# "background": the eviction request started an eviction in background (a live migration,
+# framework/background.py): the pod stays while its controller moves it.
 # The pod leaves (or, in a dry run, would leave) its node: evicted, or replaced by a surge-first
 # restart of its Deployment (framework/moves).
 EVICTED_OUTCOMES = frozenset({"evicted", "dry-run", "restarted"})

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import msgspec
 
+from desched.framework.background import InBackground
 from desched.framework.decisions import DecisionLog
 from desched.model.pod import Pod
 
@@ -25,6 +26,9 @@ LIMIT_MESSAGES: dict[LimitScope, str] = {
 }
 
 
+ALREADY_IN_BACKGROUND = "eviction in background already requested: not requested again"
+
+
 class EvictionLimitError(Exception):
     """A global limit refused the eviction. Plugins stop (total) or move to the next node (node)."""
 
@@ -39,7 +43,9 @@ class ExecutionResult(msgspec.Struct, frozen=True, gc=False):
     __init__ costs ten times as much."""
 
     ok: bool
-    outcome: Literal["evicted", "pdb-blocked", "failed", "restarted"] = "evicted"
+    # "background": the request was answered by an eviction in background (framework/
+    # background.py); not ok: the pod stays, for now.
+    outcome: Literal["evicted", "pdb-blocked", "failed", "restarted", "background"] = "evicted"
     message: str = ""
 
 
@@ -115,6 +121,9 @@ class Evictor:
     # The policy's `moves`: evictions are planned and carried out after each plugin's run
     # (framework/moves). None: each eviction is carried out at once, as upstream does.
     moves: MovePlanner | None = None
+    # Evictions in background in progress (upstream's EvictionsInBackground gate): they count
+    # against the limits and are not requested again. None: the gate is off.
+    background: InBackground | None = None
 
     def new_cycle(self) -> None:
         self.total = 0
@@ -123,6 +132,9 @@ class Evictor:
 
     def _limit_hit(self, pod: Pod) -> LimitScope | None:
         lim = self.limits
+        bg = self.background
+        if bg is not None and bg.total:
+            return self._limit_hit_with(pod, bg)
         if lim.total is not None and self.total + 1 > lim.total:
             return "total"
         node = pod.node_name
@@ -130,6 +142,23 @@ class Evictor:
             return "node"
         if (lim.per_namespace is not None
                 and self.by_namespace.get(pod.namespace, 0) + 1 > lim.per_namespace):
+            return "namespace"
+        return None
+
+    def _limit_hit_with(self, pod: Pod, bg: InBackground) -> LimitScope | None:
+        """_limit_hit, the evictions in background in progress counted too (upstream's
+        `counted + backgroundRequests + 1 > limit`)."""
+        lim = self.limits
+        if lim.total is not None and self.total + bg.total + 1 > lim.total:
+            return "total"
+        node = pod.node_name
+        if node and lim.per_node is not None and (
+                self.by_node.get(node, 0) + bg.by_node.get(node, 0) + 1 > lim.per_node):
+            return "node"
+        namespace = pod.namespace
+        if lim.per_namespace is not None and (
+                self.by_namespace.get(namespace, 0) + bg.by_namespace.get(namespace, 0) + 1
+                > lim.per_namespace):
             return "namespace"
         return None
 
@@ -164,6 +193,8 @@ class Evictor:
         eviction as it would refuse the real one, and the cycle sees the pod gone."""
         result = self.executor.evict(pod, profile, plugin, reason)
         if not result.ok:
+            if result.outcome == "background":
+                return self._started_in_background(pod, profile, plugin, result.message)
             meta = pod.metadata  # its fields, not the Pod properties: one call per refusal less
             self.log.record(result.outcome, meta.namespace, meta.name, pod.spec.node_name,
                             profile, plugin, result.message)
@@ -179,6 +210,34 @@ class Evictor:
                         recorded)
         return True
 
+    def _started_in_background(self, pod: Pod, profile: str, plugin: str, message: str) -> bool:
+        """The request was answered by an eviction in background. With the gate on, the pod
+        is in progress from now (counted against the limits, not counted as evicted); a pod
+        that has ended is let be, as upstream does. With it off, the answer is an error."""
+        background = self.background
+        if background is None:
+            self.log.record("failed", pod.namespace, pod.name, pod.node_name, profile, plugin,
+                            message)
+            return False
+        if pod.terminal:
+            self.log.record("skipped", pod.namespace, pod.name, pod.node_name, profile, plugin,
+                            f"eviction in background of a {pod.status.phase} pod: ignored")
+            return True
+        background.assume(pod, profile, plugin)
+        self.log.record("background", pod.namespace, pod.name, pod.node_name, profile, plugin,
+                        message)
+        return True
+
+    def requested_in_background(self, pod: Pod, profile: str, plugin: str) -> bool:
+        """An eviction in background of the pod is in progress: not requested again (the
+        plugin is told it succeeded, as upstream tells it, and nothing is counted)."""
+        background = self.background
+        if background is None or not background.total or not background.has(pod):
+            return False
+        self.log.record("skipped", pod.namespace, pod.name, pod.node_name, profile, plugin,
+                        ALREADY_IN_BACKGROUND)
+        return True
+
     def count_without_eviction(self, pod: Pod, profile: str, plugin: str, reason: str) -> None:
         """An evict plugin reported success without evicting (MigrationController's dryRun):
         Koordinator counts it against the limits all the same."""
@@ -187,6 +246,8 @@ class Evictor:
                         reason)
 
     def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> bool:
+        if self.background is not None and self.requested_in_background(pod, profile, plugin):
+            return True
         lim = self.limits
         if lim.total is not None or lim.per_node is not None or lim.per_namespace is not None:
             self.check_limits(pod, profile, plugin)
@@ -282,6 +343,8 @@ class ProfileEvictor:
         evictor, profile = self.evictor, self.profile
         if self.evict_plugin is None or evictor.dry_run:
             return evictor.evict(pod, profile, plugin, reason)
+        if evictor.requested_in_background(pod, profile, plugin):
+            return True
         evictor.check_limits(pod, profile, plugin)
         proceeded = False
 

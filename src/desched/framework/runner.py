@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import NoReturn
 
 from desched.errors import InputError
+from desched.framework.background import InBackground
 from desched.framework.decisions import DecisionLog
 from desched.framework.evictor import (
     Evictor,
@@ -35,6 +36,8 @@ from desched.model.node import Node
 from desched.snapshot.cluster import ClusterSnapshot
 
 SKIP_FEW_NODES = "Skipping descheduling cycle: requires >=2 nodes"
+# Who the cycle's note on the evictions in background in progress is from (upstream's gate).
+BACKGROUND_NOTE = "EvictionsInBackground"
 # How the note of a plugin run that evicted nothing and said nothing starts (_says_why).
 IDLE = "evicted nothing: "
 
@@ -124,11 +127,14 @@ class Descheduler:
     # How the plugins' usage sources query a metrics server (`desched run`'s live layer);
     # None: they cannot (simulate makes no network requests).
     queries: UsageQueries | None = None
+    # The evictions in background in progress, observed on the snapshot at each cycle's start
+    # (framework/background.py); None: not tracked (upstream's gate off).
+    background: InBackground | None = None
     evictor: Evictor = field(init=False)
 
     def __post_init__(self) -> None:
         self.evictor = Evictor(self.policy.limits, self.executor, self.log,
-                               dry_run=self.policy.dry_run)
+                               dry_run=self.policy.dry_run, background=self.background)
         if self.policy.moves is not None and self.policy.plans_moves:
             self.evictor.moves = MovePlanner(self.policy.moves, self.evictor, self.snapshot,
                                              self.clock, self.log, self.moves)
@@ -176,6 +182,11 @@ class Descheduler:
         log = self.log
         log.cycle = cycle
         self.evictor.new_cycle()
+        background = self.background
+        if background is not None:
+            background.observe(self.snapshot.pods)
+            if background.total:
+                log.note("", "", BACKGROUND_NOTE, background.describe())
         nodes = self.nodes()
         if len(nodes) < 2:
             return SKIP_FEW_NODES

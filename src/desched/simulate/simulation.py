@@ -12,6 +12,7 @@ from typing import Protocol
 
 from desched.errors import InputError, warn
 from desched.executors.simulation import SimulationExecutor
+from desched.framework.background import InBackground
 from desched.framework.decisions import Decision, DecisionLog
 from desched.framework.evictor import LIMIT_MESSAGES, LimitScope
 from desched.framework.moves import MoveTracker
@@ -291,8 +292,11 @@ class Simulation:
         now = self.clock.now
         executor = SimulationExecutor(snapshot)
         clock = Clock(now)
+        # Pods the snapshot shows with an eviction in background in progress count against the
+        # limits and are not evicted again, as in a run with upstream's gate on.
         descheduler = Descheduler(policy, snapshot, executor, clock, log,
-                                  moves=MoveTracker(simulated=True), queries=self.queries)
+                                  moves=MoveTracker(simulated=True), queries=self.queries,
+                                  background=InBackground())
         if self._preflight is None:
             self._preflight = _preflight(descheduler, model if do_reschedule else None)
             for line in self._preflight[1]:
