@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "live"))
 
 from fake_apiserver import Emulator, FakeApiServer  # noqa: E402
-from test_manifests import by_kind, helm_template, needs_helm, pod_spec  # noqa: E402
+from test_manifests import by_kind, helm_template, pod_spec  # noqa: E402
 from test_migration_run import KINDS, POLICY, Jobs, workload_cluster  # noqa: E402
 from test_run import background, config, runner_for, until  # noqa: E402
 from test_stale_cache import METRICS_POLICY  # noqa: E402
@@ -253,7 +253,6 @@ def test_the_chart_ships_the_dashboard_as_is() -> None:
     assert CHART_COPY.read_bytes() == DASHBOARD.read_bytes()
 
 
-@needs_helm
 def test_helm_provisions_the_dashboard_with_the_service_monitor(tmp_path: Path) -> None:
     docs = helm_template(tmp_path, {**MONITORED, "grafanaDashboard": {
         "enabled": True, "annotations": {"grafana_folder": "Kubernetes"}}})
@@ -273,7 +272,6 @@ def test_helm_provisions_the_dashboard_with_the_service_monitor(tmp_path: Path) 
                     if d["metadata"]["name"].endswith("-dashboard")]
 
 
-@needs_helm
 @pytest.mark.parametrize("values", [
     {**IMAGE, "grafanaDashboard": {"enabled": True}},  # a CronJob: nothing to scrape
     {**IMAGE, "kind": "Deployment", "grafanaDashboard": {"enabled": True}},
@@ -285,7 +283,6 @@ def test_helm_refuses_a_dashboard_without_the_service_monitor(
         str(error)
 
 
-@needs_helm
 def test_the_chart_turns_the_cycles_page_off(tmp_path: Path) -> None:
     def args(values: dict[str, Any]) -> list[str]:
         docs = helm_template(tmp_path, values)

@@ -3,8 +3,9 @@
 Every YAML file under deploy/ except the Helm templates is parsed and checked for structure: the
 CRDs against Koordinator's, RBAC against the verbs desched's features use, the kustomize workloads
 against the `desched run` contract. The Helm chart is checked statically (Chart.yaml,
-values.yaml, every `.Values.x` a template reads, balanced blocks, standard functions only) and, when
-a `helm` binary is on PATH, rendered with several values sets. `kubectl kustomize` builds the
+values.yaml, every `.Values.x` a template reads, balanced blocks, standard functions only) and
+rendered by Helm's own engine (helm_engine.py) with several values sets; test_chart_parity.py
+compares it with upstream's chart. `kubectl kustomize` builds the
 overlays when kubectl is on PATH.
 """
 
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import helm_engine
 import pytest
 import yaml
 
@@ -753,19 +755,8 @@ def test_chart_rbac_rules_match_the_plain_manifests() -> None:
 
 
 # ---------------------------------------------------- Helm chart rendered (Helm's own engine)
-# The `helm` binary when it is on PATH, else Helm's template engine as a library
-# (helm-python-sdk, a test dependency): both are Helm itself, not a re-implementation.
-HELM = shutil.which("helm")
-try:
-    from helm_python.chart import Chart as HelmChart
-    from helm_python.chart import lint as helm_lint
-    from helm_python.errors import HelmError
-except ImportError:  # pragma: no cover - the test extras install it
-    HelmChart = None
-needs_helm = pytest.mark.skipif(
-    HELM is None and HelmChart is None,
-    reason="neither helm nor helm-python-sdk is installed: the chart is checked statically only")
-
+# Helm's Go SDK as a library (helm_engine.py, a test dependency): Helm itself, on every machine the
+# suite runs on.
 
 # Where the tests say the image was pushed (image.repository is required).
 TEST_IMAGE = PLACEHOLDER_IMAGE
@@ -782,38 +773,13 @@ def helm_template(tmp_path: Path, values: dict[str, Any] | None = None,
                   *, expect_failure: bool = False) -> list[dict[str, Any]] | str:
     """`helm template desched CHART --namespace kube-system [--values ...]`: the documents, or
     (expect_failure) the error."""
-    values = with_image(values)
-    if HELM is None:
-        assert HelmChart is not None
-        try:
-            with HelmChart.load(str(CHART)) as chart:
-                out = chart.render(values=values, name="desched",
-                                   namespace="kube-system", is_install=True)
-        except HelmError as err:
-            assert expect_failure, str(err)
-            return str(err)
-        assert not expect_failure, "rendered without an error"
-        text = "\n---\n".join(body for path, body in sorted(out.items())
-                              if not path.endswith("NOTES.txt"))
-        return [d for d in yaml.safe_load_all(text) if d]
-    path = tmp_path / "values.yaml"
-    path.write_text(yaml.safe_dump(values))
-    cmd = [HELM, "template", "desched", str(CHART), "--namespace", "kube-system",
-           "--values", str(path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     if expect_failure:
-        assert proc.returncode != 0, proc.stdout
-        return proc.stderr
-    assert proc.returncode == 0, proc.stderr
-    return [d for d in yaml.safe_load_all(proc.stdout) if d]
+        return helm_engine.render_error(CHART, with_image(values))
+    return helm_engine.render(CHART, with_image(values))
 
 
 def helm_notes(values: dict[str, Any] | None = None) -> str:
-    assert HelmChart is not None
-    with HelmChart.load(str(CHART)) as chart:
-        out = chart.render(values=with_image(values), name="desched", namespace="kube-system",
-                           is_install=True)
-    return next(body for path, body in out.items() if path.endswith("NOTES.txt"))
+    return helm_engine.notes(CHART, with_image(values))
 
 
 def rendered(tmp_path: Path, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -827,19 +793,12 @@ def named(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     return doc
 
 
-@needs_helm
 def test_helm_lint() -> None:
-    if HELM is None:
-        report = helm_lint(str(CHART), with_image(None), strict=True)
-        assert report["errors"] == [] and not [
-            m for m in report["messages"] if m["severity"] >= 2], report
-        return
-    proc = subprocess.run([HELM, "lint", str(CHART), "--set", f"image.repository={TEST_IMAGE}"],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = helm_engine.lint(CHART, with_image(None))
+    assert report["errors"] == [] and not [
+        m for m in report["messages"] if m["severity"] >= 2], report
 
 
-@needs_helm
 def test_helm_default_renders_a_cronjob(tmp_path: Path) -> None:
     docs = rendered(tmp_path)
     kinds = sorted(d["kind"] for d in docs)
@@ -875,7 +834,6 @@ def test_helm_default_renders_a_cronjob(tmp_path: Path) -> None:
     assert spec["serviceAccountName"] == sa["metadata"]["name"]
 
 
-@needs_helm
 def test_helm_job(tmp_path: Path) -> None:
     docs = rendered(tmp_path, {"kind": "Job", "cmdOptions": {"dry-run": True}})
     job = named(docs, "Job")
@@ -884,7 +842,6 @@ def test_helm_job(tmp_path: Path) -> None:
     assert not by_kind(docs, "CronJob") and not by_kind(docs, "Deployment")
 
 
-@needs_helm
 def test_helm_deployment_with_everything(tmp_path: Path) -> None:
     docs = rendered(tmp_path, {
         "kind": "Deployment", "replicas": 2, "deschedulingInterval": "10m",
@@ -919,7 +876,6 @@ def test_helm_deployment_with_everything(tmp_path: Path) -> None:
     assert monitor["spec"]["endpoints"][0]["scheme"] == "http"
 
 
-@needs_helm
 def test_helm_secure_serving_for_prometheus(tmp_path: Path) -> None:
     """The default secure serving on a Deployment with a ServiceMonitor: HTTPS on the metrics
     port, Prometheus' ServiceAccount bound to the reader role, the scrape https with its token;
@@ -962,7 +918,6 @@ def test_helm_secure_serving_for_prometheus(tmp_path: Path) -> None:
     assert "bearerTokenFile" not in named(docs, "ServiceMonitor")["spec"]["endpoints"][0]
 
 
-@needs_helm
 def test_helm_policy_file_is_used_verbatim(tmp_path: Path) -> None:
     koord = (REPO / "examples" / "koordinator-policy.yaml").read_text()
     docs = rendered(tmp_path, {"policyFile": koord, "kind": "Deployment"})
@@ -970,7 +925,6 @@ def test_helm_policy_file_is_used_verbatim(tmp_path: Path) -> None:
     assert cm["data"]["policy.yaml"].strip() == koord.strip()
 
 
-@needs_helm
 @pytest.mark.parametrize("values", [
     {"kind": "DaemonSet"},
     {"kind": "CronJob", "leaderElection": {"enabled": True}},
@@ -990,14 +944,12 @@ def render_error(tmp_path: Path, values: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------- the image (issue 22: no public image)
-@needs_helm
 def test_helm_requires_the_image_repository(tmp_path: Path) -> None:
     error = render_error(tmp_path, {"image": {"repository": ""}})
     assert ("image.repository is required: build the image with scripts/build-image and push it "
             "to your registry, then --set image.repository=REGISTRY/desched") in error
 
 
-@needs_helm
 def test_helm_image_is_where_it_was_pushed_and_notes_say_so(tmp_path: Path) -> None:
     values = {"image": {"repository": "registry.internal:5000/tools/desched", "tag": "0.1.0-1"}}
     spec = pod_spec(named(rendered(tmp_path, values), "CronJob"))
@@ -1039,7 +991,6 @@ def in_configmap(policy: str) -> str:
                            "data": {"koord-descheduler-config": policy}})
 
 
-@needs_helm
 @pytest.mark.parametrize(("policy", "migration"), [
     pytest.param((REPO / "examples" / "migration" / "policy.yaml").read_text(), True,
                  id="example-koordinator-defaults"),
@@ -1088,14 +1039,11 @@ def test_helm_grants_the_migration_rbac_the_policy_needs(tmp_path: Path, policy:
     assert "ClusterRole desched-migration-controller" in notes
     assert ("kubectl get crd podmigrationjobs.scheduling.koordinator.sh "
             "reservations.scheduling.koordinator.sh") in notes
-    if HelmChart is not None:
-        with HelmChart.load(str(CHART)) as chart:
-            crds = {yaml.safe_load(c["data"])["metadata"]["name"] for c in chart.crds}
-        assert crds == {"podmigrationjobs.scheduling.koordinator.sh",
-                        "reservations.scheduling.koordinator.sh"}
+    crds = {yaml.safe_load(text)["metadata"]["name"] for text in helm_engine.crds(CHART)}
+    assert crds == {"podmigrationjobs.scheduling.koordinator.sh",
+                    "reservations.scheduling.koordinator.sh"}
 
 
-@needs_helm
 @pytest.mark.parametrize("eviction_policy", ["Delete", "SoftEviction"])
 def test_helm_refuses_a_pod_delete_policy_without_rbac_pod_delete(tmp_path: Path,
                                                                    eviction_policy: str) -> None:
@@ -1113,7 +1061,6 @@ def test_helm_refuses_a_pod_delete_policy_without_rbac_pod_delete(tmp_path: Path
     assert roles["desched-migration-controller"] == MIGRATION_RULES
 
 
-@needs_helm
 def test_helm_cronjob_refuses_a_policy_with_its_own_interval(tmp_path: Path) -> None:
     """The CronJob runs one cycle per schedule tick: the policy's 60s would silently become
     every 2 minutes. The render fails in one line naming both ways out."""
@@ -1129,7 +1076,6 @@ def test_helm_cronjob_refuses_a_policy_with_its_own_interval(tmp_path: Path) -> 
         assert named(docs, "CronJob")["spec"]["schedule"] == "*/2 * * * *"
 
 
-@needs_helm
 def test_helm_deployment_honours_the_policy_interval(tmp_path: Path) -> None:
     """kind Deployment runs every deschedulingInterval of the policy, as desched resolves it
     from the rendered arguments and ConfigMap; a different deschedulingInterval value fails."""
@@ -1163,7 +1109,6 @@ def test_helm_deployment_honours_the_policy_interval(tmp_path: Path) -> None:
             "the value empty to use the policy's, or change the policy") in error
 
 
-@needs_helm
 def test_helm_refuses_a_policy_file_that_is_not_yaml(tmp_path: Path) -> None:
     error = render_error(tmp_path, {"kind": "Deployment", "policyFile": "profiles: [a"})
     assert "policyFile is not one YAML policy document" in error
@@ -1254,7 +1199,8 @@ def test_dockerignore_keeps_what_the_build_copies() -> None:
 
 
 # ------------------------------------------------- upstream's chart values, unchanged (issue 11)
-UPSTREAM_VALUES = Path(__file__).with_name("upstream-values.yaml")
+# Upstream's chart as it ships (test data, test_chart_parity.py): its own values.yaml.
+UPSTREAM_VALUES = Path(__file__).with_name("upstream-chart") / "values.yaml"
 
 
 def run_context(args: list[str]) -> Any:
@@ -1266,7 +1212,6 @@ def run_context(args: list[str]) -> Any:
     return run_command.make_context("run", list(args[1:]))
 
 
-@needs_helm
 @pytest.mark.parametrize("variant", ["CronJob", "Deployment"])
 def test_upstream_chart_values_render_a_workload_desched_runs(tmp_path: Path,
                                                               variant: str) -> None:
@@ -1298,14 +1243,16 @@ def test_upstream_chart_values_render_a_workload_desched_runs(tmp_path: Path,
         role = next(d for d in by_kind(docs, "Role")
                     if d["metadata"]["namespace"] == "descheduling")
         assert rules_of(role) == {("coordination.k8s.io", "leases"): LEASE_VERBS}
-    # Upstream's HTTPS probe on 10258 is pointed at desched's plain-HTTP health port, upstream's
-    # container-port list gives way to desched's ports.
+    # Upstream's HTTPS probe on 10258 is pointed at desched's plain-HTTP health port; upstream's
+    # container-port list is kept, its port the metrics port, desched's health port added.
     assert container["image"] == f"{TEST_IMAGE}:{project_version()}"
     probe = container["livenessProbe"]
     assert probe["httpGet"] == {"path": "/healthz", "port": "health", "scheme": "HTTP"}
-    assert probe["initialDelaySeconds"] == 3
-    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": METRICS_PORT, "health": HEALTH_PORT}
+    assert probe["initialDelaySeconds"] == 5
+    assert container["ports"] == [
+        {"containerPort": METRICS_PORT, "protocol": "TCP"},
+        {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"}]
+    assert ctx.params["secure_port"] == METRICS_PORT
     assert ctx.params["health_address"] == f":{HEALTH_PORT}"
     assert container["securityContext"]["runAsUser"] == 1000  # the user's choice is kept
     # The policy upstream's chart ships is valid for desched as it is.
@@ -1319,15 +1266,12 @@ def test_upstream_chart_values_render_a_workload_desched_runs(tmp_path: Path,
 
 
 def test_upstream_values_notes_say_what_was_adapted() -> None:
-    if HelmChart is None:
-        pytest.skip("helm-python-sdk is not installed")
     values = yaml.safe_load(UPSTREAM_VALUES.read_text())
     values["image"]["repository"] = TEST_IMAGE
     notes = helm_notes(values)
     assert "ConfigMap desched-state" in notes
 
 
-@needs_helm
 def test_upstream_values_image_must_be_replaced(tmp_path: Path) -> None:
     """Upstream's image runs the Go descheduler, which refuses desched's arguments: rendering
     says so in one line, and how to get desched's image."""

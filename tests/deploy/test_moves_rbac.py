@@ -15,7 +15,6 @@ from test_manifests import (
     by_kind,
     check_bound,
     helm_notes,
-    needs_helm,
     rbac_objects,
     rendered,
     rules_of,
@@ -56,7 +55,6 @@ def _policy(base: dict[str, Any], moves: dict[str, Any] | None) -> str:
     return yaml.safe_dump({**base, **({"moves": moves} if moves is not None else {})})
 
 
-@needs_helm
 @pytest.mark.parametrize(("policy", "granted"), [
     pytest.param(_policy(UPSTREAM, {"surgeFirst": True}), True, id="upstream-surge-first"),
     pytest.param(_policy(KOORD, {"surgeFirst": True, "maxUnavailablePerWorkload": 1}), True,
@@ -88,7 +86,6 @@ def test_helm_grants_deployments_patch_only_when_the_policy_restarts(
                    for name, r in roles.items() if name != "desched-deployment-restart")
 
 
-@needs_helm
 def test_the_values_flag_grants_it_for_any_policy_and_rbac_create_false_for_none(
         tmp_path: Path) -> None:
     assert "desched-deployment-restart" in _roles(tmp_path, {"rbac": {"deploymentRestart": True}})

@@ -21,6 +21,14 @@ The release's full name: the release name when it already contains the chart nam
 {{- end -}}
 {{- end -}}
 
+{{/*
+The namespace of the release's objects: namespaceOverride (upstream's key, for charts that
+combine several releases), else the release namespace.
+*/}}
+{{- define "desched.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "desched.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
@@ -174,16 +182,68 @@ true
 
 {{/*
 A listener's port: `ports.metrics` / `ports.health`. Upstream's chart has `ports` as a list of
-container ports instead; with such values desched's defaults apply.
+container ports instead, rendered as it is: its first item is the metrics (secure) port, an item
+named "health" the health port, else desched's 10259 (a port appended to the list).
 */}}
 {{- define "desched.port" -}}
 {{- $root := index . 0 -}}
 {{- $name := index . 1 -}}
-{{- if and (kindIs "map" $root.Values.ports) (hasKey $root.Values.ports $name) -}}
-{{- index $root.Values.ports $name -}}
+{{- $ports := $root.Values.ports -}}
+{{- if kindIs "slice" $ports -}}
+{{- if not $ports -}}
+{{- fail "ports is an empty list: give upstream's list of container ports (the first is the metrics port) or desched's {metrics: 10258, health: 10259}" -}}
+{{- end -}}
+{{- range $ports -}}
+{{- if not (and (kindIs "map" .) .containerPort) -}}
+{{- fail (printf "ports: every item of the list needs a containerPort, as a container port does: %s" (toJson .)) -}}
+{{- end -}}
+{{- end -}}
+{{- $found := ternary (first $ports).containerPort 10259 (eq $name "metrics") -}}
+{{- range $ports -}}
+{{- if and (eq $name "health") (eq (toString .name) "health") -}}{{- $found = .containerPort -}}{{- end -}}
+{{- end -}}
+{{- $found -}}
+{{- else if and (kindIs "map" $ports) (hasKey $ports $name) -}}
+{{- index $ports $name -}}
 {{- else -}}
 {{- ternary 10258 10259 (eq $name "metrics") -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The container's ports: upstream's list as it is (plus desched's health port unless the list names
+one), else desched's two named ports.
+*/}}
+{{- define "desched.containerPorts" -}}
+{{- if kindIs "slice" .Values.ports -}}
+{{- $named := list -}}
+{{- range .Values.ports -}}{{- $named = append $named (toString .name) -}}{{- end -}}
+{{- toYaml .Values.ports }}
+{{- if not (has "health" $named) }}
+- name: health
+  containerPort: {{ include "desched.port" (list . "health") }}
+  protocol: TCP
+{{- end }}
+{{- else -}}
+- name: metrics
+  containerPort: {{ include "desched.port" (list . "metrics") }}
+  protocol: TCP
+- name: health
+  containerPort: {{ include "desched.port" (list . "health") }}
+  protocol: TCP
+{{- end -}}
+{{- end -}}
+
+{{/*
+The container's command: `command` as it is, except upstream's "/bin/descheduler" (the Go binary
+of upstream's image, which desched's image does not have), which becomes desched.
+*/}}
+{{- define "desched.command" -}}
+{{- $command := .Values.command | default (list "desched") -}}
+{{- if eq (toJson $command) (toJson (list "/bin/descheduler")) -}}
+{{- $command = list "desched" -}}
+{{- end -}}
+{{- toYaml $command -}}
 {{- end -}}
 
 {{/*
@@ -191,7 +251,7 @@ Namespace of the leader-election Lease.
 */}}
 {{- define "desched.leaseNamespace" -}}
 {{- /* upstream's chart still honours its misspelt resourceNamescape */ -}}
-{{- default (default .Release.Namespace .Values.leaderElection.resourceNamescape) .Values.leaderElection.resourceNamespace -}}
+{{- default (default (include "desched.namespace" .) .Values.leaderElection.resourceNamescape) .Values.leaderElection.resourceNamespace -}}
 {{- end -}}
 
 {{/*
@@ -206,6 +266,9 @@ Settings that cannot work together fail the render with a message.
 {{- end -}}
 {{- if and (eq .Values.kind "Deployment") (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) -}}
 {{- fail "replicas > 1 requires leaderElection.enabled, or every replica would deschedule" -}}
+{{- end -}}
+{{- if not (kindIs "slice" (.Values.command | default list)) -}}
+{{- fail (printf "command must be a list, as a container's command is, not %s" (toJson .Values.command)) -}}
 {{- end -}}
 {{- $interval := include "desched.policyInterval" . -}}
 {{- if and $interval (eq .Values.kind "CronJob") -}}
@@ -286,6 +349,9 @@ The pod template shared by the CronJob, the Deployment and the Job.
 */}}
 {{- define "desched.podTemplate" -}}
 metadata:
+  {{- if eq .Values.kind "CronJob" }}
+  name: {{ include "desched.fullname" . }}
+  {{- end }}
   labels:
     {{- include "desched.selectorLabels" . | nindent 4 }}
     {{- with .Values.podLabels }}
@@ -298,7 +364,10 @@ metadata:
     {{- end }}
 spec:
   serviceAccountName: {{ include "desched.serviceAccountName" . }}
+  {{- /* unset: the ServiceAccount's setting applies, as upstream's chart leaves it */}}
+  {{- if kindIs "bool" .Values.automountServiceAccountToken }}
   automountServiceAccountToken: {{ .Values.automountServiceAccountToken }}
+  {{- end }}
   {{- if ne .Values.kind "Deployment" }}
   restartPolicy: Never
   {{- end }}
@@ -313,12 +382,16 @@ spec:
   securityContext:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+  {{- with .Values.initContainers }}
+  initContainers:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   containers:
   - name: desched
     image: {{ include "desched.image" . | quote }}
     imagePullPolicy: {{ .Values.image.pullPolicy }}
     command:
-    - desched
+      {{- include "desched.command" . | nindent 6 }}
     args:
       {{- include "desched.args" . | nindent 6 }}
     env:
@@ -331,12 +404,7 @@ spec:
     {{- toYaml . | nindent 4 }}
     {{- end }}
     ports:
-    - name: metrics
-      containerPort: {{ (include "desched.port" (list . "metrics")) }}
-      protocol: TCP
-    - name: health
-      containerPort: {{ (include "desched.port" (list . "health")) }}
-      protocol: TCP
+      {{- include "desched.containerPorts" . | nindent 6 }}
     {{- with .Values.livenessProbe }}
     livenessProbe:
       {{- /* desched serves /healthz over HTTP on the health port only: upstream's values
@@ -372,6 +440,10 @@ spec:
       mountPath: /tls
       readOnly: true
     {{- end }}
+    {{- /* upstream's: a token mounted by hand when the automatic one is not wanted */}}
+    {{- if and .Values.extraServiceAccountVolumeMounts (not .Values.automountServiceAccountToken) }}
+    {{- toYaml .Values.extraServiceAccountVolumeMounts | nindent 4 }}
+    {{- end }}
   volumes:
   - name: policy-volume
     configMap:
@@ -384,6 +456,9 @@ spec:
   - name: tmp
     emptyDir:
       sizeLimit: 64Mi
+  {{- if and .Values.extraServiceAccountVolumes (not .Values.automountServiceAccountToken) }}
+  {{- toYaml .Values.extraServiceAccountVolumes | nindent 2 }}
+  {{- end }}
   {{- with .Values.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
