@@ -88,6 +88,9 @@ class RecordingExecutor:
     def evict(self, p: Pod, profile: str, plugin: str, reason: str) -> Any:
         return self.inner.evict(p, profile, plugin, reason)
 
+    def set_unschedulable(self, node: str, unschedulable: bool) -> Any:
+        return self.inner.set_unschedulable(node, unschedulable)
+
     @property
     def evicted(self) -> list[str]:
         return [p.name for p in self.inner.evicted]

@@ -40,6 +40,13 @@ class SimulationExecutor:
         self.evicted.append(pod)
         return _EVICTED
 
+    def set_unschedulable(self, node: str, unschedulable: bool) -> ExecutionResult:
+        """A cordon as the API would carry it out: the snapshot's node is marked, so the
+        scheduler model and later cycles no longer place pods on it."""
+        if not self.snapshot.set_unschedulable(node, unschedulable):
+            return ExecutionResult(False, "failed", f'nodes "{node}" not found')
+        return _EVICTED
+
     def check_budget(self, pod: Pod) -> ExecutionResult:
         """What the API would answer a dry-run eviction: the budget is asked, not used."""
         _, refusal = self.budgets.check(pod)

@@ -100,6 +100,27 @@ def moving(executor: Executor) -> MoveExecutor:
     return executor if isinstance(executor, MoveExecutor) else _CannotMove()
 
 
+@runtime_checkable
+class NodeExecutor(Protocol):
+    """An executor that can also cordon and uncordon nodes (CustomPriority's autoCordon):
+    simulation marks the snapshot's node, live patches the Node."""
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> ExecutionResult:
+        """Set the node's spec.unschedulable; later plugins and cycles see the change."""
+
+
+class _CannotCordon:
+    """What stands in for an executor that cannot change nodes (a plugin's test double)."""
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> ExecutionResult:
+        return ExecutionResult(False, "failed", "this run's executor cannot cordon a node")
+
+
+def cordoning(executor: Executor) -> NodeExecutor:
+    """`executor` where it can cordon nodes, else one that says it cannot."""
+    return executor if isinstance(executor, NodeExecutor) else _CannotCordon()
+
+
 @dataclass
 class Limits:
     per_node: int | None = None
@@ -254,6 +275,20 @@ class Evictor:
         if self.moves is not None:
             return self.moves.plan(pod, profile, plugin, reason)
         return self.execute(pod, profile, plugin, reason)
+
+    def set_unschedulable(self, node: str, unschedulable: bool, profile: str, plugin: str,
+                          reason: str) -> bool:
+        """Cordon (or uncordon) a node through the executor, told as a note on the node for
+        reports, `explain --node` and the live log. Koordinator's top-level dryRun runs the
+        simulation executor, so a dry run only marks the snapshot's node."""
+        result = cordoning(self.executor).set_unschedulable(node, unschedulable)
+        what = "cordoned" if unschedulable else "uncordoned"
+        if result.ok:
+            self.log.note(node, profile, plugin, f"{what} node {node}: {reason}")
+        else:
+            self.log.note(node, profile, plugin, f"node {node} could not be {what} ({reason}): "
+                                                 f"{result.message}")
+        return result.ok
 
     def flush_moves(self) -> None:
         """Carry out what the plugin that just ran planned (nothing without `moves`)."""

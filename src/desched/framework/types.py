@@ -90,6 +90,12 @@ class Handle:
         """Ask for an eviction. Raises EvictionLimitError when a global limit is reached."""
         return self.evictor.evict(pod, self.plugin, reason)
 
+    def set_unschedulable(self, node: str, unschedulable: bool, reason: str) -> bool:
+        """Cordon (True) or uncordon (False) a node through the run's executor, recorded as a
+        note on the node; False when it could not be done (the note says why)."""
+        return self.evictor.evictor.set_unschedulable(node, unschedulable, self.profile,
+                                                      self.plugin, reason)
+
     def note(self, text: str, node: str = "") -> None:
         """Record a finding about a node (or, without one, the whole run) for reports and
         `explain`: bad or stale metrics, a hot node whose pods fit nowhere."""

@@ -21,6 +21,7 @@ from desched.framework.evictor import (
     ExecutionResult,
     Executor,
     RestartOrder,
+    cordoning,
     moving,
 )
 from desched.framework.policy import Policy
@@ -144,6 +145,13 @@ class GuardedExecutor:
         for pod in order.pods:
             self.pods[pod.key] = pod
         return moving(self.inner).restart(order)
+
+    # -- a plugin's autoCordon: guarded as an eviction is ------------------------------------
+    def set_unschedulable(self, node: str, unschedulable: bool) -> ExecutionResult:
+        refused = self._refusal()
+        if refused is not None:
+            return refused
+        return cordoning(self.inner).set_unschedulable(node, unschedulable)
 
 
 _LIMIT_SCOPES = {message: scope for scope, message in LIMIT_MESSAGES.items()}

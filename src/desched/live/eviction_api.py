@@ -17,7 +17,8 @@ Answers:
   precondition guarantees a retry can never evict a new pod that took the old one's name.
 
 For moves (framework/moves) the same executor asks the budget without evicting (a dry-run
-eviction, `?dryRun=All`) and restarts a Deployment (live/deployment_restart.py).
+eviction, `?dryRun=All`) and restarts a Deployment (live/deployment_restart.py); for a plugin's
+autoCordon it cordons and uncordons nodes (live/node_cordon.py).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import msgspec
 
 from desched.errors import InputError
 from desched.framework.evictor import ExecutionResult, RestartOrder
-from desched.live import deployment_restart
+from desched.live import deployment_restart, node_cordon
 from desched.live.assumed import EvictedPods
 from desched.live.client import ApiClient, ConnectionLost, PodState, Unreachable, run_on_loop
 from desched.model.pod import Pod
@@ -162,6 +163,16 @@ class EvictionApiExecutor:
             # Being replaced: later plugins in this cycle must not pick them again.
             for pod in order.pods:
                 self.snapshot.remove_pod(pod)
+        return result
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> ExecutionResult:
+        """Cordon or uncordon the node (live/node_cordon.py); the cycle's snapshot follows, so
+        later plugins of this cycle see the node as the API now has it."""
+        result = self._on_loop(node_cordon.set_unschedulable(
+            self.client, node, unschedulable, attempts=self.attempts, timeout=self.timeout,
+            backoff=self.backoff, fence=self.fence))
+        if result.ok:
+            self.snapshot.set_unschedulable(node, unschedulable)
         return result
 
     def _on_loop(self, request: Coroutine[Any, Any, ExecutionResult]) -> ExecutionResult:

@@ -36,7 +36,13 @@ from typing import Any, NamedTuple
 import msgspec
 
 from desched.errors import InputError
-from desched.framework.evictor import ExecutionResult, Executor, RestartOrder, moving
+from desched.framework.evictor import (
+    ExecutionResult,
+    Executor,
+    RestartOrder,
+    cordoning,
+    moving,
+)
 from desched.framework.policy import Policy
 from desched.live import logging as desched_logging
 from desched.live.client import ApiClient, ApiError, ConnectionLost, Unreachable
@@ -174,6 +180,10 @@ class MigrationJobExecutor:
 
     def restart(self, order: RestartOrder) -> ExecutionResult:
         return moving(self.inner).restart(order)
+
+    # A cordon is no PodMigrationJob either.
+    def set_unschedulable(self, node: str, unschedulable: bool) -> ExecutionResult:
+        return cordoning(self.inner).set_unschedulable(node, unschedulable)
 
     async def create(self, body: dict[str, Any]) -> ExecutionResult:
         """POST the job. The name is fixed before the first attempt, so a retry after a lost

@@ -36,6 +36,7 @@ from desched.plugins import (
     removepodsviolatingnodetaints,
     removepodsviolatingtopologyspreadconstraint,
 )
+from desched.plugins.custompriority import plugin as custompriority
 from desched.plugins.lownodeload import plugin as lownodeload
 
 # The entry-point group an installed package declares its plugins in: one entry point per
@@ -44,6 +45,7 @@ from desched.plugins.lownodeload import plugin as lownodeload
 ENTRY_POINT_GROUP = "desched.plugins"
 
 BUILT_IN: Plugins = MappingProxyType({spec.name: spec for spec in (
+    custompriority.SPEC,
     defaultevictor.SPEC,
     highnodeutilization.SPEC,
     lownodeload.SPEC,

@@ -6,7 +6,7 @@ explain why a pod fits nowhere. Nodes are tried in order and the search stops at
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -36,10 +36,13 @@ _BASIC = frozenset({"cpu", "memory", "pods"})
 
 
 def insufficient_resource(pod: Pod, node: Node, snapshot: ClusterSnapshot,
-                          scheduler: bool = False) -> str | None:
+                          scheduler: bool = False, sent: Mapping[str, int] | None = None,
+                          sent_pods: int = 0) -> str | None:
     """The first resource the node cannot give the pod ("insufficient <name>"), or None.
     `scheduler`: as kube-scheduler's NodeResourcesFit, which checks only what the pod requests
-    (a zero request fits an overcommitted node; the descheduler's NodeFit refuses it)."""
+    (a zero request fits an overcommitted node; the descheduler's NodeFit refuses it).
+    `sent`, `sent_pods`: the requests and the number of pods a plugin has already sent to the
+    node in its run, which the snapshot does not hold yet (their replacements are not placed)."""
     allocatable = node.allocatable
     used = snapshot.node_requested(node.metadata.name)
     for name, request in pod.requests.items():
@@ -47,11 +50,13 @@ def insufficient_resource(pod: Pod, node: Node, snapshot: ClusterSnapshot,
             continue
         if name in _BASIC or name in allocatable:
             available = allocatable.get(name, 0) - used.get(name, 0)
+            if sent:
+                available -= sent.get(name, 0)
         else:
             available = 0
         if request > available:
             return f"insufficient {name}"
-    if allocatable.get("pods", 0) - used.get("pods", 0) <= 0:
+    if allocatable.get("pods", 0) - used.get("pods", 0) - sent_pods <= 0:
         return "insufficient pods"
     return None
 

@@ -7,6 +7,8 @@ from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
 from desched.errors import InputError
 from desched.model.labels import Matcher, SelectorError, compile_selector
 from desched.model.meta import LabelSelector, ObjectMeta, Shared, trim_annotations
@@ -294,6 +296,21 @@ class ClusterSnapshot:
             owned = self.pods_by_owner_uid.get(ref.uid)
             if owned is not None:
                 owned.pop(key, None)
+
+    def set_unschedulable(self, node_name: str, unschedulable: bool) -> bool:
+        """Cordon or uncordon a node (a plugin's autoCordon, carried out by the executor): the
+        node becomes a new struct (nodes are never changed in place) and what was derived from
+        the old one is dropped. False when the snapshot has no such node."""
+        node = self.nodes.get(node_name)
+        if node is None:
+            return False
+        if node.spec.unschedulable != unschedulable:
+            self.nodes[node_name] = msgspec.structs.replace(
+                node, spec=msgspec.structs.replace(node.spec, unschedulable=unschedulable))
+            self._ready_nodes.clear()
+            self.caches.clear()  # NodeFit's memo, the node index: they hold the old node
+            self.additions += 1
+        return True
 
     def _take_off_requested(self, node_name: str, pod: Pod) -> None:
         """The node's request sums, where kept, less a pod leaving it (new dicts: a caller may

@@ -1,0 +1,1 @@
+"""CustomPriority (Koordinator): the plugin (`plugin`) and its args (`args`)."""
