@@ -217,6 +217,10 @@ class CycleReporter:
             if self.events is not None:
                 self.events.emit(self._ref(d), "Normal", d.plugin, eviction_note(d.node))
             return
+        if d.outcome == "background":  # a live migration started; the pod stays, counted
+            self.metrics.evicted("background", d.plugin, d.profile, d.namespace, d.node)
+            log.info("Eviction in background assumed", reason=d.reason, **fields)
+            return
         if d.outcome == "limited":
             failure = self._limit_text(d.reason)
             self.metrics.evicted(d.reason, d.plugin, d.profile, d.namespace, d.node)

@@ -25,6 +25,7 @@ from desched.framework.moves import MoveTracker
 from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler
 from desched.framework.types import Clock, UsageQueries
+from desched.live import background
 from desched.live import logging as desched_logging
 from desched.live.assumed import EvictedPods
 from desched.live.carried_state import CarriedState, plugins_of
@@ -72,6 +73,8 @@ class CycleAssembly:
         self.moves = moves
         self.watch_frames = watch_frames
         self.timer = PluginTimer(metrics)
+        # The evictions in background in progress, across cycles (None: the gate is off).
+        self.background = background.tracker(config.feature_gates, metrics)
         self.events_failed = 0  # events not posted, all run long
 
     def event_posted(self, type_: str, ok: bool) -> None:
@@ -124,7 +127,8 @@ class CycleAssembly:
         clock = Clock(datetime.now(UTC))
         try:
             descheduler = Descheduler(policy, snapshot, executor, clock, decisions,
-                                      moves=self.moves, queries=queries)
+                                      moves=self.moves, queries=queries,
+                                      background=self.background)
         except InputError as err:
             # The cluster lacks what the policy names (a priorityThreshold's PriorityClass):
             # a --once run stops with the error; a loop fails this cycle and tries the next.
@@ -172,8 +176,10 @@ class CycleAssembly:
                 await events.flush()
             facts.seconds = elapsed
             facts.events_failed = self.events_failed - events_failed
+        in_background = ({} if self.background is None
+                         else {"evictionRequests": self.background.total})
         log.info("descheduling cycle finished", cycle=number, result=result,
-                 totalEvicted=reporter.evicted, failed=reporter.failed,
+                 totalEvicted=reporter.evicted, failed=reporter.failed, **in_background,
                  **reporter.move_counts(), seconds=round(elapsed, 3), dry_run=dry_run)
         await self.migrations.finish(inner, wake)
         decisions.detach()

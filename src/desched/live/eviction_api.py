@@ -9,6 +9,8 @@ Answers:
 - 2xx: evicted; the pod leaves the cycle's snapshot so later plugins no longer consider it;
 - 429 with a DisruptionBudget cause (or a budget message): refused by a PodDisruptionBudget,
   recorded as "pdb-blocked", not retried (upstream does not retry either);
+- 429 "Eviction triggered evacuation" for a pod annotated request-evict-only: an eviction in
+  background started (KubeVirt's live migration, framework/background.py), not retried;
 - 429 without one (API priority and fairness throttling): retried after Retry-After;
 - 404, or 409 from the UID precondition: the pod is already gone (or replaced), not counted;
 - 5xx, timeouts and dropped connections: retried a bounded number of times with backoff. Such a
@@ -34,6 +36,7 @@ from desched.errors import InputError
 from desched.framework.evictor import ExecutionResult, RestartOrder
 from desched.live import deployment_restart, node_cordon
 from desched.live.assumed import EvictedPods
+from desched.live.background import answered_in_background
 from desched.live.client import ApiClient, ConnectionLost, PodState, Unreachable, run_on_loop
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
@@ -257,6 +260,10 @@ class EvictionApiExecutor:
             message = status.message or response.reason_phrase
             if _refused_by_budget(code, status):
                 return ExecutionResult(False, "pdb-blocked", message)
+            if answered_in_background(pod, code, message):
+                # The pod's controller evicts it over time (a live migration): not retried,
+                # the Evictor counts it in progress (framework/background.py).
+                return ExecutionResult(False, "background", f"{code} {message}")
             if code == 429:
                 # Throttled (API priority and fairness): not carried out, retry when told.
                 error, uncertain = f"429 {message}", False
