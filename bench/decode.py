@@ -78,6 +78,30 @@ elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
 print(json.dumps({"seconds": elapsed, "cpu": cpu}))
 """
 
+# The lowest floor for JSON lines: each page checked and skipped by msgspec (its items decoded into
+# structs with no fields), what reading the text at all costs before any object is built.
+_SKIP_FLOOR = r"""
+import json, sys, time, msgspec
+class Item(msgspec.Struct):
+    pass
+class Page(msgspec.Struct):
+    items: list[Item] | None = None
+skip = msgspec.json.Decoder(Page)
+with open(sys.argv[1], "rb") as fh:
+    lines = [line for line in fh.read().splitlines() if line.strip()]
+t, cpu = time.perf_counter(), time.process_time()
+for line in lines:
+    skip.decode(line)
+elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
+print(json.dumps({"seconds": elapsed, "cpu": cpu}))
+"""
+
+
+def _floor_cpu(script: str, paths: list[Path], runs: int) -> list[float]:
+    return [json.loads(subprocess.run([sys.executable, "-c", script, *map(str, paths)],
+                                      check=True, capture_output=True, text=True).stdout)["cpu"]
+            for _ in range(runs)]
+
 
 def ensure_snapshot(nodes: int, pods: int) -> Path:
     base = Path(os.environ.get("DESCHED_BENCH_DIR", "/tmp/desched-bench"))
@@ -122,21 +146,19 @@ def main() -> None:
     print(f"peak RSS:  median {statistics.median(rss):.0f} MiB "
           f"(min {min(rss):.0f}, max {max(rss):.0f})")
     if opts.floor:
-        floor = [json.loads(subprocess.run([sys.executable, "-c", _FLOOR, *map(str, paths)],
-                                           check=True, capture_output=True,
-                                           text=True).stdout)["cpu"]
-                 for _ in range(opts.runs)]
+        floor = _floor_cpu(_FLOOR, paths, opts.runs)
         print(f"msgspec's plain decode of the same bytes: CPU median "
               f"{statistics.median(floor):.2f} s; load / floor "
               f"{statistics.median(cpu) / statistics.median(floor):.2f}x")
         if len(paths) == 1 and paths[0].suffix == ".jsonl":
-            typed = [json.loads(subprocess.run([sys.executable, "-c", _TYPED_FLOOR,
-                                                str(paths[0])], check=True, capture_output=True,
-                                               text=True).stdout)["cpu"]
-                     for _ in range(opts.runs)]
+            typed = _floor_cpu(_TYPED_FLOOR, paths, opts.runs)
             print(f"msgspec's decode into desched's types, page by page: CPU median "
                   f"{statistics.median(typed):.2f} s; load / typed floor "
                   f"{statistics.median(cpu) / statistics.median(typed):.2f}x")
+            skipped = _floor_cpu(_SKIP_FLOOR, paths, opts.runs)
+            print(f"msgspec checking and skipping every item, page by page: CPU median "
+                  f"{statistics.median(skipped):.2f} s; load / skip floor "
+                  f"{statistics.median(cpu) / statistics.median(skipped):.2f}x")
 
 
 if __name__ == "__main__":
