@@ -50,7 +50,7 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str,
 
 
 def test_the_built_ins_are_listed_as_such() -> None:
-    assert len(BUILT_IN) == 14
+    assert len(BUILT_IN) == 15
     assert all(PLUGINS.source(name).built_in for name in BUILT_IN)
     assert str(PLUGINS.source("PodLifeTime")) == "built-in"
 

@@ -1,0 +1,67 @@
+"""examples/plugins/CustomPriority, as `desched simulate` and `desched explain` tell it: the
+evictions, the cordon in the snapshot (what --reschedule places around), the node left alone and
+why, and the policy loading without warnings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from builders import NOW
+from desched.plugins.catalog import PLUGINS
+from desched.policy_files.loader import load_policy
+from desched.report.render import render
+from desched.simulate.explain import explain_run
+from desched.simulate.simulation import Simulation, run_simulation
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "plugins" / "CustomPriority"
+POLICY, CLUSTER = str(EXAMPLE / "policy.yaml"), str(EXAMPLE / "cluster.yaml")
+NOT_DRAINED = ("node elastic-2 of tier on-demand is not drained: not all of its 2 pod(s) can be "
+               "placed; first: batch/report-5d7c9-z3x4c: no cheaper node can take it: static-1: "
+               "insufficient cpu; static-2: insufficient cpu")
+CORDONED = "cordoned node elastic-1: autoCordon: draining its 2 pod(s) to cheaper tiers"
+
+
+def test_the_policy_loads_without_warnings() -> None:
+    policy = load_policy(POLICY, PLUGINS)
+    assert policy.warnings == []
+    assert policy.profiles[0].enabled["balance"] == ["CustomPriority"]
+
+
+def test_simulate() -> None:
+    result = run_simulation(POLICY, [CLUSTER], NOW, warn=lambda _: None)
+    out = json.loads(render(result, "json"))
+    assert [(e["namespace"], e["pod"], e["node"], e["reason"]) for e in out["evictions"]] == [
+        ("shop", pod, "elastic-1",
+         "drain node elastic-1 (sourcePriority=on-demand); fits now on static-1")
+        for pod in ("web-6c8d9-a1b2c", "web-6c8d9-d3e4f")]
+    text = render(result, "text")
+    assert f"cycle 1 node elastic-1 [koord-descheduler/CustomPriority]: {CORDONED}" in text
+    assert f"cycle 1 node elastic-2 [koord-descheduler/CustomPriority]: {NOT_DRAINED}" in text
+    assert "1 [koord-descheduler/CustomPriority] namespace kube-system is not evictable" in text
+
+
+def test_the_cordon_holds_for_the_replacements_and_the_next_cycle() -> None:
+    simulation = Simulation(POLICY, [CLUSTER], NOW, cycles=2, reschedule=True,
+                            warn=lambda _: None)
+    result = simulation.run()
+    assert simulation.snapshot.nodes["elastic-1"].spec.unschedulable
+    assert not simulation.snapshot.nodes["elastic-2"].spec.unschedulable
+    placed = dict(result.summaries[0].placements)
+    assert placed == {"shop/web-6c8d9-a1b2c-r1": "static-1", "shop/web-6c8d9-d3e4f-r1": "static-1"}
+    # Nothing more moves in cycle 2: elastic-1 holds only its DaemonSet pod.
+    assert [d.cycle for d in result.log.evictions()] == [1, 1]
+
+
+def test_explain_node_and_pod() -> None:
+    node = explain_run(POLICY, [CLUSTER], NOW, None, "elastic-1")
+    assert ("  koord-descheduler/CustomPriority (cycle 1): tier on-demand: a source for the "
+            "cheaper tier(s) committed; node elastic-1 of tier on-demand drained (2 pod(s))"
+            in node)
+    assert "  unschedulable (cordoned);" in node
+    assert f"note, cycle 1, koord-descheduler/CustomPriority: {CORDONED}" in node
+    pod = explain_run(POLICY, [CLUSTER], NOW, "shop/api-7f5b4-q8w9e", None)
+    assert (f"koord-descheduler/CustomPriority: considered, not picked: {NOT_DRAINED}" in pod)
+    cheap = explain_run(POLICY, [CLUSTER], NOW, "shop/db-0", None)
+    assert ("considered, not picked: node static-1 is in tier committed, the cheapest with "
+            "nodes: its pods have nowhere cheaper to go") in cheap
