@@ -51,8 +51,8 @@ def invoke(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, dict[str, 
 
 def test_normalize_pflag_spellings() -> None:
     assert normalize_args(["--dry-run=true", "--leader-elect=false", "-v=3", "--v=4",
-                           "--once=1", "--interval", "5m"]) == [
-        "--dry-run", "-v", "3", "--v=4", "--once", "--interval", "5m"]
+                           "--once=1", "--interval", "5m", "--once=false"]) == [
+        "--dry-run", "--no-leader-elect", "-v", "3", "--v=4", "--once", "--interval", "5m"]
     assert normalize_args(["--", "--dry-run=false"]) == ["--", "--dry-run=false"]
     with pytest.raises(InputError, match='invalid argument "yes" for "--dry-run" flag'):
         normalize_args(["--dry-run=yes"])

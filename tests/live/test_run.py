@@ -570,7 +570,7 @@ async def test_command_koordinator_dry_run_and_leader_election_from_the_file(
     assert sorted(e["pod"] for e in lines if e["event"] == "Evicted pod in dry run mode") == [
         "default/old-1", "default/old-2"]
     assert [e["pod"] for e in lines if e["event"] == "Error evicting pod"] == ["default/db-0"]
-    assert [e["level"] for e in lines if "leaderElection.leaderElect is not applied"
+    assert [e["level"] for e in lines if "leaderElection.leaderElect: true is not applied"
             in e["event"]] == ["warning"]
 
 

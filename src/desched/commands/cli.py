@@ -369,6 +369,12 @@ def snapshot(kubeconfig: str | None, context: str | None, out_path: str) -> None
     click.echo(f"wrote {count} objects to {out_path}", err=True)
 
 
+def _given_on_command_line() -> frozenset[str]:
+    ctx = click.get_current_context()
+    return frozenset(name for name in ctx.params if ctx.get_parameter_source(name)
+                     is click.core.ParameterSource.COMMANDLINE)
+
+
 class _UpstreamCommand(click.Command):
     """Takes upstream's pflag spellings (`--dry-run=true`, `-v=3`) as well as click's."""
 
@@ -379,7 +385,7 @@ class _UpstreamCommand(click.Command):
 
 
 @main.command(cls=_UpstreamCommand, epilog=(
-    "Upstream descheduler's other flags (--client-connection-qps, --tls-min-version and the "
+    "Upstream descheduler's other flags (--tls-min-version and the "
     "other --tls-*, --otel-*, --vmodule, ...) are accepted, each reported once as having no "
     "effect."))
 @_policy_option
@@ -399,8 +405,9 @@ class _UpstreamCommand(click.Command):
               "e.g. Europe/Berlin; daylight saving time as docs/running.md says.")
 @click.option("--dry-run", is_flag=True, help="Decide and report, evict nothing (PDBs and "
               "limits are still applied, in simulation).")
-@click.option("--leader-elect", is_flag=True, help="Run cycles only while holding a "
-              "coordination.k8s.io Lease (for several replicas).")
+@click.option("--leader-elect/--no-leader-elect", help="Run cycles only while holding a "
+              "coordination.k8s.io Lease (for several replicas); a Koordinator configuration "
+              "file has it on unless it or --leader-elect=false says otherwise.")
 @click.option("--leader-elect-resource-name", default="desched", show_default=True,
               help="Name of the Lease (and of the <name>-state ConfigMap).")
 @click.option("--leader-elect-resource-namespace",
@@ -463,6 +470,11 @@ class _UpstreamCommand(click.Command):
 @click.option("--authentication-skip-lookup", is_flag=True, hidden=True,
               help="kube-scheduler's: desched never reads the client CA from "
                    "extension-apiserver-authentication (no client-certificate authentication).")
+@click.option("--client-connection-qps", "client_qps", type=float,
+              help="Requests per second to the API server (client-go's token bucket); 0: 5, "
+                   "negative: no limit; neither this nor --client-connection-burst: no limit.")
+@click.option("--client-connection-burst", "client_burst", type=int,
+              help="Requests the rate limit lets through at once; 0: 10.")
 @click.option("--feature-gates", "feature_gates", multiple=True, metavar="NAME=BOOL,...",
               help="Upstream's feature gates (repeatable; a later pair wins): "
                    + ", ".join(known_features()) + ".")
@@ -482,7 +494,8 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         authorization_always_allow_paths: str, authentication_token_webhook_cache_ttl: str,
         authorization_webhook_cache_authorized_ttl: str,
         authorization_webhook_cache_unauthorized_ttl: str, authentication_skip_lookup: bool,
-        feature_gates: tuple[str, ...], **ignored: Any) -> int:
+        client_qps: float | None, client_burst: int | None, feature_gates: tuple[str, ...],
+        **ignored: Any) -> int:
     """Deschedule a live cluster: once, every interval, or on a cron schedule."""
     from desched.commands.upstream_flags import apply_upstream_flags
     from desched.live.config import duration
@@ -529,7 +542,8 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         health_address=upstream.health_address, cycles_page=cycles_page,
         stale_cache_timeout=None if stale_cache_timeout is None else duration(
             stale_cache_timeout, "--stale-cache-timeout"), secure=secure,
-        feature_gates=parse_feature_gates(feature_gates))
+        feature_gates=parse_feature_gates(feature_gates), client_qps=client_qps,
+        client_burst=client_burst, given=_given_on_command_line())
     return run_command(config, log_format=upstream.log_format, log_level=upstream.log_level,
                        warnings=upstream.warnings)
 

@@ -21,7 +21,7 @@ from desched.errors import InputError
 # client rate limits, tracing, klog tuning). --tls-cert-file and
 # --tls-private-key-file are desched's own options (live/serving.py).
 IGNORED_VALUE_FLAGS = (
-    "--client-connection-qps", "--client-connection-burst", "--leader-elect-resource-lock",
+    "--leader-elect-resource-lock",
     "--cert-dir", "--tls-cipher-suites",
     "--tls-curve-preferences", "--tls-min-version", "--tls-sni-cert-key",
     "--http2-max-streams-per-connection", "--otel-collector-endpoint",
@@ -38,6 +38,9 @@ IGNORED_BOOL_FLAGS = (
 BOOL_FLAGS = frozenset(("--once", "--dry-run", "--leader-elect", "--disable-metrics",
                         "--delegate-auth", "--authentication-skip-lookup",
                         *IGNORED_BOOL_FLAGS))
+# Booleans whose `=false` is told apart from their absence (a Koordinator file's default
+# yields to it): given as click's --no-NAME.
+NEGATABLE_FLAGS = frozenset(("--leader-elect",))
 # strconv.ParseBool's spellings.
 _TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))
 _FALSE = frozenset(("0", "f", "F", "FALSE", "false", "False"))
@@ -55,7 +58,10 @@ def normalize_args(args: Sequence[str]) -> list[str]:
         if eq and name in BOOL_FLAGS:
             if value in _TRUE:
                 out.append(name)
-            elif value not in _FALSE:
+            elif value in _FALSE:
+                if name in NEGATABLE_FLAGS:
+                    out.append("--no-" + name[2:])
+            else:
                 raise InputError(name, f'invalid argument "{value}" for "{name}" flag: '
                                        f'strconv.ParseBool: parsing "{value}": invalid syntax')
         elif eq and name == "-v":

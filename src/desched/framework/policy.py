@@ -31,6 +31,29 @@ class MetricsProvider:
 
 
 @dataclass
+class ProcessSettings:
+    """Koordinator's settings of the descheduler process in its configuration file, as written
+    (None: the key is absent); live/process_settings.py applies them to a run."""
+
+    leader_elect: bool | None = None
+    lease_duration: str | None = None
+    renew_deadline: str | None = None
+    retry_period: str | None = None
+    resource_lock: str | None = None
+    resource_name: str | None = None
+    resource_namespace: str | None = None
+    kubeconfig: str | None = None
+    qps: float | None = None
+    burst: int | None = None
+    content_type: str | None = None
+    accept_content_types: str | None = None
+    healthz_bind_address: str | None = None
+    metrics_bind_address: str | None = None
+    enable_profiling: bool | None = None
+    enable_contention_profiling: bool | None = None
+
+
+@dataclass
 class Policy:
     path: str
     format: PolicyFormat
@@ -46,8 +69,9 @@ class Policy:
     metrics_providers: list[MetricsProvider] = field(default_factory=list)
     dry_run: bool = False  # Koordinator's top-level dryRun
     descheduling_interval: float = 0.0  # seconds; Koordinator's deschedulingInterval
-    # Koordinator's leaderElection.leaderElect: only reported, --leader-elect decides.
-    leader_elect: bool = False
+    # Koordinator's process settings (leaderElection, clientConnection, bind addresses,
+    # profiling); None for upstream's formats.
+    process: ProcessSettings | None = None
     # desched's `moves` block (framework/moves): None when absent.
     moves: MovesArgs | None = None
     # Things that load but do less than the file says (ignored keys, nothing enabled), one

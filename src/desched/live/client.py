@@ -37,6 +37,7 @@ from lightkube.config.models import Cluster, User
 from lightkube.core.exceptions import ConfigError
 
 from desched.errors import InputError
+from desched.live.rate_limit import TokenBucket
 from desched.model import proto_decode
 from desched.model.kinds import JSON_DECODERS
 from desched.model.pod import Pod
@@ -313,13 +314,16 @@ PROTOBUF_STREAM_OR_JSON = f"{proto_decode.CONTENT_TYPE};stream=watch, applicatio
 class ApiClient:
     """One connection pool to one API server; raw GETs and line-by-line streams.
 
-    `protobuf`: whether get(..., protobuf=True) may ask for protobuf (False: always JSON)."""
+    `protobuf`: whether get(..., protobuf=True) may ask for protobuf (False: always JSON).
+    `limiter`: the client-side rate limit every request waits for (live/rate_limit.py)."""
 
     def __init__(self, config: SingleConfig, *, timeout: float = 60.0,
                  transport: httpx2.AsyncBaseTransport | None = None,
-                 trust_env: bool = True, protobuf: bool = True) -> None:
+                 trust_env: bool = True, protobuf: bool = True,
+                 limiter: TokenBucket | None = None) -> None:
         self.config = config
         self.protobuf = protobuf
+        self.limiter = limiter
         self.watch_list: bool | None = None  # see offers_watch_list
         self._version_lock = asyncio.Lock()
         self.server = config.cluster.server
@@ -367,6 +371,8 @@ class ApiClient:
         `protobuf`: accept a protobuf body (it starts with proto_decode.MAGIC) as well as JSON,
         for a kind desched decodes from both."""
         headers = {"Accept": PROTOBUF_OR_JSON} if protobuf and self.protobuf else None
+        if self.limiter is not None:
+            await self.limiter.wait()
         try:
             response = await self._http.get(path, params=params, headers=headers)
         except Exception as err:
@@ -386,6 +392,8 @@ class ApiClient:
         if body is not None:
             headers["Content-Type"] = content_type
         limit = httpx2.Timeout(timeout) if timeout is not None else httpx2.USE_CLIENT_DEFAULT
+        if self.limiter is not None:
+            await self.limiter.wait()
         try:
             return await self._http.request(method, path, content=body, headers=headers,
                                             timeout=limit)
@@ -484,6 +492,8 @@ class ApiClient:
         headers = {"Accept": PROTOBUF_STREAM_OR_JSON} if protobuf and self.protobuf else None
         request = self._http.build_request("GET", path, params=params, timeout=timeout,
                                            headers=headers)
+        if self.limiter is not None:
+            await self.limiter.wait()
         try:
             response = await self._http.send(request, stream=True)
         except Exception as err:

@@ -61,6 +61,13 @@ class RunConfig:
     secure: SecureServing | None = None
     # --feature-gates: the gates switched on (decoding/feature_gates.py).
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    # --client-connection-qps / --client-connection-burst (live/rate_limit.py); None: not given.
+    client_qps: float | None = None
+    client_burst: int | None = None
+    protobuf: bool = True  # whether the API client may ask for protobuf
+    # The click parameters given on the command line, which a Koordinator file's process
+    # settings do not override (live/process_settings.py).
+    given: frozenset[str] = frozenset()
 
 
 def duration(text: str, flag: str) -> float:

@@ -76,7 +76,9 @@ from desched.live.informer import (
 from desched.live.metrics import Metrics
 from desched.live.migration import evicts_through_jobs, migration_profiles
 from desched.live.migration_supervisor import MigrationSupervisor, serves_jobs
+from desched.live.process_settings import apply_process_settings
 from desched.live.prometheus import PrometheusQueries
+from desched.live.rate_limit import TokenBucket, resolve_rate_limit
 from desched.live.reload import PolicyReloader, PolicySwitch
 from desched.live.serving import SecureServing, check_secure, start_secure
 from desched.live.stale_cache import StaleCacheGuard
@@ -143,6 +145,9 @@ class Runner:
         self.dry_run = config.dry_run or policy.dry_run
         self.leader_elect = config.leader_elect and not self.dry_run
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+        # One bucket for the run, whichever connection is current (live/rate_limit.py).
+        limit = resolve_rate_limit(config.client_qps, config.client_burst)
+        self.limiter = TokenBucket(limit) if limit is not None else None
         self.kinds = config.kinds if config.kinds is not None else informer_kinds(policy)
         self.readiness = Readiness()
         self.readiness.checks += [self._lease_check, self._sync_check]
@@ -309,7 +314,9 @@ class Runner:
         while True:
             started = time.monotonic()
             try:
-                self.client = ApiClient.from_config(self.config.kubeconfig, self.config.context)
+                self.client = ApiClient.from_config(self.config.kubeconfig, self.config.context,
+                                                    protobuf=self.config.protobuf,
+                                                    limiter=self.limiter)
                 self.informers = make_informers(self.client, self.kinds)
                 self.metrics.watch_informers(self.informers)
                 await self._unless_stopped(
@@ -516,10 +523,12 @@ def prepare(config: RunConfig) -> tuple[Policy, Schedule]:
     check_policy(policy)
     for warning in policy.warnings:  # ignored keys, nothing enabled
         log.warning(warning)
-    if policy.leader_elect and not config.leader_elect:
-        # The process's command line owns how it runs (the chart sets the flag for a Deployment).
-        log.warning("the policy's leaderElection.leaderElect is not applied: leader election "
-                    "is switched on by --leader-elect", policy=config.policy_path)
+    for note in apply_process_settings(config, policy, looping=schedule.looping):
+        if " not applied" in note:
+            log.warning(note)
+        else:
+            log.info(note)
+    resolve_rate_limit(config.client_qps, config.client_burst)  # refused before connecting
     if config.leader_elect:
         if config.dry_run or policy.dry_run:
             log.warning("leader election is disabled in dry-run mode")

@@ -3,6 +3,7 @@ koord-descheduler does, with its defaults and plugin-set merging."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 import msgspec
@@ -14,7 +15,7 @@ from desched.errors import quote, shown
 from desched.framework.evictor import Limits
 from desched.framework.moves import args as moves_args
 from desched.framework.moves.args import MovesArgs
-from desched.framework.policy import Policy, ProfileConfig
+from desched.framework.policy import Policy, ProcessSettings, ProfileConfig
 from desched.framework.registry import Plugins
 from desched.model.labels import SelectorError, compile_selector, selector_is_empty
 from desched.model.meta import LabelSelector
@@ -112,12 +113,21 @@ def _merge(defaults: list[str], user: _PluginSet | None) -> list[str]:
 
 
 def _bind_address(value: str | None, field: str, errs: list[str]) -> None:
-    if value is None:
+    """Koordinator's check, after its defaulting has given a bare IP port 10251."""
+    if value is None or _is_ip(value):
         return
     _, sep, port = value.rpartition(":")
     if not sep or not port or not port.isdigit():
         errs.append(f"{field}: Invalid value: {value!r}: must be a valid host:port"
                     .replace("'", '"'))
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def load_koordinator(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy:
@@ -170,13 +180,31 @@ def load_koordinator(path: str, doc: dict[str, Any], plugins: Plugins) -> Policy
                       per_namespace=cfg.max_no_of_pods_to_evict_per_namespace,
                       total=cfg.max_no_of_pods_to_evict_total),
         node_selector=node_selector, dry_run=cfg.dry_run, descheduling_interval=interval,
-        leader_elect=bool(cfg.leader_election and cfg.leader_election.leader_elect),
+        process=_process_settings(cfg),
         moves=cfg.moves,
         # Decoding is strict: only the label selectors (lenient) can hold unknown keys.
         warnings=describe(path, unknown_fields(doc, DeschedulerConfiguration)
                           + plugin_args_fields(doc, plugins))
         + moves_warnings(path, cfg.moves) + _migrating_moves(path, cfg.moves, profiles),
     )
+
+
+def _process_settings(cfg: DeschedulerConfiguration) -> ProcessSettings:
+    election = cfg.leader_election or _LeaderElection()
+    client = cfg.client_connection or _ClientConnection()
+    return ProcessSettings(
+        leader_elect=election.leader_elect,
+        lease_duration=election.lease_duration, renew_deadline=election.renew_deadline,
+        retry_period=election.retry_period, resource_lock=election.resource_lock or None,
+        resource_name=election.resource_name or None,
+        resource_namespace=election.resource_namespace or None,
+        kubeconfig=client.kubeconfig or None, qps=client.qps, burst=client.burst,
+        content_type=client.content_type or None,
+        accept_content_types=client.accept_content_types or None,
+        healthz_bind_address=cfg.healthz_bind_address,
+        metrics_bind_address=cfg.metrics_bind_address,
+        enable_profiling=cfg.enable_profiling,
+        enable_contention_profiling=cfg.enable_contention_profiling)
 
 
 def _migrating_moves(path: str, moves: MovesArgs | None,
