@@ -5,11 +5,11 @@ thread: each is handed to the event loop and waited for, as an eviction is
 
 - The request: an instant query, POSTed as a form like client_golang, sent again as a GET when
   the server refuses POST (405); a URL path prefix is kept (http://host/prometheus).
-- Authentication, as upstream's prometheus provider where desched can: a bearer token from the
-  file DESCHED_PROMETHEUS_TOKEN_FILE names (read again for every query, so rotation works), else
-  DESCHED_PROMETHEUS_TOKEN, else (when the provider names no authToken secret, as upstream) the
-  service account's token when running in a pod. desched reads no Secrets: a provider's
-  `authToken.secretReference` needs one of the variables.
+- Authentication, as upstream's prometheus provider: a bearer token from the file
+  DESCHED_PROMETHEUS_TOKEN_FILE names (read again for every query, so rotation works), else
+  DESCHED_PROMETHEUS_TOKEN, else the `prometheusAuthToken` key of the provider's
+  `authToken.secretReference` Secret, read live and followed on rotation
+  (live/prometheus_secret.py), else the service account's token when running in a pod.
 - TLS: the system's CAs, the service account's ca.crt (upstream's root CA) and the bundle
   DESCHED_PROMETHEUS_CA_FILE names; the host name is verified (upstream's config has no switch
   to skip verification, and neither does desched).
@@ -36,6 +36,7 @@ import httpx2
 from desched.framework.types import QueryAnswer, QueryFailed
 from desched.live.client import SERVICE_ACCOUNT_DIR, run_on_loop, transport_error_text
 from desched.live.metrics import Metrics
+from desched.live.prometheus_secret import SecretTokens
 from desched.usage.prometheus import CA_FILE_ENV, TOKEN_ENV, TOKEN_FILE_ENV, query_url
 from desched.util.backoff import Backoff
 
@@ -125,8 +126,10 @@ class PrometheusQueries:
                  env: Mapping[str, str] | None = None,
                  service_account_dir: str = SERVICE_ACCOUNT_DIR,
                  timeout: float = TIMEOUT_SECONDS, attempts: int = ATTEMPTS,
-                 backoff: tuple[float, float] = (0.5, 2.0)) -> None:
+                 backoff: tuple[float, float] = (0.5, 2.0),
+                 secrets: SecretTokens | None = None) -> None:
         self.loop = loop
+        self.secrets = secrets  # the authToken Secrets' reader; None: no API client
         self.metrics = metrics
         self.env = os.environ if env is None else env
         self.service_account_dir = service_account_dir
@@ -150,6 +153,11 @@ class PrometheusQueries:
         endpoint = query_url(url)
         token = BearerToken.from_env(self.env, secret_configured=auth_secret is not None,
                                      service_account_dir=self.service_account_dir)
+        from_secret = (auth_secret is not None and self.secrets is not None
+                       and not token.path and not token.value)
+        if from_secret:
+            assert auth_secret is not None and self.secrets is not None
+            token = BearerToken(value=await self.secrets.token(auth_secret))
         client = self._client(url, host)
         backoff = Backoff(*self.backoff)
         for attempt in range(1, self.attempts + 1):
@@ -160,6 +168,13 @@ class PrometheusQueries:
                 if last or not err.retry:
                     raise
             else:
+                if answer.status in (401, 403) and from_secret:
+                    # Refused: the Secret may have been rotated since it was last read.
+                    assert auth_secret is not None and self.secrets is not None
+                    rotated = await self.secrets.token(auth_secret, fresh=True)
+                    if rotated != token.value:
+                        token = BearerToken(value=rotated)
+                        answer = await self._send(client, endpoint, token, params)
                 if answer.status not in RETRIED or last:
                     return answer
             await asyncio.sleep(backoff.next())

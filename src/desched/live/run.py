@@ -77,7 +77,10 @@ from desched.live.metrics import Metrics
 from desched.live.migration import evicts_through_jobs, migration_profiles
 from desched.live.migration_supervisor import MigrationSupervisor, serves_jobs
 from desched.live.process_settings import apply_process_settings
+from desched.live.process_settings import apply_process_settings
 from desched.live.prometheus import PrometheusQueries
+from desched.live.prometheus_secret import SecretTokens
+from desched.live.rate_limit import TokenBucket, resolve_rate_limit
 from desched.live.rate_limit import TokenBucket, resolve_rate_limit
 from desched.live.reload import PolicyReloader, PolicySwitch
 from desched.live.serving import SecureServing, check_secure, start_secure
@@ -148,6 +151,9 @@ class Runner:
         # One bucket for the run, whichever connection is current (live/rate_limit.py).
         limit = resolve_rate_limit(config.client_qps, config.client_burst)
         self.limiter = TokenBucket(limit) if limit is not None else None
+        # One bucket for the run, whichever connection is current (live/rate_limit.py).
+        limit = resolve_rate_limit(config.client_qps, config.client_burst)
+        self.limiter = TokenBucket(limit) if limit is not None else None
         self.kinds = config.kinds if config.kinds is not None else informer_kinds(policy)
         self.readiness = Readiness()
         self.readiness.checks += [self._lease_check, self._sync_check]
@@ -214,7 +220,8 @@ class Runner:
         """Serve, connect, (lead,) run cycles on the schedule; the exit code."""
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
-        self.queries = PrometheusQueries(self._loop, self.metrics)
+        self.queries = PrometheusQueries(self._loop, self.metrics,
+                                         secrets=SecretTokens(lambda: self.client))
         if self.stopping.is_set():  # asked to stop before it started
             self._wake.set()
         if self.config.signals:
