@@ -265,11 +265,12 @@ def test_low_node_utilization_keys_are_strict_decoding_errors() -> None:
         policy_from_document(PATH, policy({**CPU_PODS, "targetThresholds": {"cpu": 50}}), PLUGINS)
 
 
-def test_metrics_utilization_is_not_an_argument() -> None:
-    # Upstream's HNU always balances by requests (v0.32's metricsUtilization was removed).
-    with pytest.raises(DecodeError, match='unknown field "metricsUtilization"'):
-        policy_from_document(PATH, policy({**CPU_PODS, "metricsUtilization": {
-            "source": "KubernetesMetrics"}}), PLUGINS)
+def test_metrics_utilization_is_desched_s_extension() -> None:
+    # Upstream's HNU always balances by requests (v0.32's metricsUtilization was removed); desched
+    # takes LowNodeUtilization's (tests/plugins/test_highnodeutilization_extensions.py).
+    loaded = policy_from_document(PATH, policy({**CPU_PODS, "metricsUtilization": {
+        "source": "KubernetesMetrics"}}), PLUGINS)
+    assert "HighNodeUtilization" in loaded.profiles[0].args
 
 
 def test_node_metrics_in_the_snapshot_do_not_change_decisions() -> None:

@@ -5,8 +5,8 @@ Usage comes from pod requests, or with `metricsUtilization` from real usage (des
 `source: KubernetesMetrics` (or the deprecated `metricsServer: true`) reads NodeMetrics and
 PodMetrics and needs the policy's `metricsProviders: [{source: KubernetesMetrics}]` or
 `metricsCollector.enabled`; `source: Prometheus` runs `prometheus.query` against the policy's
-Prometheus provider, through the handle's queries (`desched run` makes them; a simulation has
-none and records why), and tracks the single MetricResource. Upstream's build errors stay build
+Prometheus provider and tracks the single MetricResource; `source: NodeMetric` (desched's own)
+reads Koordinator's NodeMetric (plugins/metrics_utilization.py). Upstream's build errors stay build
 errors. Where upstream's run fails (no client, Prometheus unreachable, a bad sample), this one
 records the reason and ends the run, or leaves just the node or pod with bad metrics out.
 """
@@ -18,13 +18,18 @@ from collections.abc import Mapping
 import msgspec
 
 from desched.decoding.go import Int64
-from desched.errors import InputError, quote
-from desched.framework.registry import PluginSpec, Reads, RoleThreshold, Scope
+from desched.framework.registry import PluginSpec, RoleThreshold, Scope
 from desched.framework.types import Handle
 from desched.model.node import Node
 from desched.model.pod import Pod
+from desched.plugins.metrics_utilization import (
+    SOURCE_NOTE,
+    MetricsUtilization,
+    UsageSources,
+    metrics_scope,
+    validate_metrics_utilization,
+)
 from desched.plugins.nodeutilization_common import (
-    METRIC_RESOURCE,
     EvictionLimits,
     EvictionRun,
     NodeInfo,
@@ -37,43 +42,17 @@ from desched.plugins.nodeutilization_common import (
     describe_over,
     deviation_thresholds,
     fmt_pct,
-    go_list,
     name_list,
     node_capacity,
     nothing_to_do,
     pool_has_room,
-    resource_names,
     sort_by_total_usage,
     to_percentages,
     validate_thresholds,
 )
-from desched.policy_files.args import Namespaces, namespace_scope
-from desched.usage.base import (
-    KUBERNETES_METRICS,
-    PROMETHEUS,
-    MetricsSettings,
-    PodUsageError,
-    UsageSource,
-    UsageUnavailable,
-    abort,
-    note,
-)
-from desched.usage.metrics_server import KubernetesMetricsUsage
-from desched.usage.prometheus import NO_QUERIES, PrometheusUsage, provider_query
-from desched.usage.requests import RequestedUsage
-
-REQUESTS = "requests"
-
-
-class Prometheus(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    query: str = ""
-
-
-class MetricsUtilization(msgspec.Struct, rename="camel", forbid_unknown_fields=True,
-                         omit_defaults=True):
-    metrics_server: bool = False  # deprecated spelling of source: KubernetesMetrics
-    source: str = ""
-    prometheus: Prometheus | None = None
+from desched.policy_files.args import Namespaces
+from desched.usage.base import PodUsageError, UsageSource, note
+from desched.usage.prometheus import PrometheusUsage
 
 
 class LowNodeUtilizationArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
@@ -112,63 +91,17 @@ def validate(args: LowNodeUtilizationArgs) -> list[str]:
     err = _validate_threshold_pair(args)
     if err is not None:
         return [err]
-    m = args.metrics_utilization
-    if m is not None:
-        if m.source == KUBERNETES_METRICS and m.metrics_server:
-            return [f'it is not allowed to set both "{KUBERNETES_METRICS}" source and '
-                    f"metricsServer"]
-        if m.source == KUBERNETES_METRICS and m.prometheus is not None:
-            return [f"prometheus configuration is not allowed to set when source is set to "
-                    f'"{KUBERNETES_METRICS}"']
-        if m.source == PROMETHEUS and (m.prometheus is None or not m.prometheus.query):
-            return [f'prometheus query is required when metrics source is set to "{PROMETHEUS}"']
-    return []
+    err = validate_metrics_utilization(args.metrics_utilization)
+    return [err] if err is not None else []
 
 
-def build_problem(args: LowNodeUtilizationArgs) -> str | None:
-    """Why upstream's NewLowNodeUtilization refuses these args (a profile build error), or None:
-    Prometheus thresholds must be exactly {MetricResource: x}, and the source must be known."""
-    m = args.metrics_utilization
-    if m is None:
-        return None
-    if m.source == PROMETHEUS:
-        if m.prometheus is None:
-            return "prometheus property is missing"
-        if not m.prometheus.query:
-            return "prometheus query is missing"
-        for key, thresholds in (("thresholds", args.thresholds),
-                                ("targetThresholds", args.target_thresholds)):
-            if list(thresholds) != [METRIC_RESOURCE]:
-                return (f'{key} are expected to specify a single instance of '
-                        f'"{METRIC_RESOURCE}" resource, got {go_list(thresholds)} instead')
-        return None
-    if m.metrics_server or m.source == KUBERNETES_METRICS:
-        return None
-    if m.source:
-        return "unrecognized metrics source"
-    return "metrics source is empty"
-
-
-def usage_mode(args: LowNodeUtilizationArgs) -> str:
-    """REQUESTS, KUBERNETES_METRICS (also for the deprecated metricsServer) or PROMETHEUS."""
-    m = args.metrics_utilization
-    if m is None:
-        return REQUESTS
-    return PROMETHEUS if m.source == PROMETHEUS else KUBERNETES_METRICS
+def threshold_keys(args: LowNodeUtilizationArgs) -> tuple[tuple[str, dict[str, float]], ...]:
+    """The thresholds upstream's NewLowNodeUtilization checks against the usage source."""
+    return (("thresholds", args.thresholds), ("targetThresholds", args.target_thresholds))
 
 
 def scope(args: LowNodeUtilizationArgs) -> Scope:
-    """metrics.k8s.io's NodeMetrics and PodMetrics with metricsUtilization source
-    KubernetesMetrics (or the deprecated metricsServer), and evictableNamespaces."""
-    reads = (Reads(("NodeMetrics", "PodMetrics"), "LowNodeUtilization (metricsUtilization "
-                                                  "source KubernetesMetrics)"),) \
-        if usage_mode(args) == KUBERNETES_METRICS else ()
-    return Scope(reads=reads, namespaces=namespace_scope("evictableNamespaces",
-                                                         args.evictable_namespaces))
-
-
-_SOURCE_NOTE = {REQUESTS: "", KUBERNETES_METRICS: "; actual usage from metrics.k8s.io",
-                PROMETHEUS: "; usage from the Prometheus query"}
+    return metrics_scope("LowNodeUtilization", args.metrics_utilization, args.evictable_namespaces)
 
 
 def _findings() -> RunFindings:
@@ -178,23 +111,12 @@ def _findings() -> RunFindings:
 
 class LowNodeUtilization:
     def __init__(self, args: LowNodeUtilizationArgs, handle: Handle) -> None:
-        problem = build_problem(args)
-        if problem is not None:
-            raise InputError("", f"unable to create {quote(handle.profile)} profile: unable to "
-                                 f"build LowNodeUtilization plugin: {problem}")
+        self.sources = UsageSources(handle, "LowNodeUtilization", args.metrics_utilization,
+                                    threshold_keys(args))
         self.args = args
         self.handle = handle
         self.threshold_names = list(args.thresholds)
-        self.mode = usage_mode(args)
-        # Prometheus tracks MetricResource alone; the other sources also cpu, memory and pods.
-        self.names = (list(args.thresholds) if self.mode == PROMETHEUS
-                      else resource_names(args.thresholds))
-        self.requested = RequestedUsage(handle.snapshot, self.names)
-        # Built now, before any eviction, so it knows the pods the metrics were measured with.
-        self.metrics = (KubernetesMetricsUsage(handle.snapshot, self.names, lambda: handle.now)
-                        if self.mode == KUBERNETES_METRICS else None)
-        self.prometheus: tuple[tuple[str, str, tuple[str, str] | None],
-                               PrometheusUsage] | None = None
+        self.mode, self.names = self.sources.mode, self.sources.names
         ns = args.evictable_namespaces
         self.excluded = frozenset(ns.exclude) if ns is not None else frozenset()
         limits = args.eviction_limits
@@ -203,43 +125,9 @@ class LowNodeUtilization:
         self._run: tuple[UsageSource, Percentages] | None = None
         self.findings = _findings()
 
-    def _usage_source(self) -> UsageSource | None:
-        """This run's source, or None (reason recorded) when the policy gives no client for it.
-        The settings are read every run, as upstream re-reads its clients."""
-        if self.mode == REQUESTS:
-            return self.requested
-        handle = self.handle
-        settings = MetricsSettings.from_handle(handle)
-        if self.metrics is not None:
-            if not settings.metrics_client:
-                abort(handle, "metrics client not initialized: the policy needs "
-                              "metricsProviders: [{source: KubernetesMetrics}] (or the "
-                              "deprecated metricsCollector: {enabled: true})")
-                return None
-            return self.metrics
-        prometheus = settings.prometheus
-        if prometheus is None or not prometheus.url:
-            abort(handle, "prometheus client not initialized: the policy needs a "
-                          "metricsProviders entry with source Prometheus and a url")
-            return None
-        m = self.args.metrics_utilization
-        query = m.prometheus.query if m is not None and m.prometheus is not None else ""
-        if handle.queries is None:  # simulate: no network requests
-            abort(handle, NO_QUERIES)
-            return None
-        # One source for every run while the provider stays as it is: it corrects the server's
-        # answers for the pods this simulation moved since its first run.
-        key = (prometheus.url, query, prometheus.auth_token_secret)
-        if self.prometheus is None or self.prometheus[0] != key:
-            self.prometheus = key, PrometheusUsage(
-                handle.snapshot,
-                provider_query(handle.queries, prometheus.url, prometheus.auth_token_secret),
-                {METRIC_RESOURCE: query}, self.names, lambda: handle.now)
-        return self.prometheus[1]
-
     def queried_usage(self) -> PrometheusUsage | None:
         """The Prometheus source runs ask (for a report's usage figures), once one has."""
-        return self.prometheus[1] if self.prometheus is not None else None
+        return self.sources.queried_usage()
 
     def _thresholds(self, percentages: dict[str, Percentages]) -> tuple[Percentages, Percentages]:
         a = self.args
@@ -268,23 +156,6 @@ class LowNodeUtilization:
                           for r, limit in high.items() if pct.get(r, 0.0) > limit)
         return f"LowNodeUtilization would find it overutilized ({shown})"
 
-    def _measure(self, nodes: list[Node]) -> tuple[UsageSource, list[Node]] | None:
-        """Sync this run's source: the source and the nodes it measured, or None to end the
-        run (the reason is recorded)."""
-        usage = self._usage_source()
-        if usage is None:
-            return None
-        try:
-            left_out = usage.sync(nodes)
-        except UsageUnavailable as err:
-            abort(self.handle, f"error getting node usage: {err}")
-            return None
-        if left_out:
-            for name, why in left_out.items():
-                note(self.handle, f"node {name} left out of this run: {why}", name)
-            nodes = [n for n in nodes if n.name not in left_out]
-        return usage, nodes
-
     def verdict(self, pod: Pod, nodes: list[Node]) -> str | None:
         return self.findings.verdict(pod, self.excluded)
 
@@ -294,7 +165,7 @@ class LowNodeUtilization:
     def balance(self, nodes: list[Node]) -> None:
         args = self.args
         findings = self.findings = _findings()
-        measured = self._measure(nodes)
+        measured = self.sources.measure(nodes)
         if measured is None:
             return
         usage, nodes = measured
@@ -318,7 +189,7 @@ class LowNodeUtilization:
             return
         mean = "; thresholds relative to the cluster mean" if args.use_deviation_thresholds \
             else ""
-        detail = mean + _SOURCE_NOTE[self.mode]
+        detail = mean + SOURCE_NOTE[self.mode]
         destinations = name_list(low)
         if usage.pod_usage_known:
             action = "evicting to move usage"

@@ -21,6 +21,7 @@ from desched.model.objects import NodeMetric, ResourceList
 from desched.model.pod import Pod
 from desched.model.quantity import QuantityError, resource_amount
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.usage.base import PodUsageError, UsageUnavailable
 from desched.util.duration import format_duration
 
 Amounts = dict[str, int]
@@ -158,3 +159,63 @@ def read_node_load(node: Node, snapshot: ClusterSnapshot, names: Sequence[str], 
         load.notes.append(f"NodeMetric {name} has podsMetric entries without podUsage "
                           f"({', '.join(unreported[:3])}): their usage is unknown")
     return load
+
+
+# Koordinator's default nodeMetricExpirationSeconds (LowNodeLoad's, and koord-scheduler's).
+NODE_METRIC_EXPIRATION_SECONDS = 180
+
+
+class NodeMetricUsage:
+    """A `UsageSource` over Koordinator's NodeMetric (metricsUtilization `source: NodeMetric`,
+    desched's own): node usage as LowNodeLoad reads it (systemUsage + its pods' podsMetric),
+    `pods` the node's pod count, a pod's usage its podsMetric entry. A node whose NodeMetric is
+    missing, expired or unreadable is left out of the run with the reason; what made a node's
+    figures partial without making them unusable is kept in `notes`."""
+
+    pod_usage_known = True
+
+    def __init__(self, snapshot: ClusterSnapshot, names: Sequence[str],
+                 now: Callable[[], datetime],
+                 expiration_seconds: int = NODE_METRIC_EXPIRATION_SECONDS) -> None:
+        self.snapshot = snapshot
+        self.names = tuple(names)
+        self.now = now
+        self.expiration_seconds = expiration_seconds
+        self._loads: dict[str, NodeLoad] = {}
+        self._pod_usage: dict[str, Amounts] = {}
+        self.notes: dict[str, list[str]] = {}
+
+    def sync(self, nodes: Sequence[Node]) -> dict[str, str]:
+        self._loads.clear()
+        self._pod_usage.clear()
+        self.notes.clear()
+        if not self.snapshot.node_metrics and nodes:
+            raise UsageUnavailable("the snapshot holds no NodeMetric (slo.koordinator.sh/"
+                                   "v1alpha1); add them (kubectl get nodemetrics.slo."
+                                   "koordinator.sh -o json)")
+        now = self.now()
+        problems: dict[str, str] = {}
+        for node in nodes:
+            load = read_node_load(node, self.snapshot, self.names, now, self.expiration_seconds)
+            if isinstance(load, str):
+                problems[node.name] = load
+                continue
+            self._loads[node.name] = load
+            self._pod_usage.update(load.pod_usage)
+            if load.notes:
+                self.notes[node.name] = load.notes
+        return problems
+
+    def node_usage(self, node: str) -> Amounts:
+        usage = self._loads[node].usage
+        return {r: usage.get(r, 0) for r in self.names}
+
+    def pods(self, node: str) -> list[Pod]:
+        return self._loads[node].pods
+
+    def pod_usage(self, pod: Pod) -> Amounts:
+        usage = self._pod_usage.get(pod.key)
+        if usage is None:
+            raise PodUsageError(f"pod usage unknown: NodeMetric {pod.node_name} reports no usage "
+                                f"for it")
+        return usage
