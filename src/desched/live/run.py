@@ -77,10 +77,8 @@ from desched.live.metrics import Metrics
 from desched.live.migration import evicts_through_jobs, migration_profiles
 from desched.live.migration_supervisor import MigrationSupervisor, serves_jobs
 from desched.live.process_settings import apply_process_settings
-from desched.live.process_settings import apply_process_settings
 from desched.live.prometheus import PrometheusQueries
 from desched.live.prometheus_secret import SecretTokens
-from desched.live.rate_limit import TokenBucket, resolve_rate_limit
 from desched.live.rate_limit import TokenBucket, resolve_rate_limit
 from desched.live.reload import PolicyReloader, PolicySwitch
 from desched.live.serving import SecureServing, check_secure, start_secure
@@ -148,9 +146,6 @@ class Runner:
         self.dry_run = config.dry_run or policy.dry_run
         self.leader_elect = config.leader_elect and not self.dry_run
         self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-        # One bucket for the run, whichever connection is current (live/rate_limit.py).
-        limit = resolve_rate_limit(config.client_qps, config.client_burst)
-        self.limiter = TokenBucket(limit) if limit is not None else None
         # One bucket for the run, whichever connection is current (live/rate_limit.py).
         limit = resolve_rate_limit(config.client_qps, config.client_burst)
         self.limiter = TokenBucket(limit) if limit is not None else None
