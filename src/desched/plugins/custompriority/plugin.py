@@ -41,6 +41,7 @@ from desched.plugins.custompriority.args import (
     default,
     warnings,
 )
+from desched.plugins.koord_pods import PodFilter
 from desched.policy_files.args import namespace_scope
 from desched.predicates.nodefit import (
     affinity_space,
@@ -100,11 +101,8 @@ class CustomPriority:
         self.tiers = build_tiers(args)
         self.node_matcher: Matcher | None = (
             compile_selector(args.node_selector) if args.node_selector is not None else None)
-        self.pod_matchers = [compile_selector(ps.selector) for ps in args.pod_selectors or []
-                             if ps.selector is not None]
-        ns = args.evictable_namespaces
-        self.include = frozenset(ns.include) if ns is not None else frozenset()
-        self.exclude = frozenset(ns.exclude) if ns is not None else frozenset()
+        self.pods = PodFilter(handle, args.evictable_namespaces,
+                              [ps.selector for ps in args.pod_selectors or []])
         self.node_fit = args.node_fit is not False
         self.drain = args.mode == DRAIN_NODE
         self.dry_run = bool(args.dry_run)
@@ -120,23 +118,6 @@ class CustomPriority:
         self.targets: dict[str, _Target] = {}
         self._fits: dict[tuple[bytes, str], str | None] = {}
         self.sent: Sent = {}
-
-    # -- filters ------------------------------------------------------------------------------
-
-    def passes_filters(self, pod: Pod) -> bool:
-        """Koordinator's podFilter: evictableNamespaces (include, then exclude), the profile's
-        evict filter, then any podSelector."""
-        handle = self.handle
-        namespace = pod.namespace
-        if (self.include and namespace not in self.include) or namespace in self.exclude:
-            handle.skip(pod, f"namespace {namespace} is not evictable (evictableNamespaces)")
-            return False
-        if not handle.filter(pod):
-            return False
-        if self.pod_matchers and not any(m(pod.metadata.labels) for m in self.pod_matchers):
-            handle.skip(pod, "labels match none of the podSelectors")
-            return False
-        return True
 
     # -- thresholds ---------------------------------------------------------------------------
 
@@ -283,7 +264,7 @@ class CustomPriority:
                 self.note(kept, source.name)
                 continue
             pods = [pod for pod in self.handle.snapshot.pods_on_node(source.name)
-                    if self.passes_filters(pod)]
+                    if self.pods.passes(pod)]
             if not pods:
                 continue
             pods.sort(key=request_order)

@@ -29,10 +29,11 @@ from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import NodeScope, PluginSpec, Reads, RoleThreshold, Scope
 from desched.framework.types import Handle
 from desched.model.koord import is_prod, raw_allocatable
-from desched.model.labels import Matcher, compile_selector, format_selector
+from desched.model.labels import compile_selector, format_selector
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.model.quantity import format_amount
+from desched.plugins.koord_pods import PodFilter
 from desched.plugins.lownodeload.args import (
     DEFAULT_POOL,
     LowNodeLoadArgs,
@@ -45,7 +46,7 @@ from desched.plugins.lownodeload.args import (
 )
 from desched.plugins.lownodeload.detector import Detector, DetectorCache, State
 from desched.plugins.lownodeload.sort import node_score, sort_pods_for_eviction
-from desched.policy_files.args import namespace_allowed, namespace_scope
+from desched.policy_files.args import namespace_scope
 from desched.predicates.nodefit import node_fit, placement_signature
 from desched.usage.nodemetric import PODS, NodeLoad, read_node_load
 
@@ -225,9 +226,8 @@ class LowNodeLoad:
         if errs:
             # Koordinator validates the args when it builds the plugin.
             raise InputError("", f'initializing plugin "LowNodeLoad": {aggregate(errs)}')
-        self.pod_matchers: list[Matcher] = [
-            compile_selector(ps.selector) for ps in args.pod_selectors or []
-            if ps.selector is not None]
+        self.pods = PodFilter(handle, args.evictable_namespaces,
+                              [ps.selector for ps in args.pod_selectors or []])
         ttl = seconds(args.detector_cache_timeout)
         # One cache for node-level hot nodes and one for prod-hot nodes, shared by all pools.
         self.node_detectors = DetectorCache(ttl)
@@ -300,20 +300,6 @@ class LowNodeLoad:
             found = entries.get(key)
             if isinstance(found, dict):
                 cache.load(found, now)
-
-    def passes_filters(self, pod: Pod) -> bool:
-        """Koordinator's podFilter: evictableNamespaces, the profile's evict filter, then any
-        podSelector."""
-        handle = self.handle
-        if not namespace_allowed(self.args.evictable_namespaces, pod.namespace):
-            handle.skip(pod, f"namespace {pod.namespace} is not evictable (evictableNamespaces)")
-            return False
-        if not handle.filter(pod):
-            return False
-        if self.pod_matchers and not any(m(pod.metadata.labels) for m in self.pod_matchers):
-            handle.skip(pod, "labels match none of the podSelectors")
-            return False
-        return True
 
     def balance(self, nodes: list[Node]) -> None:
         if self.args.paused:
@@ -662,7 +648,7 @@ class _PoolRun:
         hot = describe_over(source, prod)
         candidates = []
         for pod in pods:
-            if snapshot.pods.get(pod.key) is not pod or not plugin.passes_filters(pod):
+            if snapshot.pods.get(pod.key) is not pod or not plugin.pods.passes(pod):
                 continue
             if plugin.node_fit and pod.key not in source.load.pod_usage:
                 handle.skip(pod, f"NodeMetric {source.name} reports no usage for it: nodeFit "
