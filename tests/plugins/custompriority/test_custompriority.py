@@ -126,8 +126,10 @@ def test_node_selector(selector: dict[str, Any] | None, evicted: list[str]) -> N
     if selector == {"matchLabels": {"tier": "bronze"}}:
         assert run.notes() == ["No nodes selected for CustomPriority"]
     elif selector is not None:
-        assert run.notes() == ["CustomPriority requires at least 2 priority levels with nodes; "
-                               "only tier gold (1) has nodes among the 1 selected"]
+        idle = ("CustomPriority requires at least 2 priority levels with nodes; only tier gold "
+                "(1) has nodes among the 1 selected")
+        assert run.notes() == [idle]
+        assert run.plugin.node_role("n1") == idle
 
 
 def test_classify_nodes_by_priority() -> None:

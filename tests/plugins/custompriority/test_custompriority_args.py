@@ -89,6 +89,9 @@ def test_unknown_field_is_refused() -> None:
             {"key": "app", "operator": "Invalid"}]}}]},
      "error initializing pod selector filter: invalid labelSelector bad, "),
     ({"evictionOrder": TWO, "podSelectors": [{"name": "none"}]}, None),
+    ({"evictionOrder": TWO, "nodeSelector": {"matchExpressions": [
+        {"key": "pool", "operator": "Invalid"}]}},
+     'invalid nodeSelector: "Invalid" is not a valid label selector operator'),
     ({"evictionOrder": [tier("gold"), {"name": "any", "nodeSelector": {}}]}, None),
 ])
 def test_check(raw: dict[str, Any], error: str | None) -> None:

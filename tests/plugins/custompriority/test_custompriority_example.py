@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from builders import NOW
+from desched.errors import InputError
+from desched.framework.runner import check_policy
 from desched.plugins.catalog import PLUGINS
 from desched.policy_files.loader import load_policy
 from desched.report.render import render
@@ -65,3 +69,15 @@ def test_explain_node_and_pod() -> None:
     cheap = explain_run(POLICY, [CLUSTER], NOW, "shop/db-0", None)
     assert ("considered, not picked: node static-1 is in tier committed, the cheapest with "
             "nodes: its pods have nowhere cheaper to go") in cheap
+
+
+def test_args_koordinator_refuses_fail_the_policy_check_in_one_line(tmp_path: Path) -> None:
+    """`desched validate` builds the plugins (check_policy): the error names the file."""
+    bad = tmp_path / "policy.yaml"
+    bad.write_text((EXAMPLE / "policy.yaml").read_text().replace("mode: DrainNode",
+                                                                  "mode: Drain"))
+    with pytest.raises(InputError) as err:
+        check_policy(load_policy(str(bad), PLUGINS))
+    assert (err.value.source, err.value.message) == (
+        str(bad), 'initializing plugin "CustomPriority": invalid mode: Drain, supported: '
+                  'BestEffort, DrainNode')

@@ -117,6 +117,12 @@ def check(args: CustomPriorityArgs) -> str | None:
         names.add(priority.name)
         if priority.node_selector is None:
             return f"priority {priority.name} must have a nodeSelector"
+    if args.node_selector is not None:
+        try:
+            compile_selector(args.node_selector, validate=True)
+        except SelectorError as err:
+            # Koordinator's Balance fails with this on every pass; desched refuses it up front.
+            return f"invalid nodeSelector: {err}"
     for ps in args.pod_selectors or []:
         if ps.selector is None:
             continue

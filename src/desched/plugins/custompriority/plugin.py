@@ -374,9 +374,11 @@ class CustomPriority:
 
     def node_role(self, node: str) -> str | None:
         """The node's tier in the last run and what became of it."""
+        if self.idle:
+            return self.idle
         i = self.tier_of.get(node)
         if i is None:
-            return None if self.idle else "in no evictionOrder tier"
+            return "in no evictionOrder tier"
         tier = self.tiers[i].name
         cheaper = [t.name for j, t in enumerate(self.tiers) if j > i
                    and any(k == j for k in self.tier_of.values())]
@@ -406,6 +408,8 @@ class CustomPriority:
 def scope(args: CustomPriorityArgs) -> Scope:
     """evictableNamespaces, the plugin's nodeSelector and each tier's."""
     nodes = []
+    if check(args) is not None:
+        return Scope()  # the plugin refuses these args when it is built
     if args.node_selector is not None:
         nodes.append(NodeScope("nodeSelector", format_selector(args.node_selector),
                                compile_selector(args.node_selector)))
