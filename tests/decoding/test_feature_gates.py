@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from desched.decoding.feature_gates import (
+    DISABLE_PVC_RESERVATION,
     EVICTIONS_IN_BACKGROUND,
     FeatureGates,
     known_features,
@@ -17,6 +18,7 @@ from desched.errors import InputError
 def test_upstreams_gates_with_their_defaults_and_maturity() -> None:
     assert known_features() == ["AllAlpha=true|false (ALPHA - default=false)",
                                 "AllBeta=true|false (BETA - default=false)",
+                                "DisablePVCReservation=true|false (BETA - default=false)",
                                 "EvictionsInBackground=true|false (ALPHA - default=false)"]
     assert not parse_feature_gates([]).enabled(EVICTIONS_IN_BACKGROUND)
     assert parse_feature_gates([]) == FeatureGates()
@@ -32,13 +34,24 @@ def test_upstreams_gates_with_their_defaults_and_maturity() -> None:
     (["AllAlpha=true,EvictionsInBackground=false"], False),  # a named gate beats its toggle
     (["EvictionsInBackground=false,AllAlpha=true"], False),
     (["AllAlpha=false,EvictionsInBackground=true"], True),
-    (["AllBeta=true"], False),  # EvictionsInBackground is alpha
+    (["AllBeta=true,DisablePVCReservation=false"], False),  # EvictionsInBackground is alpha
     ([""], False),
 ])
 def test_values(values: list[str], on: bool) -> None:
     gates = parse_feature_gates(values)
     assert gates.enabled(EVICTIONS_IN_BACKGROUND) is on
     assert gates.on == (frozenset({EVICTIONS_IN_BACKGROUND}) if on else frozenset())
+
+
+@pytest.mark.parametrize(("values", "on"), [
+    ([], False),
+    (["DisablePVCReservation=true"], True),
+    (["AllBeta=true"], True),  # Koordinator's gate is beta
+    (["AllAlpha=true"], False),
+    (["AllBeta=true,DisablePVCReservation=false"], False),
+])
+def test_koordinators_disable_pvc_reservation(values: list[str], on: bool) -> None:
+    assert parse_feature_gates(values).enabled(DISABLE_PVC_RESERVATION) is on
 
 
 @pytest.mark.parametrize(("value", "message"), [

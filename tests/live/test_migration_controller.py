@@ -1697,3 +1697,27 @@ async def test_reconcile_all_goes_on_after_a_connection_lost(
     _drop(client, monkeypatch, "PUT", "/podmigrationjobs/a/status", sent=False)
     assert await ctl.reconcile_all() == ["a"]
     assert c.job("b")["status"]["phase"] == "Succeeded"
+
+
+async def test_reservation_first_takes_the_jobs_template_and_the_pvc_gate(
+        cluster: tuple[Cluster, ApiClient]) -> None:
+    """The job's reservationOptions.template reaches the Reservation the controller creates
+    (its name, labels, TTL and owners win), and with Koordinator's DisablePVCReservation gate
+    the pod template keeps no PVC or ephemeral volume."""
+    c, client = cluster
+    c.add_pod("web-1", node="n1")["spec"]["volumes"] = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+        {"name": "config", "configMap": {"name": "web"}}]
+    owners = [{"labelSelector": {"matchLabels": {"app": "web"}}}]
+    c.add_job("j", mode="ReservationFirst", ttl="5m", reservationOptions={"template": {
+        "metadata": {"name": "web-1-room", "labels": {"team": "shop"}},
+        "spec": {"ttl": "30m", "owners": owners}}})
+    ctl = MigrationJobController(client, MigrationControllerArgs(), Clock(T0),
+                                 disable_pvc_reservation=True)
+    await ctl.reconcile("j")
+    assert c.job("j")["spec"]["reservationOptions"]["reservationRef"]["name"] == "web-1-room"
+    r = c.reservations["web-1-room"]
+    assert r["metadata"]["labels"]["team"] == "shop"
+    assert (r["spec"]["ttl"], r["spec"]["owners"]) == ("30m", owners)
+    assert [v["name"] for v in r["spec"]["template"]["spec"]["volumes"]] == ["config"]

@@ -5,6 +5,8 @@ pairs; a repeated flag adds to the pairs before it) and applies the pairs to its
 gate, which knows `EvictionsInBackground` and component-base's two global toggles, `AllAlpha`
 and `AllBeta` (they switch every alpha, resp. beta, gate that is not named itself). The error
 lines are upstream's. What a gate changes is the business of the code that asks `enabled`.
+Koordinator's koord-descheduler parses its flag the same way; its one descheduler gate,
+`DisablePVCReservation`, is known too, so its Deployment's flags run unchanged.
 """
 
 from __future__ import annotations
@@ -26,11 +28,14 @@ class Gate:
 
 
 EVICTIONS_IN_BACKGROUND = "EvictionsInBackground"
-# Upstream v0.36.0's pkg/features, plus component-base's toggles.
+DISABLE_PVC_RESERVATION = "DisablePVCReservation"
+# Upstream v0.36.0's pkg/features, Koordinator v1.8.0's descheduler gate (pkg/features,
+# defaultDeschedulerFeatureGates), plus component-base's toggles.
 GATES: dict[str, Gate] = {
     "AllAlpha": Gate(False, "ALPHA"),
     "AllBeta": Gate(False, "BETA"),
     EVICTIONS_IN_BACKGROUND: Gate(False, "ALPHA"),
+    DISABLE_PVC_RESERVATION: Gate(False, "BETA"),
 }
 _TOGGLES = {"AllAlpha": "ALPHA", "AllBeta": "BETA"}
 # strconv.ParseBool's spellings.

@@ -271,7 +271,8 @@ class MigrationService:
     def __init__(self, profile: str, args: MigrationControllerArgs, client: ApiClient,
                  informers: Iterable[Informer], *, events: EventRecorder | None = None,
                  adopt_unowned: bool = True, eviction_attempts: int = 3,
-                 guard: Guard | None = None, verdicts: Verdicts | None = None) -> None:
+                 guard: Guard | None = None, verdicts: Verdicts | None = None,
+                 disable_pvc_reservation: bool = False) -> None:
         self.profile = profile
         self.args = args
         self.creator = creator_identity(profile)
@@ -294,7 +295,8 @@ class MigrationService:
         # pod checks still apply (only the migration limits are off).
         self.controller = MigrationJobController(
             client, args, identity=self.creator, adopt_unowned=adopt_unowned, events=events,
-            gate=self, require_arbitration=True, eviction_attempts=eviction_attempts)
+            gate=self, require_arbitration=True, eviction_attempts=eviction_attempts,
+            disable_pvc_reservation=disable_pvc_reservation)
         self.snapshot: ClusterSnapshot | None = None
         self._ledger: MigrationLedger | None = None
         # job -> (as last seen, when its next pass is due regardless of changes)

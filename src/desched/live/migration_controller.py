@@ -140,8 +140,12 @@ class MigrationJobController:
                  clock: Clock = _now_utc, *, identity: str | None = None,
                  events: EventRecorder | None = None, gate: MigrationGate | None = None,
                  require_arbitration: bool = False, adopt_unowned: bool = True,
-                 eviction_attempts: int = 3, backoff: Backoff | None = None) -> None:
+                 eviction_attempts: int = 3, backoff: Backoff | None = None,
+                 disable_pvc_reservation: bool = False) -> None:
         self.client = client
+        # Koordinator's DisablePVCReservation gate: Reservations without PVC and ephemeral
+        # volumes (migration/reservation.py).
+        self.disable_pvc_reservation = disable_pvc_reservation
         self.args = args
         self.clock = clock
         self.identity = identity
@@ -503,7 +507,8 @@ class MigrationJobController:
             await self._fail_missing_pod(job)
             return
         try:
-            body = rsv.build(job, pod, int(self.clock().timestamp() * 1000))
+            body = rsv.build(job, pod, int(self.clock().timestamp() * 1000),
+                             disable_pvc_reservation=self.disable_pvc_reservation)
         except rsv.BuildError as err:
             await self._fail_creation(job, str(err))
             return

@@ -47,8 +47,10 @@ class MigrationSupervisor:
     `looping`: whether services run beside the cycles."""
 
     def __init__(self, args: Mapping[str, MigrationProfile], carried: CarriedState,
-                 metrics: Metrics, *, looping: bool, eviction_attempts: int = 3) -> None:
+                 metrics: Metrics, *, looping: bool, eviction_attempts: int = 3,
+                 disable_pvc_reservation: bool = False) -> None:
         self.args = dict(args)
+        self.disable_pvc_reservation = disable_pvc_reservation  # Koordinator's gate
         self.carried = carried
         self.metrics = metrics
         self.looping = looping
@@ -94,7 +96,8 @@ class MigrationSupervisor:
         service = MigrationService(
             profile, migration.args, self._client, self._informers, events=self._events,
             adopt_unowned=adopt_unowned, eviction_attempts=self.eviction_attempts,
-            guard=self._guard, verdicts=self.verdicts)
+            guard=self._guard, verdicts=self.verdicts,
+            disable_pvc_reservation=self.disable_pvc_reservation)
         self.services[profile] = service
         # Each cycle's plugin checks and feeds the limiters the service checks and feeds.
         self.carried.hand((profile, migration.plugin), service.limiters)

@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
+from desched.decoding.feature_gates import DISABLE_PVC_RESERVATION
 from desched.errors import InputError
 from desched.framework.moves import MoveTracker
 from desched.framework.policy import Policy
@@ -170,7 +171,8 @@ class Runner:
         self.carried = CarriedState()
         self.migrations = MigrationSupervisor(
             {} if self.dry_run else migration_profiles(policy), self.carried, self.metrics,
-            looping=schedule.looping, eviction_attempts=config.eviction_attempts)
+            looping=schedule.looping, eviction_attempts=config.eviction_attempts,
+            disable_pvc_reservation=config.feature_gates.enabled(DISABLE_PVC_RESERVATION))
         self.cycles = CycleAssembly(
             config, self.metrics, dry_run=self.dry_run, looping=schedule.looping,
             stopping=self.stopping, carried=self.carried, migrations=self.migrations,

@@ -135,34 +135,44 @@ def _positive(ttl: Any) -> bool:
         return False
 
 
-def build(job: dict[str, Any], pod: dict[str, Any], order_millis: int) -> dict[str, Any]:
-    """The Reservation for migrating `pod` (CreateOrUpdateReservationOptions)."""
+def build(job: dict[str, Any], pod: dict[str, Any], order_millis: int, *,
+          disable_pvc_reservation: bool = False) -> dict[str, Any]:
+    """The Reservation for migrating `pod` (CreateOrUpdateReservationOptions).
+
+    The job's `reservationOptions.template` overrides, field by field of the Reservation's
+    spec: its `spec.template` stands for the pod's (not merged with it), its non-empty `owners`
+    for the pod's controller. Whatever it says, the pod template gets no nodeName and a
+    required affinity away from the pod's node, and `allocateOnce` is true. With Koordinator's
+    `DisablePVCReservation` gate, the pod template's PVC and ephemeral volumes are dropped."""
     job_meta = job.get("metadata") or {}
     options = (job.get("spec") or {}).get("reservationOptions") or {}
     template = copy.deepcopy(options.get("template") or {})
     t_meta = template.get("metadata") or {}
     t_spec = template.get("spec") or {}
     pod_meta = pod.get("metadata") or {}
-    pod_spec = copy.deepcopy(pod.get("spec") or {})
-    current_node = str(pod_spec.pop("nodeName", "") or "")
+    pod_template = t_spec.get("template") or {
+        "metadata": {"labels": dict(pod_meta.get("labels") or {}),
+                     "annotations": dict(pod_meta.get("annotations") or {})},
+        "spec": copy.deepcopy(pod.get("spec") or {})}
+    pod_spec = pod_template.setdefault("spec", {}) or {}
+    pod_template["spec"] = pod_spec
+    pod_spec.pop("nodeName", None)
+    current_node = str((pod.get("spec") or {}).get("nodeName") or "")
     if current_node:
         _not_on_node(pod_spec, current_node)
-    owners = _owners(pod)
-    if not owners and not t_spec.get("owners"):
+    if disable_pvc_reservation and pod_spec.get("volumes"):
+        pod_spec["volumes"] = [v for v in pod_spec["volumes"] if not isinstance(v, dict) or (
+            v.get("persistentVolumeClaim") is None and v.get("ephemeral") is None)]
+    owners = t_spec.get("owners") or _owners(pod)
+    if not owners:
         raise BuildError(f'the pod "{pod_meta.get("namespace")}/{pod_meta.get("name")}" has no '
                          "controller to own the Reservation")
     labels = {**(t_meta.get("labels") or {}), CREATED_BY_LABEL: CREATED_BY,
               ORDER_LABEL: str(order_millis)}
-    spec: dict[str, Any] = {
-        "template": {"metadata": {"labels": dict(pod_meta.get("labels") or {}),
-                                  "annotations": dict(pod_meta.get("annotations") or {})},
-                     "spec": pod_spec},
-        "owners": owners,
-        "allocateOnce": True,
-    }
-    spec.update(t_spec)
+    spec: dict[str, Any] = {**t_spec, "template": pod_template, "owners": owners,
+                            "allocateOnce": True}
     ttl = (job.get("spec") or {}).get("ttl")
-    if "ttl" not in t_spec and "expires" not in t_spec and _positive(ttl):
+    if t_spec.get("ttl") is None and t_spec.get("expires") is None and _positive(ttl):
         spec["ttl"] = ttl
     metadata: dict[str, Any] = {
         "name": t_meta.get("name") or job_meta.get("uid") or job_meta.get("name"),
