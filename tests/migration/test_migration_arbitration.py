@@ -276,6 +276,16 @@ def running(*names: str) -> list[Any]:
     (running("web-0"), {"max_migrating_per_namespace": 1}, "web-5",
      "maxMigratingPerNamespace: 1 pods in namespace default are migrating, the limit is 1"),
     (running("web-0"), {"max_migrating_per_namespace": 0}, "web-5", None),
+    (running("web-0"), {"max_migrating_per_namespace": 1,
+                        "gates": frozenset({"MaxMigratingPerNamespace"})}, "web-5", None),
+    # Another limit's gate leaves it in force.
+    (running("web-0"), {"max_migrating_per_namespace": 1,
+                        "gates": frozenset({"MaxMigratingPerNode", "MaxMigratingGlobally"})},
+     "web-5",
+     "maxMigratingPerNamespace: 1 pods in namespace default are migrating, the limit is 1"),
+    # Jobs of another namespace do not count.
+    ([pmj("job-x", "x-0", "Running", namespace="batch")], {"max_migrating_per_namespace": 1},
+     "web-5", None),
     # maxMigratingPerWorkload: 12 replicas, "25%" -> 3.
     (running("web-0", "web-2"), {"max_migrating_per_workload": "25%",
                                  "max_unavailable_per_workload": 6}, "web-5", None),

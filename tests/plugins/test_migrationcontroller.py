@@ -590,3 +590,25 @@ def test_a_job_times_out_as_the_clock_advances() -> None:
         "the pod is already migrating: PodMigrationJob job (Running)")
     h.advance(240)
     assert h.mc.filter(h.pod("web-1")) is None
+
+
+@pytest.mark.parametrize(("gates", "migrated"), [([], False),
+                                                 (["MaxMigratingPerNamespace"], True)])
+def test_max_migrating_per_namespace_and_its_skip_gate(gates: list[str], migrated: bool) -> None:
+    """A job Running in the namespace uses up maxMigratingPerNamespace 1: the next pod waits
+    (refused as retryable, against the trigger), unless skipEvictionGates names the limit."""
+    created = (NOW - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")  # within its TTL
+    running = decode("PodMigrationJob", {
+        "metadata": {"name": "job-web-0", "creationTimestamp": created},
+        "spec": {"podRef": {"namespace": "default", "name": "web-0", "uid": "uid-web-0"}},
+        "status": {"phase": "Running"}})
+    h = Harness({"maxMigratingPerNamespace": 1, "maxMigratingPerNode": 0,
+                 "maxMigratingPerWorkload": 5, "maxUnavailablePerWorkload": 5,
+                 "defaultJobMode": "EvictDirectly", "skipEvictionGates": gates},
+                *web(), running)
+    assert h.evict("web-3") is migrated
+    assert h.proceeded == (["web-3"] if migrated else [])
+    if not migrated:
+        assert h.decisions() == [("limited", "web-3", "MigrationController: "
+                                  "maxMigratingPerNamespace: 1 pods in namespace default are "
+                                  "migrating, the limit is 1")]
