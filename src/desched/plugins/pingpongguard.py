@@ -17,23 +17,17 @@ profile.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
-from functools import lru_cache
 
 import msgspec
 
-from desched.errors import InputError
 from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import ChecksThresholds, Handle
 from desched.model.pod import Pod
+from desched.plugins.scheduler_config_arg import config_of, problems, warnings_of
 from desched.scheduler.by_name import model_reads, scheduler_model
-from desched.scheduler.config import load_scheduler_config
-from desched.scheduler.model import KUBE_DEFAULT, MODELS
-from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
-
-# The most equally scored nodes among which the pod's own node still refuses the eviction.
-_MAX_TIED = 2
+from desched.scheduler.model import KUBE_DEFAULT, MODELS, lands_back
+from desched.scheduler.profile import SchedulerConfig
 
 
 class PingPongGuardArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
@@ -41,23 +35,8 @@ class PingPongGuardArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=Tr
     scheduler_config: str = ""  # a KubeSchedulerConfiguration file; "": the default profile
 
 
-@lru_cache(maxsize=8)
-def _load_version(path: str, _mtime_ns: int, _size: int) -> tuple[SchedulerConfig, list[str]]:
-    return load_scheduler_config(path)
-
-
-def _load(path: str) -> tuple[SchedulerConfig, list[str]]:
-    """The configuration in `path`, read once per version of the file (validation, the policy's
-    warnings and the plugin each ask for it). InputError when it does not load."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return load_scheduler_config(path)  # raises, naming the problem
-    return _load_version(path, st.st_mtime_ns, st.st_size)
-
-
 def scheduler_config(args: PingPongGuardArgs) -> SchedulerConfig:
-    return _load(args.scheduler_config)[0] if args.scheduler_config else DEFAULT_CONFIG
+    return config_of(args.scheduler_config)
 
 
 def validate(args: PingPongGuardArgs) -> list[str]:
@@ -66,26 +45,12 @@ def validate(args: PingPongGuardArgs) -> list[str]:
         supported = ", ".join(f'"{m}"' for m in MODELS)
         errs.append(f'scheduler: Unsupported value: "{args.scheduler}": supported values: '
                     f'{supported}')
-    if args.scheduler_config == "-":
-        errs.append("schedulerConfig: must name a file (standard input holds the policy or "
-                    "nothing)")
-    elif args.scheduler_config:
-        try:
-            _load(args.scheduler_config)
-        except InputError as err:
-            errs.append(f"schedulerConfig: {err}")
-    return errs
+    return errs + problems(args.scheduler_config)
 
 
 def warnings(args: PingPongGuardArgs) -> list[str]:
-    """The scheduler configuration's warnings (unknown fields and plugins, plugins the models
-    leave out), for the policy's."""
-    if not args.scheduler_config or args.scheduler_config == "-":
-        return []
-    try:
-        return [f"schedulerConfig: {w}" for w in _load(args.scheduler_config)[1]]
-    except InputError:
-        return []  # validation reports it
+    """The scheduler configuration's warnings, for the policy's."""
+    return warnings_of(args.scheduler_config)
 
 
 class PingPongGuard:
@@ -123,14 +88,9 @@ class PingPongGuard:
         target = placement.node
         if target is None:
             return None
-        if target == pod.node_name and placement.ties <= 1:
-            return f"replacement would land on {target} again ({self.model.name})"
-        if pod.node_name in placement.tied and placement.ties <= _MAX_TIED:
-            # kube-scheduler picks among equal scores at random: back on the node at even odds
-            # or worse is a ping-pong as much as a certain one.
-            return (f"replacement would land on {pod.node_name} again with probability "
-                    f"1/{placement.ties} ({self.model.name}: {placement.ties} nodes "
-                    f"score the same)")
+        back = lands_back(pod, placement, self.model.name)
+        if back is not None:
+            return back
         plugin = handle.evictor.plugins.get(asking)
         if isinstance(plugin, ChecksThresholds):
             hot = plugin.over_thresholds_after(target, pod)

@@ -22,6 +22,24 @@ def anti_affinity_terms(pod: Pod) -> tuple[PodAffinityTerm, ...]:
     return affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
 
 
+def preferred_anti_affinity_terms(pod: Pod) -> tuple[PodAffinityTerm, ...]:
+    """The terms of the pod's preferredDuringSchedulingIgnoredDuringExecution anti-affinity."""
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.pod_anti_affinity is None:
+        return ()
+    return tuple(t.pod_affinity_term for t in
+                 affinity.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution)
+
+
+def preferred_anti_affinity_weights(pod: Pod) -> tuple[int, ...]:
+    """The weights of the pod's preferred anti-affinity terms, in their order."""
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.pod_anti_affinity is None:
+        return ()
+    return tuple(t.weight for t in
+                 affinity.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution)
+
+
 def term_namespaces(term: PodAffinityTerm, pod: Pod) -> frozenset[str]:
     """term.namespaces, or the pod's own namespace when empty (namespaceSelector is ignored)."""
     return frozenset(term.namespaces) if term.namespaces else frozenset((pod.namespace,))
@@ -46,10 +64,12 @@ class AntiAffinityTerm(NamedTuple):
     topology_key: str
 
 
-def compile_anti_affinity(pod: Pod) -> tuple[AntiAffinityTerm, ...]:
-    """The pod's required anti-affinity terms, compiled once for checks against many nodes."""
+def compile_anti_affinity(pod: Pod, terms: tuple[PodAffinityTerm, ...] | None = None
+                          ) -> tuple[AntiAffinityTerm, ...]:
+    """The pod's required anti-affinity terms (or `terms` of it), compiled once for checks
+    against many nodes."""
     compiled = []
-    for term in anti_affinity_terms(pod):
+    for term in anti_affinity_terms(pod) if terms is None else terms:
         try:
             selector: Matcher | None = compile_selector(term.label_selector)
             error = None

@@ -52,3 +52,21 @@ class SchedulerModel(Protocol):
 def best(scores: dict[str, float]) -> str:
     """The highest score; ties by node name, so a simulation is reproducible."""
     return max(scores, key=lambda n: (scores[n], n))
+
+
+# The most equally scored nodes among which the pod's own node still counts as its landing place.
+MAX_TIED = 2
+
+
+def lands_back(pod: Pod, placement: Placement, model: str) -> str | None:
+    """Why the replacement of `pod` would come back to the pod's own node, or None: it is the
+    node placed on, or one of at most MAX_TIED equally scored nodes (kube-scheduler picks among
+    them at random: back at even odds or worse is as good as certain)."""
+    if placement.node is None:
+        return None
+    if placement.node == pod.node_name and placement.ties <= 1:
+        return f"replacement would land on {placement.node} again ({model})"
+    if pod.node_name in placement.tied and placement.ties <= MAX_TIED:
+        return (f"replacement would land on {pod.node_name} again with probability "
+                f"1/{placement.ties} ({model}: {placement.ties} nodes score the same)")
+    return None
