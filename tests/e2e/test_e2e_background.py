@@ -20,11 +20,13 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import ssl
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -127,6 +129,17 @@ def _reviewed(cluster: Cluster, hook: Evacuations, pod: str) -> bool:
     return bool(hook.reviews)
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get(port: int, path: str) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+        return str(response.read().decode())
+
+
 def test_a_pod_migrating_counts_against_the_limit_until_it_leaves(
         cluster: Cluster, evacuations: Evacuations) -> None:
     n1, n2 = cluster.add_node(1), cluster.add_node(2)
@@ -156,6 +169,7 @@ profiles:
     deschedule: {{enabled: [PodLifeTime]}}
 """)
     log_path = cluster.workdir / "desched.log"
+    port = free_port()
     env = dict(os.environ)
     env.pop("KUBECONFIG", None)
     cluster.heartbeat()
@@ -163,7 +177,8 @@ profiles:
         proc = subprocess.Popen(
             [sys.executable, "-m", "desched", "run", "--policy", policy, "--kubeconfig",
              cluster.kubeconfig, "--interval", "2s", "--log-format", "json",
-             "--feature-gates", "EvictionsInBackground=true"],
+             "--feature-gates", "EvictionsInBackground=true",
+             "--metrics-address", f"127.0.0.1:{port}"],
             stdout=subprocess.DEVNULL, stderr=stderr, env=env)
     try:
         def log() -> list[dict[str, Any]]:
@@ -173,6 +188,13 @@ profiles:
             return [e for e in log() if e.get("event") == "descheduling cycle finished"]
 
         wait_until("the VM's eviction request", lambda: evacuations.asked("vm-a") == 1, 90)
+
+        def told_on_the_page() -> bool:  # /cycles.json: among the cycle's decisions
+            page = json.loads(_get(port, "/cycles.json"))
+            return any(c["live"]["evictionRequests"]["outcomes"].get("background") == 1
+                       for c in page["cycles"])
+
+        wait_until("/cycles.json to tell the eviction in background", told_on_the_page, 30)
         # KubeVirt's controller marks the migration.
         cluster.client.patch(Pod, "vm-a", {"metadata": {"annotations": {IN_PROGRESS: ""}}},
                              namespace=cluster.ns, patch_type=PatchType.MERGE)
@@ -186,6 +208,19 @@ profiles:
         cluster.client.delete(Pod, "vm-a", namespace=cluster.ns, grace_period=0)
         wait_until("web-0 evicted once the VM's pod has left",
                    lambda: cluster.pod_state("web-0") in ("terminating", "gone"), 90)
+        # /metrics counts it with upstream's result labels.
+        metrics = _get(port, "/metrics")
+
+        def evicted(result: str, node: str) -> float:
+            labels = (f'result="{result}"', 'strategy="PodLifeTime"', 'profile="background"',
+                      f'namespace="{cluster.ns}"', f'node="{node}"')
+            return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                       if line.startswith("descheduler_pods_evicted_total{")
+                       and all(label in line for label in labels))
+
+        assert evicted("background", n1) == 1
+        assert evicted("success", n1) == 2  # web-0 evicted; the VM's eviction ended
+        assert evicted("success", n2) == 1
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)

@@ -107,7 +107,7 @@ def _outcomes(log: DecisionLog) -> dict[str, int]:
     counts: dict[str, int] = {}
     for d in log.decisions:
         if d.outcome in EVICTED_OUTCOMES or d.outcome in REFUSED_OUTCOMES \
-                or d.outcome == "deferred":
+                or d.outcome in ("deferred", "background"):
             counts[d.outcome] = counts.get(d.outcome, 0) + 1
     return counts
 
