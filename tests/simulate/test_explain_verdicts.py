@@ -62,6 +62,15 @@ PLUGINS = Path(__file__).resolve().parents[2] / "examples" / "plugins"
      "default/RemovePodsViolatingInterPodAntiAffinity: considered, not picked: no other pod in "
      "its topology domain (kubernetes.io/hostname) matches its required pod anti-affinity once "
      "the pods this run evicted are gone"),
+    ("RemovePodsViolatingInterPodAntiAffinity-preferred", "shop/web-5d8f9-1",
+     "default/RemovePodsViolatingInterPodAntiAffinity: considered, not picked: no other pod in "
+     "its topology domain (kubernetes.io/hostname) matches its preferred pod anti-affinity once "
+     "the pods this run evicted are gone"),
+    ("RemovePodsViolatingInterPodAntiAffinity-preferred", "shop/cache-4b5a6-2",
+     "default/RemovePodsViolatingInterPodAntiAffinity: kept: pod's preferred anti-affinity "
+     "(weight 100, topologyKey kubernetes.io/hostname) selects pod shop/cache-4b5a6-3 on the "
+     "same node, but its replacement would land on worker-2 (kube-default), where it still "
+     "selects pod shop/cache-4b5a6-1 (includeSoftConstraints)"),
     ("LowNodeUtilization", "shop/web-3",
      "default/LowNodeUtilization: considered, not picked: node worker-1 is a source "
      "(overutilized: cpu 80% > 50%), but evicting from it stopped before this pod: after 3 "
