@@ -70,6 +70,8 @@ class FakeClock:
             self.now = max(self.now, due)
             for entry in [e for e in self._sleepers if e[0] <= self.now]:
                 self._sleepers.remove(entry)
+                if entry[1].done():  # its task was cancelled and has not run its finally yet
+                    continue
                 entry[1].set_result(None)
                 if entry[2] is not None:
                     self._running.add(entry[2])

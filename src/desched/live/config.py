@@ -35,6 +35,11 @@ class RunConfig:
     interval: str | None = None  # Go duration text
     cron: str | None = None
     cron_timezone: str | None = None  # IANA name; a CRON_TZ= prefix of --cron says the same
+    # Cycles beside the schedule (live/triggers.py): on these node events, debounced, and
+    # together with those on request (POST /cycles/run) at most so many a minute.
+    trigger_on: tuple[str, ...] = ()
+    trigger_debounce: float = 10.0
+    trigger_max_per_minute: int = 4
     dry_run: bool = False
     leader_elect: bool = False
     lease_name: str = "desched"

@@ -101,14 +101,15 @@ class CycleAssembly:
     async def run(self, number: int, policy: Policy, *, informers: Sequence[Informer],
                   client: ApiClient | None, loop: asyncio.AbstractEventLoop,
                   events: EventRecorder | None, guard: Guard | None,
-                  wake: asyncio.Event, queries: UsageQueries | None = None) -> CycleReport:
+                  wake: asyncio.Event, queries: UsageQueries | None = None,
+                  cause: str = "schedule") -> CycleReport:
         """Cycle `number` under `policy`; `guard`: why this instance may not evict now (a
         lost lease), when it elects a leader; `wake`: set when a --once run's wait for its
         migration jobs must end; `queries`: how usage sources query Prometheus
-        (live/prometheus.py)."""
+        (live/prometheus.py); `cause`: why it runs (live/triggers.py), logged and kept."""
         started = time.monotonic()
         dry_run = self.dry_run
-        facts = CycleFacts(datetime.now(UTC), dry_run, policy)
+        facts = CycleFacts(datetime.now(UTC), dry_run, policy, cause=cause)
         events_failed = self.events_failed
         snapshot = await build_snapshot(informers, self.evicted_pods)
         facts.nodes, facts.pods = len(snapshot.nodes), len(snapshot.pods)
@@ -146,8 +147,8 @@ class CycleAssembly:
         if state is not None:
             state.restore(persisted, clock.now)
         descheduler.register_hook(self.timer)
-        log.info("descheduling cycle started", cycle=number, nodes=len(snapshot.nodes),
-                 pods=len(snapshot.pods), dry_run=dry_run)
+        log.info("descheduling cycle started", cycle=number, cause=cause,
+                 nodes=len(snapshot.nodes), pods=len(snapshot.pods), dry_run=dry_run)
         result = "completed"
         cycle = functools.partial(descheduler.run_cycle, number)
         try:

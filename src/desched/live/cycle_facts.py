@@ -88,6 +88,7 @@ class CycleFacts:
     started: datetime
     dry_run: bool
     policy: Policy
+    cause: str = "schedule"  # or the node events, or who requested it (live/triggers.py)
     seconds: float = 0.0
     nodes: int = 0
     pods: int = 0

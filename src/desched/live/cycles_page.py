@@ -131,7 +131,7 @@ def live_json(report: CycleReport) -> dict[str, Any]:
     out.update({
         "startedAt": facts.started.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "seconds": round(facts.seconds, 3), "nodes": facts.nodes, "pods": facts.pods,
-        "why": facts.why,
+        "why": facts.why, "cause": facts.cause,
         "evictionRequests": {"sent": facts.requests, "retries": facts.retries,
                              "outcomes": _outcomes(report.log)},
         "apiErrors": {"count": facts.api_error_count, "first": list(facts.api_errors)},
@@ -203,7 +203,7 @@ def _refused(report: CycleReport) -> int:
 def _overview(reports: Sequence[CycleReport]) -> str:
     if not reports:
         return '<p class="none" id="no-cycles">no cycle has run here yet</p>'
-    head = ("<tr><th>cycle</th><th>started (UTC)</th><th>mode</th><th>result</th>"
+    head = ("<tr><th>cycle</th><th>started (UTC)</th><th>cause</th><th>mode</th><th>result</th>"
             "<th>evicted</th><th>refused</th><th>eviction requests</th><th>retries</th>"
             "<th>API errors</th><th>seconds</th><th>why</th></tr>")
     rows = []
@@ -212,6 +212,7 @@ def _overview(reports: Sequence[CycleReport]) -> str:
         started = f.started.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if f else ""
         mode = _mode(r)
         cells = [f'<a href="#cycle-{r.number}">{r.number}</a>', _e(started),
+                 _e(f.cause if f else ""),
                  f'<span class="dry">{mode}</span>' if mode == "dry run" else mode,
                  _e(r.result), str(r.evicted), str(_refused(r)),
                  str(f.requests if f else ""), str(f.retries if f else ""),
@@ -250,6 +251,8 @@ def _facts(report: CycleReport) -> str:
     if f is None:
         return ""
     items = []
+    if f.cause != "schedule":  # events or a request started it (live/triggers.py)
+        items.append(f"<b>Started by</b> {_e(f.cause)}, not by the schedule.")
     if f.dry_run:
         items.append("<b>Dry run</b>: nothing was evicted; the evictions below are those a live "
                      "run would have made, PodDisruptionBudgets and limits applied.")

@@ -18,7 +18,9 @@ The Runner orchestrates; each of its jobs is a room of its own:
 - live/prometheus.py: the usage sources' Prometheus queries, on the event loop;
 - live/migration_supervisor.py: the MigrationServices beside the cycles;
 - live/stale_cache.py: no cycle on a cache that is not current;
-- live/reload.py: the policy file watched and a changed policy switched to between cycles.
+- live/reload.py: the policy file watched and a changed policy switched to between cycles;
+- live/triggers.py: cycles beside the schedule, on node events and on request
+  (live/on_demand.py: POST /cycles/run).
 What stays here: the lifecycle (serve, connect, lead, loop, shut down) and the connection.
 """
 
@@ -77,6 +79,7 @@ from desched.live.informer import (
 from desched.live.metrics import Metrics
 from desched.live.migration import evicts_through_jobs, migration_profiles
 from desched.live.migration_supervisor import MigrationSupervisor, serves_jobs
+from desched.live.on_demand import OnDemand
 from desched.live.process_settings import apply_process_settings
 from desched.live.prometheus import PrometheusQueries
 from desched.live.prometheus_secret import SecretTokens
@@ -84,6 +87,7 @@ from desched.live.rate_limit import TokenBucket, resolve_rate_limit
 from desched.live.reload import PolicyReloader, PolicySwitch
 from desched.live.serving import SecureServing, check_secure, start_secure
 from desched.live.stale_cache import StaleCacheGuard
+from desched.live.triggers import SCHEDULED, Cause, Triggers, check_triggers
 from desched.plugins.catalog import PLUGINS
 from desched.policy_files.loader import load_policy
 from desched.util.backoff import Backoff
@@ -167,6 +171,9 @@ class Runner:
         serves_metrics = config.metrics_address or (config.secure and config.secure.metrics)
         self.page = (CyclesPage(self._page_state)
                      if config.cycles_page and serves_metrics else None)
+        self.triggers = Triggers(config.trigger_on, debounce=config.trigger_debounce,
+                                 per_minute=config.trigger_max_per_minute)
+        self.on_demand = OnDemand(self.triggers, self._why_no_cycle, page=self.page is not None)
         # The rooms.
         self.carried = CarriedState()
         self.migrations = MigrationSupervisor(
@@ -268,7 +275,8 @@ class Runner:
         for address, flag in self.addresses:
             if flag == "--metrics-address":
                 routes = {"/metrics": self.metrics.handle,
-                          **(self.page.routes() if self.page is not None else {})}
+                          **(self.page.routes() if self.page is not None else {}),
+                          **self.on_demand.routes(authenticated=False)}
                 listeners.append((address, routes))
             else:
                 listeners.append((address, health_routes(self.readiness)))
@@ -283,6 +291,7 @@ class Runner:
         if secure.metrics:
             routes["/metrics"] = self.metrics.handle
             routes.update(self.page.routes() if self.page is not None else {})
+        routes.update(self.on_demand.routes(authenticated=secure.delegate_auth))
         # (a failure leaves the plain listeners in self.servers, which _shutdown stops)
         return await start_secure(secure, routes, kubeconfig=self.config.kubeconfig,
                                   context=self.config.context)
@@ -426,21 +435,42 @@ class Runner:
             dry_run=self.dry_run, schedule=str(self.schedule), policy=self.config.policy_path,
             reports=tuple(self.reports))
 
+    def _why_no_cycle(self) -> str | None:
+        """Why a request gets no cycle now (live/on_demand.py); None when it can."""
+        if self.stopping.is_set() or self.lease_lost:
+            return "desched is stopping"
+        if self.triggers.accepting:
+            return None
+        if not self.schedule.looping:
+            return "this run does one cycle and exits"
+        page = self._page_state()
+        if page.leader_election and not page.leading:
+            held = f"held by {page.holder}" if page.holder else "held by another instance"
+            return f"this instance does not lead: the Lease {page.lease} is {held}"
+        return self.readiness.reason() or "the cycles have not started yet"
+
     # -- the loop ---------------------------------------------------------------------------
     async def _cycles(self) -> int:
         previous: datetime | None = None
         number = 0
+        self.triggers.watch(self.informers)
+        self.triggers.accepting = self.schedule.looping
         while not self.stopping.is_set() and not self.lease_lost:
             now = datetime.now(UTC)
             when = self.schedule.next_run(previous, now)
             if when is None:
                 return 0
+            cause: Cause | None = None
             if when > now:
                 log.info("next descheduling cycle", at=when.isoformat())
-                await self._sleep((when - now).total_seconds())
-            # Cron: the fire time, so a slow cycle skips missed fire times instead of
-            # drifting; interval: the real start, measured to the next one.
-            previous = when if self.schedule.kind == "cron" else datetime.now(UTC)
+                # Node events or a request may start a cycle before then (live/triggers.py).
+                cause = await self._unless_stopped(
+                    self.triggers.wait((when - now).total_seconds()))
+            if cause is None:
+                cause = SCHEDULED
+                # Cron: the fire time, so a slow cycle skips missed fire times instead of
+                # drifting; interval: the real start, measured to the next one.
+                previous = when if self.schedule.kind == "cron" else datetime.now(UTC)
             await self.switch.at_boundary(self.dry_run, self.schedule, self._switch_policy)
             guard = self.stale_cache
             if self.schedule.looping and not await guard.current(guard.bound(self.schedule)):
@@ -448,7 +478,7 @@ class Runner:
                 self._keep(guard.skipped(number, self.policy, self.dry_run))
                 await guard.current(None)  # then a cycle as soon as it is current
             number += 1
-            report = await self.run_cycle(number)
+            report = await self.run_cycle(number, cause)
             # The cycle's snapshot, indices and memos form reference cycles: collected now,
             # between cycles, rather than piling up until a full collection (resident memory
             # grew every cycle before; measured in bench/README.md).
@@ -460,13 +490,16 @@ class Runner:
             raise _Stopped
         return 0
 
-    async def run_cycle(self, number: int) -> CycleReport:
+    async def run_cycle(self, number: int, cause: Cause = SCHEDULED) -> CycleReport:
         """One cycle under the running policy (live/cycle_assembly.py), kept for /cycles."""
         assert self._loop is not None and self._wake is not None
-        return self._keep(await self.cycles.run(
+        self.triggers.started(number, cause, datetime.now(UTC))
+        report = self._keep(await self.cycles.run(
             number, self.policy, informers=self.informers, client=self.client,
             loop=self._loop, events=self.events, guard=self._fence(), wake=self._wake,
-            queries=self.queries))
+            queries=self.queries, cause=cause.text))
+        self.triggers.finished(report)
+        return report
 
     def _keep(self, report: CycleReport) -> CycleReport:
         self.reports.append(report)
@@ -490,6 +523,7 @@ class Runner:
 
     # -- shutdown ---------------------------------------------------------------------------
     async def _shutdown(self) -> None:
+        self.triggers.close("desched is stopping")
         tasks = [*self.migrations.tasks.values(), *self._tasks]
         for task in tasks:
             task.cancel()
@@ -552,6 +586,8 @@ def prepare(config: RunConfig) -> tuple[Policy, Schedule]:
             parse_address(address, flag)
     if config.secure is not None:
         check_secure(config.secure, config.metrics_address)
+    check_triggers(config.trigger_on, config.trigger_debounce, config.trigger_max_per_minute,
+                   looping=schedule.looping)
     return policy, schedule
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import hashlib
 import ipaddress
 import os
@@ -403,6 +404,16 @@ class Delegator:
         return decision
 
 
+@functools.cache
+def user_key() -> Any:
+    """Where the guard leaves the request's authenticated user for the handler
+    (live/on_demand.py): a typed key where aiohttp has them (3.12), else a name."""
+    from aiohttp import web
+
+    typed = getattr(web, "RequestKey", None)
+    return typed("desched_user", str) if typed is not None else "desched_user"
+
+
 def guard(delegator: Delegator) -> Callable[..., Awaitable[web.StreamResponse]]:
     """aiohttp middleware: every request passes the delegator's verdict first (before routing,
     as upstream's filters run before its mux: an unknown path is 401 to no one, 404 to a user
@@ -417,6 +428,7 @@ def guard(delegator: Delegator) -> Callable[..., Awaitable[web.StreamResponse]]:
         verdict = await delegator.verdict(request.path, verb,
                                           request.headers.get("Authorization"))
         if verdict.status == 200:
+            request[user_key()] = verdict.user  # "" on an always-allowed path
             return await handler(request)
         reason = {401: "Unauthorized", 403: "Forbidden"}.get(verdict.status,
                                                             "InternalError")
