@@ -48,6 +48,15 @@ class NodeIndex:
         # Affinity key (an encoding of nodeSelector and required affinity) -> candidates.
         self._memo: dict[bytes, Candidates | None] = {}
 
+    def node_replaced(self, old: Node, new: Node) -> None:
+        """A node changed other than in its labels (a cordon, ClusterSnapshot.set_unschedulable):
+        the new struct takes the old one's place; the candidate lists, which hold nodes, are
+        built again as asked."""
+        at = self.position.get(old.metadata.name)
+        if at is not None and isinstance(self.nodes, list) and self.nodes[at] is old:
+            self.nodes[at] = new
+        self._memo.clear()
+
     def candidates(self, pod: Pod, key: bytes) -> Candidates | None:
         """A superset of the nodes `pod`'s nodeSelector and required node affinity match, or
         None when they match (or may match) most of the cluster. `key` identifies those two

@@ -305,10 +305,18 @@ class ClusterSnapshot:
         if node is None:
             return False
         if node.spec.unschedulable != unschedulable:
-            self.nodes[node_name] = msgspec.structs.replace(
+            new = self.nodes[node_name] = msgspec.structs.replace(
                 node, spec=msgspec.structs.replace(node.spec, unschedulable=unschedulable))
             self._ready_nodes.clear()
-            self.caches.clear()  # NodeFit's memo, the node index: they hold the old node
+            # What other modules derived from the old node goes, but for a cache that can take
+            # the new one in (`node_replaced`: the node index, which a drain would otherwise
+            # rebuild at every cordon).
+            for name, cache in list(self.caches.items()):
+                replaced = getattr(cache, "node_replaced", None)
+                if replaced is None:
+                    del self.caches[name]
+                else:
+                    replaced(node, new)
             self.additions += 1
         return True
 

@@ -22,7 +22,7 @@ Where this differs from Koordinator (docs/custompriority.md lists every differen
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from desched.errors import InputError, quote
 from desched.framework.evictor import EvictionLimitError
@@ -67,6 +67,19 @@ class _Stop(Exception):
 class _Target:
     node: Node
     tier: Tier
+
+
+@dataclass
+class _Scan:
+    """The first-fit search for pods of one placement signature over one list of cheaper nodes.
+    A node that refuses such a pod keeps refusing it for the rest of the tier's run (the room
+    on a cheaper node only shrinks, and NodeFit's answer does not change), so the search for the
+    next such pod starts after the nodes known to refuse it; their first reasons are kept for
+    the message. Without it, each pod tried the nodes filled before it again (quadratic)."""
+
+    nodes: Sequence[Node]
+    start: int = 0
+    reasons: list[str] = field(default_factory=list)
 
 
 # Per target node: the requests and the number of the pods this run sent there (new dicts on
@@ -117,6 +130,7 @@ class CustomPriority:
         # them, and the pods sent to each (in the whole run).
         self.targets: dict[str, _Target] = {}
         self._fits: dict[tuple[bytes, str], str | None] = {}
+        self._scans: dict[bytes, _Scan] = {}
         self.sent: Sent = {}
 
     # -- thresholds ---------------------------------------------------------------------------
@@ -178,21 +192,36 @@ class CustomPriority:
 
     def place(self, pod: Pod, nodes: Sequence[Node], sent: Sent) -> tuple[_Target | None, str]:
         """The first cheaper node, in tier order, that NodeFit (when on) and the room allow.
-        With NodeFit only the nodes the pod's node affinity may match are tried."""
+        With NodeFit only the nodes the pod's node affinity may match are tried, and the nodes
+        known to refuse pods like it (_Scan) are not tried again."""
         candidates = (affinity_space(pod, nodes, self.handle.snapshot) if self.node_fit
                       else nodes)
-        failures: list[str] = []
-        refused = 0
-        for node in candidates:
+        key = placement_signature(pod)
+        scan = self._scans.get(key)
+        if scan is None or scan.nodes is not candidates:
+            scan = self._scans[key] = _Scan(candidates)
+        failures = list(scan.reasons)
+        refused = scan.start
+        committed = sent is self.sent
+        settled = True  # every node tried so far refuses it whatever this drain's plan sends
+        for i in range(scan.start, len(candidates)):
+            node = candidates[i]
             target = self.targets[node.name]
             why = self.fit(pod, node) if self.node_fit else None
             if why is None:
                 why = self.room(pod, target, sent)
-            if why is None:
-                return target, ""
+                if why is None:
+                    return target, ""
+                if not committed and settled and self.room(pod, target, self.sent) is None:
+                    settled = False  # refused only for what the plan sent there
             refused += 1
+            shown = f"{node.name}: {why}"
             if len(failures) < _MAX_REASONS:
-                failures.append(f"{node.name}: {why}")
+                failures.append(shown)
+            if settled:
+                scan.start = i + 1
+                if len(scan.reasons) < _MAX_REASONS:
+                    scan.reasons.append(shown)
         if not refused:
             return None, "no cheaper node matches its node selector and affinity"
         return None, _summary(failures, refused)
@@ -251,6 +280,7 @@ class CustomPriority:
                 later = present[at + 1:]
                 targets = [_Target(node, self.tiers[j]) for j in later for node in members[j]]
                 self._fits.clear()  # an earlier tier's run may have changed these nodes
+                self._scans.clear()
                 self.targets = {t.node.name: t for t in targets}
                 self.run_tier(self.tiers[i], members[i], [t.node for t in targets])
         except _Stop:
