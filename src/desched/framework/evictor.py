@@ -128,6 +128,9 @@ class Limits:
     total: int | None = None
 
 
+_NONE_IN_BACKGROUND = InBackground()  # what the limits count without the gate
+
+
 @dataclass
 class Evictor:
     """Counts evictions per cycle against the policy's limits (reset by `new_cycle`)."""
@@ -152,24 +155,10 @@ class Evictor:
         self.by_namespace.clear()
 
     def _limit_hit(self, pod: Pod) -> LimitScope | None:
+        """The limit the pod's eviction would pass, counting the evictions in background in
+        progress too (upstream's `counted + backgroundRequests + 1 > limit`)."""
         lim = self.limits
-        bg = self.background
-        if bg is not None and bg.total:
-            return self._limit_hit_with(pod, bg)
-        if lim.total is not None and self.total + 1 > lim.total:
-            return "total"
-        node = pod.node_name
-        if node and lim.per_node is not None and self.by_node.get(node, 0) + 1 > lim.per_node:
-            return "node"
-        if (lim.per_namespace is not None
-                and self.by_namespace.get(pod.namespace, 0) + 1 > lim.per_namespace):
-            return "namespace"
-        return None
-
-    def _limit_hit_with(self, pod: Pod, bg: InBackground) -> LimitScope | None:
-        """_limit_hit, the evictions in background in progress counted too (upstream's
-        `counted + backgroundRequests + 1 > limit`)."""
-        lim = self.limits
+        bg = self.background if self.background is not None else _NONE_IN_BACKGROUND
         if lim.total is not None and self.total + bg.total + 1 > lim.total:
             return "total"
         node = pod.node_name
