@@ -88,7 +88,7 @@ class OnDemand:
             # Shielded: a caller that hangs up does not cancel the cycle it asked for.
             number, started = await asyncio.shield(asked.started)
             if wait == "false":
-                return self._answer(request, 202, {
+                return self._answer(202, {
                     "cycle": number, "cause": f"request by {user}",
                     "startedAt": _stamp(started), **self._links(request, number)})
             report = await asyncio.shield(asked.finished)
@@ -104,7 +104,7 @@ class OnDemand:
             body.update({"seconds": round(facts.seconds, 3), "dryRun": facts.dry_run,
                          "why": facts.why})
         body.update(self._links(request, number))
-        return self._answer(request, 200, body)
+        return self._answer(200, body)
 
     def _links(self, request: web.Request, number: int) -> dict[str, str | None]:
         if not self.page:
@@ -114,9 +114,9 @@ class OnDemand:
                 "json": str(base.with_path("/cycles.json"))}
 
     @staticmethod
-    def _answer(request: web.Request, code: int, body: dict[str, Any]) -> web.Response:
+    def _answer(code: int, body: dict[str, Any]) -> web.Response:
         from aiohttp import web
 
         log.info("cycle on request answered", code=code, cycle=body["cycle"],
-                 result=body.get("result", "started"), path=request.path)
+                 cause=body["cause"], result=body.get("result", "started"))
         return web.json_response(body, status=code)
