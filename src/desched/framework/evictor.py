@@ -256,7 +256,8 @@ class Evictor:
                         reason)
 
     def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> bool:
-        if self.background is not None and self.requested_in_background(pod, profile, plugin):
+        bg = self.background  # simulate always has one: most cycles, with no pod in progress
+        if bg is not None and bg.total and self.requested_in_background(pod, profile, plugin):
             return True
         lim = self.limits
         if lim.total is not None or lim.per_node is not None or lim.per_namespace is not None:
