@@ -83,3 +83,13 @@ def test_args_koordinator_refuses_fail_the_policy_check_in_one_line(tmp_path: Pa
     assert (err.value.source, err.value.message) == (
         str(bad), 'initializing plugin "CustomPriority": invalid mode: Drain, supported: '
                   'BestEffort, DrainNode')
+
+
+def test_without_the_cordon_a_replacement_comes_back(tmp_path: Path) -> None:
+    """What autoCordon is for: uncordoned, the emptied on-demand node is the emptiest, and the
+    scheduler model puts a replacement back on it (churn)."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text((EXAMPLE / "policy.yaml").read_text().replace("autoCordon: true",
+                                                                     "autoCordon: false"))
+    result = Simulation(str(policy), [CLUSTER], NOW, reschedule=True, warn=lambda _: None).run()
+    assert "elastic-1" in dict(result.summaries[0].placements).values()
