@@ -162,3 +162,23 @@ def test_feature_gates_reach_the_run(monkeypatch: pytest.MonkeyPatch, policy: st
         code, _, stderr = invoke(monkeypatch, "--policy", policy, "--feature-gates", value)
         assert code == 2
         assert len(stderr.splitlines()) == 1 and message in stderr, stderr
+
+
+def test_tls_flags_tune_the_secure_port(monkeypatch: pytest.MonkeyPatch, policy: str) -> None:
+    code, seen, stderr = invoke(
+        monkeypatch, "--policy", policy, "--secure-port=10258", "--tls-min-version=VersionTLS13",
+        "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,"
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "--tls-cipher-suites", "TLS_AES_128_GCM_SHA256", "--tls-sni-cert-key", "a.crt,a.key")
+    assert code == 0, stderr
+    secure = seen["config"].secure
+    assert secure.min_tls_version == "VersionTLS13"
+    assert secure.cipher_suites == ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                                    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+                                    "TLS_AES_128_GCM_SHA256")
+    assert secure.sni_cert_keys == ("a.crt,a.key",)
+    assert seen["warnings"] == []
+    code, _, stderr = invoke(monkeypatch, "--policy", policy, "--tls-min-version=VersionTLS12")
+    assert code == 2
+    assert stderr == ("error: --tls-min-version: applies to the HTTPS listener: give "
+                      "--secure-port PORT (e.g. --secure-port=10258)\n")

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from desched import errors
-from desched.commands.upstream_flags import upstream_options
+from desched.commands.upstream_flags import (
+    TLS_FLAGS,
+    tls_flag_options,
+    tls_settings,
+    upstream_options,
+)
 from desched.decoding.feature_gates import known_features, parse_feature_gates
 from desched.errors import InputError, quote
 
@@ -385,8 +390,8 @@ class _UpstreamCommand(click.Command):
 
 
 @main.command(cls=_UpstreamCommand, epilog=(
-    "Upstream descheduler's other flags (--tls-min-version and the "
-    "other --tls-*, --otel-*, --vmodule, ...) are accepted, each reported once as having no "
+    "Upstream descheduler's other flags (--cert-dir, --tls-curve-preferences, "
+    "--otel-*, --vmodule, ...) are accepted, each reported once as having no "
     "effect."))
 @_policy_option
 @click.option("--kubeconfig", "--client-connection-kubeconfig", "kubeconfig",
@@ -403,16 +408,6 @@ class _UpstreamCommand(click.Command):
               "time zone ('CRON_TZ=Europe/Berlin 0 3 * * *').")
 @click.option("--cron-timezone", help="The IANA time zone --cron's times are in (default UTC), "
               "e.g. Europe/Berlin; daylight saving time as docs/running.md says.")
-@click.option("--trigger-on", "trigger_on", multiple=True, metavar="EVENT,...",
-              help="Also run a cycle on these node events (with --interval or --cron): "
-                   "node-added, node-ready, node-uncordoned, node-taints, node-labels, or all; "
-                   "a burst is one cycle.")
-@click.option("--trigger-debounce", default="10s", show_default=True,
-              help="How long after the last node event of a burst its cycle starts (at most "
-                   "a minute after its first).")
-@click.option("--trigger-max-per-minute", type=int, default=4, show_default=True,
-              help="Cycles node events and requests (POST /cycles/run) may start in any "
-                   "minute, together.")
 @click.option("--dry-run", is_flag=True, help="Decide and report, evict nothing (PDBs and "
               "limits are still applied, in simulation).")
 @click.option("--leader-elect/--no-leader-elect", help="Run cycles only while holding a "
@@ -458,6 +453,7 @@ class _UpstreamCommand(click.Command):
                    "--tls-private-key-file, a self-signed one is generated in memory at start.")
 @click.option("--tls-private-key-file", type=click.Path(dir_okay=False),
               help="PEM private key of --tls-cert-file.")
+@tls_flag_options
 @click.option("--delegate-auth", is_flag=True,
               help="On --secure-port, authenticate the bearer token with a TokenReview and "
                    "authorize the request with a SubjectAccessReview (non-resource path, verb "
@@ -490,9 +486,7 @@ class _UpstreamCommand(click.Command):
                    + ", ".join(known_features()) + ".")
 @upstream_options
 def run(policy_path: str, kubeconfig: str | None, context: str | None, once: bool,
-        interval: str | None, cron: str | None, cron_timezone: str | None,
-        trigger_on: tuple[str, ...], trigger_debounce: str, trigger_max_per_minute: int,
-        dry_run: bool,
+        interval: str | None, cron: str | None, cron_timezone: str | None, dry_run: bool,
         leader_elect: bool,
         leader_elect_resource_name: str, leader_elect_resource_namespace: str | None,
         leader_elect_lease_duration: str, leader_elect_renew_deadline: str,
@@ -513,8 +507,8 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
     from desched.live.config import duration
     from desched.live.run import RunConfig, run_command
     from desched.live.serving import SecureServing
-    from desched.live.triggers import parse_trigger_on
 
+    tls = tls_settings(ignored)  # takes the TLS flags out
     upstream = apply_upstream_flags(
         click.get_current_context(), verbosity=verbosity, logging_format=logging_format,
         secure_port=secure_port, bind_address=bind_address, disable_metrics=disable_metrics,
@@ -535,21 +529,19 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
             authorized_ttl=duration(authorization_webhook_cache_authorized_ttl,
                                     "--authorization-webhook-cache-authorized-ttl"),
             unauthorized_ttl=duration(authorization_webhook_cache_unauthorized_ttl,
-                                      "--authorization-webhook-cache-unauthorized-ttl"))
+                                      "--authorization-webhook-cache-unauthorized-ttl"), **tls)
     else:
         needs = [flag for flag, on in (
             ("--delegate-auth", delegate_auth), ("--tls-cert-file", tls_cert_file),
-            ("--tls-private-key-file", tls_private_key_file)) if on]
+            ("--tls-private-key-file", tls_private_key_file),
+            *zip(TLS_FLAGS, tls.values(), strict=True)) if on]
         if needs:
             raise InputError(needs[0], "applies to the HTTPS listener: give --secure-port PORT "
                                        "(e.g. --secure-port=10258)")
 
     config = RunConfig(
         policy_path=policy_path, kubeconfig=kubeconfig, context=context, once=once,
-        interval=interval, cron=cron, cron_timezone=cron_timezone,
-        trigger_on=parse_trigger_on(trigger_on),
-        trigger_debounce=duration(trigger_debounce, "--trigger-debounce"),
-        trigger_max_per_minute=trigger_max_per_minute, dry_run=dry_run,
+        interval=interval, cron=cron, cron_timezone=cron_timezone, dry_run=dry_run,
         leader_elect=leader_elect,
         lease_name=leader_elect_resource_name,
         lease_namespace=leader_elect_resource_namespace,

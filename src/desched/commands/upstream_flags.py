@@ -22,8 +22,7 @@ from desched.errors import InputError
 # --tls-private-key-file are desched's own options (live/serving.py).
 IGNORED_VALUE_FLAGS = (
     "--leader-elect-resource-lock",
-    "--cert-dir", "--tls-cipher-suites",
-    "--tls-curve-preferences", "--tls-min-version", "--tls-sni-cert-key",
+    "--cert-dir", "--tls-curve-preferences",
     "--http2-max-streams-per-connection", "--otel-collector-endpoint",
     "--otel-transport-ca-cert", "--otel-service-name", "--otel-trace-namespace",
     "--otel-sample-rate", "--vmodule", "--log-flush-frequency", "--log-text-info-buffer-size",
@@ -129,3 +128,33 @@ def apply_upstream_flags(ctx: click.Context, *, verbosity: int | None,
             out.warnings.append(f"{flag} is a flag of upstream's descheduler with no effect in "
                                 f"desched: ignored")
     return out
+
+
+# Upstream's TLS flags that tune the secure port (live/tls_options.py).
+TLS_FLAGS = ("--tls-min-version", "--tls-cipher-suites", "--tls-sni-cert-key")
+
+
+def tls_flag_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    for flag, multiple, help_ in reversed((
+            ("--tls-min-version", False, "Least TLS version --secure-port accepts: "
+             "VersionTLS10, VersionTLS11, VersionTLS12 (the default) or VersionTLS13."),
+            ("--tls-cipher-suites", True, "Go's names of the TLS 1.0-1.2 suites "
+             "--secure-port offers, in order (comma-separated, repeatable); TLS 1.3's are "
+             "always on."),
+            ("--tls-sni-cert-key", True, "CERT,KEY[:NAME,...]: another certificate for "
+             "--secure-port, served to clients asking for one of NAMEs (else the "
+             "certificate's own names) by SNI; repeatable."))):
+        command = click.option(flag, _dest(flag).removeprefix("upstream_"), multiple=multiple,
+                               help=help_)(command)
+    return command
+
+
+def tls_settings(values: dict[str, Any]) -> dict[str, Any]:
+    """The TLS flags, taken out of `values` (the run command's keyword arguments), as
+    SecureServing's fields; the flags given, for the check that needs --secure-port."""
+    from desched.live.tls_options import split_list
+
+    version = values.pop("tls_min_version")
+    suites = tuple(split_list(values.pop("tls_cipher_suites")))
+    sni = tuple(values.pop("tls_sni_cert_key"))
+    return {"min_tls_version": version, "cipher_suites": suites, "sni_cert_keys": sni}

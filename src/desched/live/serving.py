@@ -39,6 +39,7 @@ import msgspec
 
 from desched.errors import InputError
 from desched.live import logging as desched_logging
+from desched.live import tls_options
 from desched.live.client import ApiClient, ApiError, ConnectionLost, load_config
 from desched.live.health import Address, Handler, HttpServer, parse_address
 
@@ -72,6 +73,10 @@ class SecureServing:
     authn_ttl: float = DEFAULT_CACHE_TTL
     authorized_ttl: float = DEFAULT_CACHE_TTL
     unauthorized_ttl: float = DEFAULT_CACHE_TTL
+    # Upstream's TLS flags (live/tls_options.py).
+    min_tls_version: str | None = None
+    cipher_suites: tuple[str, ...] = ()
+    sni_cert_keys: tuple[str, ...] = ()
 
     def check(self) -> Address:
         """Everything that can be checked before serving (exit 2 with one line otherwise)."""
@@ -121,28 +126,65 @@ def is_loopback(address: Address) -> bool:
 
 # -- TLS -------------------------------------------------------------------------------------
 
-def tls_context(serving: SecureServing, address: Address) -> ssl.SSLContext:
+def _server_context(serving: SecureServing) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2  # upstream's default minimum
-    if serving.cert_file and serving.key_file:
-        for flag, path in (("--tls-cert-file", serving.cert_file),
-                           ("--tls-private-key-file", serving.key_file)):
-            try:
-                with open(path, "rb"):
-                    pass
-            except OSError as err:
-                raise InputError(flag, f"cannot read {path}: {err.strerror or err}") from None
-        try:
-            context.load_cert_chain(serving.cert_file, serving.key_file)
-        except (ssl.SSLError, OSError) as err:
-            raise InputError("--tls-cert-file", f"cannot load the certificate "
-                             f"{serving.cert_file} with the key {serving.key_file}: "
-                             f"{err}") from None
-        return context
-    cert, key = self_signed(address)
-    with _memory_file(cert + key) as path:
-        context.load_cert_chain(path)
+    context.minimum_version = tls_options.min_version(serving.min_tls_version)
+    tls_options.set_cipher_suites(context, serving.cipher_suites)
     return context
+
+
+def _load_pair(context: ssl.SSLContext, cert_file: str, key_file: str, flags: tuple[str, str],
+               ) -> None:
+    for flag, path in zip(flags, (cert_file, key_file), strict=True):
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as err:
+            raise InputError(flag, f"cannot read {path}: {err.strerror or err}") from None
+    try:
+        context.load_cert_chain(cert_file, key_file)
+    except (ssl.SSLError, OSError) as err:
+        raise InputError(flags[0], f"cannot load the certificate {cert_file} with the key "
+                                   f"{key_file}: {err}") from None
+
+
+def _with_sni(context: ssl.SSLContext, serving: SecureServing) -> ssl.SSLContext:
+    """--tls-sni-cert-key: a context per further certificate, chosen by the SNI name."""
+    named: list[tuple[str, ssl.SSLContext]] = []
+    for value in serving.sni_cert_keys:
+        pair = tls_options.parse_sni_cert_key(value)
+        other = _server_context(serving)
+        _load_pair(other, pair.cert_file, pair.key_file,
+                   ("--tls-sni-cert-key", "--tls-sni-cert-key"))
+        try:
+            names = pair.names or tls_options.cert_names(pair.cert_file)
+        except ValueError as err:
+            raise InputError("--tls-sni-cert-key", f"cannot read the names of "
+                                                   f"{pair.cert_file}: {err}") from None
+        named += [(name, other) for name in names]
+    if named:
+        def choose(sock: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
+            wanted = (server_name or "").lower()
+            # An exact name first, then a wildcard, as the apiserver picks them.
+            for exact in (True, False):
+                for pattern, other in named:
+                    if (pattern == wanted) if exact else tls_options.matches(pattern, wanted):
+                        sock.context = other
+                        return
+        context.sni_callback = choose
+    return context
+
+
+def tls_context(serving: SecureServing, address: Address) -> ssl.SSLContext:
+    context = _server_context(serving)  # TLS 1.2 at least unless --tls-min-version says less
+    if serving.cert_file and serving.key_file:
+        _load_pair(context, serving.cert_file, serving.key_file,
+                   ("--tls-cert-file", "--tls-private-key-file"))
+    else:
+        cert, key = self_signed(address)
+        with _memory_file(cert + key) as path:
+            context.load_cert_chain(path)
+    return _with_sni(context, serving)
 
 
 def self_signed(address: Address, *, days: int = 365) -> tuple[bytes, bytes]:
