@@ -16,6 +16,7 @@ from desched.errors import InputError
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.evictor import Limits
 from desched.framework.types import Handle
+from desched.framework.verdicts import RUN_ENDED
 from desched.plugins.custompriority.args import CustomPriorityArgs, default
 from desched.plugins.custompriority.plugin import CustomPriority, request_order
 from desched.predicates.nodefit import insufficient_resource
@@ -419,3 +420,13 @@ def test_roles_and_verdicts_for_explain() -> None:
     assert plugin.verdict(pods["default/sp"], []) == (
         "node s is in tier silver, the cheapest with nodes: its pods have nowhere cheaper to go")
 
+
+
+def test_a_tier_the_run_did_not_reach_is_not_called_the_cheapest() -> None:
+    """The total limit ended the run in gold: silver's pods were never looked at."""
+    raw = {"evictionOrder": [*GOLD_SILVER, tier("bronze")]}
+    run = start(raw, tnode("g", "gold"), tnode("s", "silver"), tnode("b", "bronze", cpu="4"),
+                pod("g1", "g"), pod("s1", "s"), limits=Limits(total=1))
+    assert run.cycle() == ["g1"]
+    pods = run.snap.pods
+    assert run.plugin.verdict(pods["default/s1"], []) == RUN_ENDED

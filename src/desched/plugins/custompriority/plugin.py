@@ -125,7 +125,7 @@ class CustomPriority:
         self.tier_of: dict[str, int] = {}
         self.outcomes: dict[str, str] = {}
         self.idle = ""
-        self.sources_last = -1  # the index of the last tier whose nodes were sources
+        self.cheapest = -1  # the index of the cheapest tier with nodes
         # The source tier being worked on: its cheaper nodes by name, NodeFit's answers on
         # them, and the pods sent to each (in the whole run).
         self.targets: dict[str, _Target] = {}
@@ -242,7 +242,7 @@ class CustomPriority:
         self.tier_of.clear()
         self.outcomes.clear()
         self.sent = {}
-        self.sources_last = -1
+        self.cheapest = -1
         self.idle = ""
         if self.args.paused:
             self.idle = "CustomPriority is paused and will do nothing"
@@ -274,9 +274,9 @@ class CustomPriority:
                          f"the {len(selected)} selected")
             self.note(self.idle)
             return
+        self.cheapest = present[-1]
         try:
             for at, i in enumerate(present[:-1]):
-                self.sources_last = i
                 later = present[at + 1:]
                 targets = [_Target(node, self.tiers[j]) for j in later for node in members[j]]
                 self._fits.clear()  # an earlier tier's run may have changed these nodes
@@ -428,7 +428,7 @@ class CustomPriority:
                     not self.node_matcher(self.handle.snapshot.nodes[node].metadata.labels):
                 return f"node {node} is outside the plugin's nodeSelector"
             return f"node {node} is in no evictionOrder tier"
-        if i > self.sources_last:
+        if i == self.cheapest:
             return (f"node {node} is in tier {self.tiers[i].name}, the cheapest with nodes: "
                     f"its pods have nowhere cheaper to go")
         outcome = self.outcomes.get(node)
