@@ -408,6 +408,16 @@ class _UpstreamCommand(click.Command):
               "time zone ('CRON_TZ=Europe/Berlin 0 3 * * *').")
 @click.option("--cron-timezone", help="The IANA time zone --cron's times are in (default UTC), "
               "e.g. Europe/Berlin; daylight saving time as docs/running.md says.")
+@click.option("--trigger-on", "trigger_on", multiple=True, metavar="EVENT,...",
+              help="Also run a cycle on these node events (with --interval or --cron): "
+                   "node-added, node-ready, node-uncordoned, node-taints, node-labels, or all; "
+                   "a burst is one cycle.")
+@click.option("--trigger-debounce", default="10s", show_default=True,
+              help="How long after the last node event of a burst its cycle starts (at most "
+                   "a minute after its first).")
+@click.option("--trigger-max-per-minute", type=int, default=4, show_default=True,
+              help="Cycles node events and requests (POST /cycles/run) may start in any "
+                   "minute, together.")
 @click.option("--dry-run", is_flag=True, help="Decide and report, evict nothing (PDBs and "
               "limits are still applied, in simulation).")
 @click.option("--leader-elect/--no-leader-elect", help="Run cycles only while holding a "
@@ -486,7 +496,9 @@ class _UpstreamCommand(click.Command):
                    + ", ".join(known_features()) + ".")
 @upstream_options
 def run(policy_path: str, kubeconfig: str | None, context: str | None, once: bool,
-        interval: str | None, cron: str | None, cron_timezone: str | None, dry_run: bool,
+        interval: str | None, cron: str | None, cron_timezone: str | None,
+        trigger_on: tuple[str, ...], trigger_debounce: str, trigger_max_per_minute: int,
+        dry_run: bool,
         leader_elect: bool,
         leader_elect_resource_name: str, leader_elect_resource_namespace: str | None,
         leader_elect_lease_duration: str, leader_elect_renew_deadline: str,
@@ -507,6 +519,7 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
     from desched.live.config import duration
     from desched.live.run import RunConfig, run_command
     from desched.live.serving import SecureServing
+    from desched.live.triggers import parse_trigger_on
 
     tls = tls_settings(ignored)  # takes the TLS flags out
     upstream = apply_upstream_flags(
@@ -541,7 +554,10 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
 
     config = RunConfig(
         policy_path=policy_path, kubeconfig=kubeconfig, context=context, once=once,
-        interval=interval, cron=cron, cron_timezone=cron_timezone, dry_run=dry_run,
+        interval=interval, cron=cron, cron_timezone=cron_timezone,
+        trigger_on=parse_trigger_on(trigger_on),
+        trigger_debounce=duration(trigger_debounce, "--trigger-debounce"),
+        trigger_max_per_minute=trigger_max_per_minute, dry_run=dry_run,
         leader_elect=leader_elect,
         lease_name=leader_elect_resource_name,
         lease_namespace=leader_elect_resource_namespace,
