@@ -107,6 +107,17 @@ def test_two_replacements_are_not_sent_to_the_same_free_node() -> None:
         f"expected (includeSoftConstraints)" for other in ("w2", "w1")]
 
 
+def test_equally_good_nodes_take_one_replacement_each() -> None:
+    """n2 and n3 score the same: the model picks n3 for both w0 and w1 (by name), but
+    kube-scheduler picks at random among them, so the second goes to n2, the tied node where no
+    replacement is due."""
+    evicted, handle, _ = run(SOFT, node("n1"), node("n2"), node("n3"), web("w0", "n1"),
+                             web("w1", "n1"), web("w2", "n1"))
+    assert evicted == ["w0", "w1"]
+    assert [re.search(r"land on (n\d)", d.reason).group(1)  # type: ignore[union-attr]
+            for d in handle.log.evictions()] == ["n3", "n2"]
+
+
 def test_required_terms_are_upstreams_first() -> None:
     required = {"affinity": {"podAntiAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": [

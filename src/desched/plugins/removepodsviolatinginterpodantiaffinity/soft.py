@@ -143,19 +143,29 @@ class SoftPass:
         back = lands_back(pod, placement, model.name)
         if back is not None:
             return f"its {back}", target
-        node = snapshot.nodes[target]
         everywhere = self.everywhere()
+        # kube-scheduler picks at random among equal scores: any tied node free of the violation
+        # will do (the model's own pick, by name, may be where a replacement is already due).
+        first: str | None = None
+        for name in dict.fromkeys((target, *placement.tied)):
+            why = self._still_violated(pod, violated, snapshot.nodes[name], everywhere)
+            if why is None:
+                return None, name
+            first = first or f"its replacement would land on {name} ({model.name}), where {why}"
+        return first, target
+
+    def _still_violated(self, pod: Pod, violated: list[tuple[Term, Pod]], node: Node,
+                        everywhere: AntiAffinityIndex) -> str | None:
+        """Why a violated term would still be violated with the replacement on `node`."""
         for term, _ in violated:
             other = everywhere.selected_near(term, node, pod.key)
             if other is not None:
-                return (f"its replacement would land on {target} ({model.name}), where it "
-                        f"still selects pod {other.key}"), target
+                return f"it still selects pod {other.key}"
             expected = self._expected_near(term, node, everywhere)
             if expected is not None:
-                return (f"its replacement would land on {target} ({model.name}), where the "
-                        f"replacement of pod {expected.key}, evicted this run, is expected"), \
-                    target
-        return None, target
+                return (f"the replacement of pod {expected.key}, evicted this run, is "
+                        f"expected")
+        return None
 
     def _expected_near(self, term: Term, node: Node, index: AntiAffinityIndex) -> Pod | None:
         """A pod evicted this run, selected by the term, whose replacement is expected in
