@@ -25,21 +25,9 @@ from typing import Any
 
 import pytest
 from e2e_cluster import Cluster, json_log, wait_until
-from test_e2e_serving import Access, free_port
+from test_e2e_serving import POLICY, Access, free_port
 
 pytestmark = pytest.mark.timeout(300)
-
-POLICY = """\
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
-profiles:
-- name: default
-  pluginConfig:
-  - name: PodLifeTime
-    args: {{maxPodLifeTimeSeconds: 3600, namespaces: {{include: [{namespace}]}}}}
-  plugins:
-    deschedule: {{enabled: [PodLifeTime]}}
-"""
 BOUND = 120.0  # seconds: a loaded 2-core machine
 
 
