@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
+import desched.live.reload
 from desched.framework.policy import Policy
 from desched.live.config import RunConfig, Schedule
 from desched.live.metrics import Metrics
 from desched.live.reload import PolicySwitch
+from desched.plugins.catalog import PLUGINS
+from desched.policy_files.loader import load_policy
 
 pytestmark = pytest.mark.asyncio
 
@@ -115,3 +118,35 @@ async def test_a_change_the_loop_cannot_apply_is_refused_once(tmp_path: Path) ->
     write(path, seconds=60)  # drops deschedulingInterval: refused before the loop is asked
     await s.at_boundary(False, running, refuse)
     assert reloads(s, "failed") == 2
+
+
+async def test_changed_process_settings_wait_for_a_restart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reloaded Koordinator file's descheduling applies; its leaderElection and the other
+    process settings cannot change in a running process: said once per reload."""
+    path = tmp_path / "policy.yaml"
+    write(path, extra="deschedulingInterval: 1m\n")
+    started = load_policy(str(path), PLUGINS)
+    s = PolicySwitch(RunConfig(policy_path=str(path), signals=False), Metrics(),
+                     started.process)
+    warned: list[str] = []
+    monkeypatch.setattr(desched.live.reload.log, "warning",
+                        lambda message, *a, **k: warned.append(message))
+    task = s.watch(looping=True, loop=asyncio.get_running_loop())
+    assert task is not None
+    task.cancel()
+
+    async def apply(policy: Policy, schedule: Schedule) -> str | None:
+        return None
+
+    running = Schedule("interval", 60.0)
+    write(path, seconds=60, extra="deschedulingInterval: 1m\n")
+    await s.at_boundary(False, running, apply)
+    assert warned == []  # the same process settings
+    write(path, seconds=60, extra="deschedulingInterval: 1m\nleaderElection: "
+                                  "{leaderElect: false}\n")
+    await s.at_boundary(False, running, apply)
+    assert reloads(s, "success") == 2
+    assert [w.split(":")[0] for w in warned] == ["the policy's process settings (leaderElection, "
+                                                 "clientConnection, healthzBindAddress, "
+                                                 "metricsBindAddress, enableProfiling) changed"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desched.errors import InputError
-from desched.framework.policy import Policy
+from desched.framework.policy import Policy, ProcessSettings
 from desched.live.config import RunConfig, Schedule, resolve_schedule
 from desched.live.logging import get_logger
 from desched.live.metrics import Metrics
@@ -117,10 +117,14 @@ class PolicySwitch:
     --policy-poll seconds, and checked at once on SIGHUP), and at each cycle boundary a changed,
     valid policy replaces the running one when it can."""
 
-    def __init__(self, config: RunConfig, metrics: Metrics) -> None:
+    def __init__(self, config: RunConfig, metrics: Metrics,
+                 process: ProcessSettings | None = None) -> None:
         self.config = config
         self.metrics = metrics
         self.reloader: PolicyReloader | None = None
+        # The Koordinator process settings the run started with (live/process_settings.py):
+        # a reloaded policy's descheduling applies, its process settings only at a restart.
+        self.process = process
 
     def watch(self, looping: bool, loop: asyncio.AbstractEventLoop) -> asyncio.Task[None] | None:
         """Start watching the policy file (a loop's; not standard input): the poll task, for
@@ -184,6 +188,10 @@ class PolicySwitch:
             return
         reloader.applied(pending)
         assert not isinstance(schedule, str)
+        if pending.policy.process != self.process:
+            log.warning("the policy's process settings (leaderElection, clientConnection, "
+                        "healthzBindAddress, metricsBindAddress, enableProfiling) changed: "
+                        "they apply when desched restarts", policy=self.config.policy_path)
         log.info("policy reloaded", policy=self.config.policy_path, hash=pending.digest[:12],
                  schedule=str(schedule))
 

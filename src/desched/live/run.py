@@ -187,7 +187,7 @@ class Runner:
             watch_frames=self.page is not None)
         self.stale_cache = StaleCacheGuard(lambda: self.informers, self.metrics, self._sleep,
                                            config.stale_cache_timeout)
-        self.switch = PolicySwitch(config, self.metrics)
+        self.switch = PolicySwitch(config, self.metrics, policy.process)
         self.queries: PrometheusQueries | None = None  # set by run(): it needs the loop
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
