@@ -643,7 +643,7 @@ def test_chart_values_keep_upstreams_keys() -> None:
     assert values["serviceMonitor"]["enabled"] is False
     assert values["podDisruptionBudget"]["enabled"] is False
     assert values["rbac"] == {"create": True, "migrationController": False, "podDelete": False,
-                              "deploymentRestart": False}
+                              "deploymentRestart": False, "nodeCordon": False}
     sc = values["securityContext"]
     assert sc["runAsNonRoot"] is True and sc["readOnlyRootFilesystem"] is True
     assert sc["capabilities"]["drop"] == ["ALL"]

@@ -181,6 +181,38 @@ true
 {{- end -}}
 
 {{/*
+Whether the policy cordons nodes: a Koordinator profile enables CustomPriority in `balance` with
+`mode: DrainNode` and `autoCordon: true` in its pluginConfig (docs/custompriority.md).
+*/}}
+{{- define "desched.policyCordons" -}}
+{{- $policy := fromJson (include "desched.policy" .) -}}
+{{- if eq (toString $policy.kind) "DeschedulerConfiguration" -}}
+{{- range ($policy.profiles | default list) -}}
+{{- $plugins := (kindIs "map" .plugins) | ternary .plugins dict -}}
+{{- $balance := (kindIs "map" $plugins.balance) | ternary $plugins.balance dict -}}
+{{- if has "CustomPriority" (fromJsonArray (include "desched.pluginNames" ($balance.enabled | default list))) -}}
+{{- range (.pluginConfig | default list) -}}
+{{- if and (kindIs "map" .) (eq (toString .name) "CustomPriority") (kindIs "map" .args) -}}
+{{- if and (eq (toString .args.mode) "DrainNode") (eq (toString .args.autoCordon) "true") -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Whether the node-cordon RBAC (`nodes patch`) is rendered: asked for, or the policy cordons.
+*/}}
+{{- define "desched.cordonRBAC" -}}
+{{- if and .Values.rbac.create (or .Values.rbac.nodeCordon (include "desched.policyCordons" .)) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
 A listener's port: `ports.metrics` / `ports.health`. Upstream's chart has `ports` as a list of
 container ports instead, rendered as it is: its first item is the metrics (secure) port, an item
 named "health" the health port, else desched's 10259 (a port appended to the list).
