@@ -105,6 +105,12 @@ async def test_an_allowed_caller_runs_a_cycle_and_the_answer_links_it(
                 ssl=insecure()) as response:
             cycles = (await response.json())["cycles"]
         assert [c["live"]["cause"] for c in cycles] == [f"request by {OPERATOR}", "schedule"]
+        async with aiohttp.ClientSession(trust_env=False) as session, session.get(
+                body["page"], headers={"Authorization": "Bearer operator-token"},
+                ssl=insecure()) as response:
+            page = await response.text()
+        assert "<th>cause</th>" in page
+        assert f"<b>Started by</b> request by {OPERATOR}, not by the schedule." in page
     assert evictions.bodies == []  # a dry run: nothing sent
 
 
