@@ -15,6 +15,7 @@ from desched.errors import InputError
 from desched.live.config import RunConfig
 from desched.live.rate_limit import RateLimit, resolve_rate_limit
 from desched.live.run import prepare
+from desched.live.serving import SecureServing
 
 HEAD = """\
 apiVersion: descheduler/v1alpha2
@@ -167,3 +168,13 @@ def test_the_command_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     config, _ = run_cli(monkeypatch, "--config", path, "--interval=5m",
                         "--client-connection-qps=2", "--leader-elect-resource-name=x")
     assert (config.client_qps, config.client_burst, config.lease_name) == (2.0, None, "x")
+
+
+def test_the_secure_port_keeps_metrics(tmp_path: Path) -> None:
+    """The chart's --secure-port (maybe with --delegate-auth) serves /metrics: a shipped
+    Koordinator file's metricsBindAddress opens no plain side door beside it."""
+    path = koord(tmp_path, "healthzBindAddress: 0.0.0.0:10251\nmetricsBindAddress: "
+                           "0.0.0.0:10251\n")
+    config = RunConfig(path, once=True, secure=SecureServing("127.0.0.1:0", delegate_auth=True))
+    prepare(config)
+    assert config.metrics_address is None and config.health_address == "0.0.0.0:10251"

@@ -14,7 +14,7 @@ wins over the defaults:
   for protobuf.
 - `healthzBindAddress` / `metricsBindAddress` (when the file sets them): plain-HTTP listeners
   as --health-address / --metrics-address (one listener when they are the same address; port 0:
-  none, as Koordinator).
+  none, as Koordinator); `metricsBindAddress` not beside --secure-port, which serves /metrics.
 - `enableProfiling` / `enableContentionProfiling`: Go's pprof, which desched has no equivalent
   of; `true` in the file is reported, once, as not applied.
 """
@@ -70,6 +70,11 @@ def apply_process_settings(config: RunConfig, policy: Policy, *, looping: bool) 
                              ("metricsBindAddress", "metrics_address", "--metrics-address")):
         value = getattr(process, _snake(key))
         if value is None or param in config.given:
+            continue
+        if param == "metrics_address" and config.secure is not None:
+            # The command line chose where /metrics is served, and may guard it there.
+            notes.append(f"{path}: {key}: {quote(value)} is not applied: /metrics is served "
+                         "on --secure-port")
             continue
         address = _listen_address(value)
         setattr(config, param, address)
