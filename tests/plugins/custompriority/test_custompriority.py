@@ -430,3 +430,23 @@ def test_a_tier_the_run_did_not_reach_is_not_called_the_cheapest() -> None:
     assert run.cycle() == ["g1"]
     pods = run.snap.pods
     assert run.plugin.verdict(pods["default/s1"], []) == RUN_ENDED
+
+
+def test_what_pingpongguard_hears_about_a_landing_node() -> None:
+    """A replacement on a node no cheaper than its pod's undoes the move; on a cheaper one it
+    does not, unless that tier's rejectThreshold would be crossed."""
+    raw = {"evictionOrder": [tier("gold"), tier("silver", rejectThreshold={"cpu": 30}),
+                             tier("bronze", rejectThreshold={"cpu": 50})]}
+    run = start(raw, tnode("g1", "gold"), tnode("g2", "gold"), tnode("s", "silver"),
+                tnode("b", "bronze"), tnode("none", None), pod("p", "g1", cpu="600m"),
+                pod("q", "s", cpu="600m"))
+    run.cycle()
+    plugin, pods = run.plugin, run.snap.pods
+    assert plugin.over_thresholds_after("g2", pods["default/q"]) == (
+        "CustomPriority has it in tier gold, not cheaper than tier silver")
+    assert plugin.over_thresholds_after("none", pods["default/q"]) is None
+    assert plugin.over_thresholds_after("b", pods["default/q"]) == (
+        "CustomPriority's cpu requests would reach 60.00% > rejectThreshold 50% of tier bronze")
+    # silver, the first run's target tier: its own threshold, whatever tier ran last
+    assert plugin.over_thresholds_after("s", pods["default/p"]) == (
+        "CustomPriority's cpu requests would reach 120.00% > rejectThreshold 30% of tier silver")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,3 +94,55 @@ def test_without_the_cordon_a_replacement_comes_back(tmp_path: Path) -> None:
                                                                      "autoCordon: false"))
     result = Simulation(str(policy), [CLUSTER], NOW, reschedule=True, warn=lambda _: None).run()
     assert "elastic-1" in dict(result.summaries[0].placements).values()
+
+
+def test_pingpongguard_refuses_a_move_whose_replacement_lands_on_an_expensive_node(
+        tmp_path: Path) -> None:
+    """The scheduler model would put the replacement on the empty second on-demand node, not on
+    the committed one: PingPongGuard, told by CustomPriority that the node is no cheaper, keeps
+    the pod where it is."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text((EXAMPLE / "policy.yaml").read_text()
+                      .replace("enabled: [{name: DefaultEvictor}]\n  pluginConfig",
+                               "enabled: [{name: DefaultEvictor}, {name: PingPongGuard}]\n"
+                               "  pluginConfig")
+                      .replace("mode: DrainNode", "mode: BestEffort")
+                      .replace("autoCordon: true", "autoCordon: false"))
+    assert "PingPongGuard" in policy.read_text()
+    cluster = tmp_path / "cluster.yaml"
+    nodes = [("od-1", "on-demand"), ("od-2", "on-demand"), ("st-1", "committed")]
+    items: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Node",
+         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                                               "node.example.com/billing": billing}},
+         "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True"}]}}
+        for name, billing in nodes]
+    # The committed node is busy: the model's least-allocated choice is the empty od-2.
+    items += [_pod("web-0", "od-1", "500m", "1Gi"), _pod("db-0", "st-1", "3", "12Gi")]
+    cluster.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    result = run_simulation(str(policy), [str(cluster)], NOW, warn=lambda _: None)
+    assert result.log.evictions() == []
+    kept = [d.reason for d in result.log.decisions if d.pod == "web-0"]
+    assert kept == [], kept  # filter verdicts are counted, not recorded, outside explain
+    [(reason, count)] = [(r, n) for (_, _, plugin, r), n in result.log.kept.items()
+                         if plugin == "CustomPriority"]
+    assert count == 1
+    assert reason.startswith("replacement would land on od-2 (kube-default), where "
+                             "CustomPriority has it in tier on-demand, not cheaper than tier "
+                             "on-demand"), reason
+
+
+def _pod(name: str, node: str, cpu: str, memory: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "shop", "uid": f"uid-{name}",
+                         "creationTimestamp": "2026-11-20T08:00:00Z",
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                              "name": name.split("-")[0],
+                                              "uid": f"uid-{name.split('-')[0]}",
+                                              "controller": True}]},
+            "spec": {"nodeName": node, "containers": [
+                {"name": "main", "image": "app:1",
+                 "resources": {"requests": {"cpu": cpu, "memory": memory}}}]},
+            "status": {"phase": "Running",
+                       "conditions": [{"type": "Ready", "status": "True"}]}}

@@ -400,6 +400,25 @@ class CustomPriority:
         if cordoned:
             self.handle.set_unschedulable(source.name, False, f"autoCordon: {failure}")
 
+    # -- PingPongGuard ------------------------------------------------------------------------
+
+    def over_thresholds_after(self, node: str, pod: Pod) -> str | None:
+        """Why a replacement of `pod` on `node` would undo this run's move (PingPongGuard asks,
+        with the node its scheduler model picks): the node is in a tier no cheaper than the
+        pod's, or its tier's rejectThreshold would be crossed. None for a node in no tier."""
+        source, landing = self.tier_of.get(pod.node_name), self.tier_of.get(node)
+        if source is None or landing is None:
+            return None
+        if landing <= source:
+            return (f"CustomPriority has it in tier {self.tiers[landing].name}, not cheaper than "
+                    f"tier {self.tiers[source].name}")
+        tier, found = self.tiers[landing], self.handle.snapshot.nodes.get(node)
+        if not tier.reject or found is None:
+            return None
+        requests, pods = self.sent.get(node, ({}, 0))
+        why = self.rejected(pod, _Target(found, tier), requests, pods)
+        return f"CustomPriority's {why}" if why is not None else None
+
     # -- explain ----------------------------------------------------------------------------
 
     def node_role(self, node: str) -> str | None:
