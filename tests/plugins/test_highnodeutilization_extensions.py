@@ -216,6 +216,22 @@ def test_a_pod_that_may_not_go_keeps_its_node() -> None:
                                       "pod's reason)")
 
 
+def test_when_no_node_can_be_emptied_the_run_says_why() -> None:
+    evicted, handle, plugin = run(DRAIN, mk_node("n1"), mk_node("n2"),
+                                  mk("a", "n1", owner=None), mk("b", "n2", owner=None))
+    assert evicted == []
+    assert notes(handle) == [
+        "node n1 is not drained: pod default/a stays: the evictor's filters keep it (see the "
+        "pod's reason)",
+        "node n2 is not drained: pod default/b stays: the evictor's filters keep it (see the "
+        "pod's reason)",
+        "every node is underutilized and no node can be emptied onto the others "
+        "(drainWhenAllUnderutilized; the nodes' notes say why)"]
+    assert plugin.node_role("n2") == (
+        "underutilized (cpu 10% <= 50%, pods 10% <= 50%), not drained: pod default/b stays: the "
+        "evictor's filters keep it (see the pod's reason)")
+
+
 def test_a_node_whose_pods_do_not_all_fit_gives_its_room_back() -> None:
     """n3's big pod fits nowhere, so n3 stays and its small pod's planned room on n1 is given
     back: n2's two pods still fit there. (Without DefaultEvictor's nodeFit, which would refuse
