@@ -160,14 +160,14 @@ class Drain:
         plan: list[tuple[Pod, str]] = []
         for pod in sort_by_priority_low_to_high(movable):
             placed_on = self._place(pod)
-            if isinstance(placed_on, str):
+            if not isinstance(placed_on, _Destination):
                 for placed, name in plan:  # give the room back
                     self._reserve(self._by_name[name], placed, -1)
                 self._cursors = saved
                 if own is not None:
                     own.drained = False
                 return f"pod {pod.key} fits on no other node: {placed_on}"
-            plan.append((pod, placed_on[0]))
+            plan.append((pod, placed_on.name))
         return plan
 
     def _blocked(self, pod: Pod) -> str | None:
@@ -180,9 +180,8 @@ class Drain:
             return "the evictor's preEvictionFilter keeps it (see the pod's reason)"
         return None
 
-    def _place(self, pod: Pod) -> tuple[str] | str:
-        """The destination the pod is planned on, as a 1-tuple (its room reserved), or why no
-        destination takes it."""
+    def _place(self, pod: Pod) -> _Destination | str:
+        """The destination the pod is planned on (its room reserved), or why none takes it."""
         sig = placement_signature(pod)
         dests = self.dests
         i = self._cursors.get(sig, 0)
@@ -197,7 +196,7 @@ class Drain:
                 # A workload avoiding itself would not go twice onto one node: the plan does
                 # not see planned pods' anti-affinity otherwise.
                 self._cursors[sig] = i + 1 if anti_affinity_terms(pod) else i
-                return (dest.name,)
+                return dest
             refused = self._refused.setdefault(sig, [])
             if len(refused) < _MAX_REASONS:
                 refused.append(f"{dest.name}: {why}")
