@@ -223,9 +223,10 @@ def test_evict_from_priority_to_targets() -> None:
 
 def test_evict_by_draining_nodes() -> None:
     """Test_evictByDrainingNodes_and_processEvictions: two 100m pods, two cheaper nodes of
-    500m in two tiers; DrainNode with autoCordon evicts both and cordons the node."""
+    500m in two tiers; DrainNode with autoCordon evicts both and cordons the node. (Its second
+    half, a pod lister that fails, has no counterpart: the snapshot cannot fail to list.)"""
     raw = {"evictionOrder": [*GOLD_SILVER, tier("bronze")], "mode": "DrainNode",
-           "autoCordon": True}
+           "autoCordon": True, "nodeFit": False}  # the Go test's zero NodeFit
     run = start(raw, tnode("s1", "gold"), tnode("t1", "silver", cpu="500m"),
                 tnode("t2", "bronze", cpu="500m"), pod("p1", "s1"), pod("p2", "s1"))
     assert run.cycle() == ["p1", "p2"]
@@ -237,6 +238,7 @@ def test_evict_by_draining_nodes() -> None:
 @pytest.mark.parametrize(("raw", "evicted"), [
     # Test_Balance: paused; a BestEffort run
     ({"evictionOrder": GOLD_SILVER, "paused": True}, []),
+    ({"evictionOrder": GOLD_SILVER, "mode": "BestEffort", "nodeFit": False}, ["p"]),
     ({"evictionOrder": GOLD_SILVER, "mode": "BestEffort"}, ["p"]),
 ])
 def test_balance(raw: dict[str, Any], evicted: list[str]) -> None:
