@@ -18,6 +18,7 @@ from desched.commands.upstream_flags import (
     TLS_FLAGS,
     tls_flag_options,
     tls_settings,
+    tracing_options,
     upstream_options,
 )
 from desched.decoding.feature_gates import known_features, parse_feature_gates
@@ -391,7 +392,7 @@ class _UpstreamCommand(click.Command):
 
 @main.command(cls=_UpstreamCommand, epilog=(
     "Upstream descheduler's other flags (--cert-dir, --tls-curve-preferences, "
-    "--otel-*, --vmodule, ...) are accepted, each reported once as having no "
+    "--vmodule, ...) are accepted, each reported once as having no "
     "effect."))
 @_policy_option
 @click.option("--kubeconfig", "--client-connection-kubeconfig", "kubeconfig",
@@ -494,6 +495,7 @@ class _UpstreamCommand(click.Command):
 @click.option("--feature-gates", "feature_gates", multiple=True, metavar="NAME=BOOL,...",
               help="Upstream's feature gates (repeatable; a later pair wins): "
                    + ", ".join(known_features()) + ".")
+@tracing_options
 @upstream_options
 def run(policy_path: str, kubeconfig: str | None, context: str | None, once: bool,
         interval: str | None, cron: str | None, cron_timezone: str | None,
@@ -515,12 +517,13 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         client_qps: float | None, client_burst: int | None, feature_gates: tuple[str, ...],
         **ignored: Any) -> int:
     """Deschedule a live cluster: once, every interval, or on a cron schedule."""
-    from desched.commands.upstream_flags import apply_upstream_flags
+    from desched.commands.upstream_flags import apply_upstream_flags, tracing_config
     from desched.live.config import duration
     from desched.live.run import RunConfig, run_command
     from desched.live.serving import SecureServing
     from desched.live.triggers import parse_trigger_on
 
+    tracing, otel_warnings = tracing_config(ignored)  # takes the --otel-* flags out
     tls = tls_settings(ignored)  # takes the TLS flags out
     upstream = apply_upstream_flags(
         click.get_current_context(), verbosity=verbosity, logging_format=logging_format,
@@ -567,9 +570,9 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
         stale_cache_timeout=None if stale_cache_timeout is None else duration(
             stale_cache_timeout, "--stale-cache-timeout"), secure=secure,
         feature_gates=parse_feature_gates(feature_gates), client_qps=client_qps,
-        client_burst=client_burst, given=_given_on_command_line())
+        client_burst=client_burst, given=_given_on_command_line(), tracing=tracing)
     return run_command(config, log_format=upstream.log_format, log_level=upstream.log_level,
-                       warnings=upstream.warnings)
+                       warnings=upstream.warnings + otel_warnings)
 
 
 if __name__ == "__main__":

@@ -11,31 +11,35 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from desched.errors import InputError
 
+if TYPE_CHECKING:
+    from desched.live.tracing import TracingConfig
+
 # Upstream flags that take a value and mean nothing here (TLS tuning of the secure server,
-# client rate limits, tracing, klog tuning). --tls-cert-file and
+# klog tuning). --tls-cert-file and
 # --tls-private-key-file are desched's own options (live/serving.py).
 IGNORED_VALUE_FLAGS = (
     "--leader-elect-resource-lock",
     "--cert-dir", "--tls-curve-preferences",
-    "--http2-max-streams-per-connection", "--otel-collector-endpoint",
-    "--otel-transport-ca-cert", "--otel-service-name", "--otel-trace-namespace",
-    "--otel-sample-rate", "--vmodule", "--log-flush-frequency", "--log-text-info-buffer-size",
-    "--log-json-info-buffer-size",
+    "--http2-max-streams-per-connection", "--vmodule", "--log-flush-frequency",
+    "--log-text-info-buffer-size", "--log-json-info-buffer-size",
 )
 IGNORED_BOOL_FLAGS = (
     "--permit-port-sharing", "--permit-address-sharing", "--disable-http2-serving",
-    "--enable-http2", "--otel-fallback-no-op-on-error", "--log-text-split-stream",
+    "--enable-http2", "--log-text-split-stream",
     "--log-json-split-stream",
 )
+OTEL_FLAGS = ("--otel-collector-endpoint", "--otel-transport-ca-cert", "--otel-service-name",
+              "--otel-trace-namespace", "--otel-sample-rate")
 # Booleans `desched run` has (its own and upstream's): pflag lets them take `=true` / `=false`.
 BOOL_FLAGS = frozenset(("--once", "--dry-run", "--leader-elect", "--disable-metrics",
                         "--delegate-auth", "--authentication-skip-lookup",
+                        "--otel-fallback-no-op-on-error",
                         *IGNORED_BOOL_FLAGS))
 # Booleans whose `=false` is told apart from their absence (a Koordinator file's default
 # yields to it): given as click's --no-NAME.
@@ -81,6 +85,45 @@ def upstream_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for flag in IGNORED_BOOL_FLAGS:
         command = click.option(flag, _dest(flag), is_flag=True, hidden=True)(command)
     return command
+
+
+def tracing_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Upstream's --otel-* flags (live/tracing.py), with its defaults."""
+    for flag, help_ in reversed((
+            ("--otel-collector-endpoint", "Export a trace of each cycle (its plugin runs and "
+             "eviction requests) over OTLP/gRPC to this HOST:PORT; empty: no tracing."),
+            ("--otel-transport-ca-cert", "PEM CA certificate(s) the collector's TLS "
+             "certificate must chain to; empty: plaintext gRPC."),
+            ("--otel-service-name", "The traces' service.name. [default: descheduler]"),
+            ("--otel-trace-namespace", "The traces' service.namespace (none when empty)."),
+            ("--otel-sample-rate", "Fraction of cycles traced (ParentBased(TraceIDRatioBased))."
+             " [default: 1.0]"))):
+        command = click.option(flag, _dest(flag).removeprefix("upstream_"), help=help_,
+                               metavar="TEXT")(command)
+    return click.option("--otel-fallback-no-op-on-error", "otel_fallback_no_op_on_error",
+                        is_flag=True, help="Run without tracing, with an error logged, when "
+                        "tracing cannot be set up (a bad CA file) instead of exiting.")(command)
+
+
+def tracing_config(values: dict[str, Any]) -> tuple[TracingConfig | None, list[str]]:
+    """The --otel-* flags, taken out of `values` (the run command's keyword arguments): their
+    config when an endpoint is given, and the warnings about the others given without one."""
+    from desched.live.tracing import DEFAULT_SERVICE_NAME, TracingConfig, parse_sample_rate
+
+    flags = {flag: values.pop(flag.lstrip("-").replace("-", "_"))
+             for flag in (*OTEL_FLAGS, "--otel-fallback-no-op-on-error")}
+    endpoint = flags["--otel-collector-endpoint"]
+    if not endpoint:
+        return None, [f"{flag} has no effect without --otel-collector-endpoint: ignored"
+                      for flag, value in flags.items() if value not in (None, False)
+                      and flag != "--otel-collector-endpoint"]
+    rate = flags["--otel-sample-rate"]
+    return TracingConfig(
+        endpoint, ca_cert=flags["--otel-transport-ca-cert"] or None,
+        service_name=flags["--otel-service-name"] or DEFAULT_SERVICE_NAME,
+        namespace=flags["--otel-trace-namespace"] or "",
+        sample_rate=1.0 if rate is None else parse_sample_rate(rate),
+        fallback_no_op_on_error=flags["--otel-fallback-no-op-on-error"]), []
 
 
 @dataclass

@@ -17,6 +17,7 @@ from desched.errors import InputError
 from desched.framework.policy import Policy
 from desched.live.cron import next_fire, split_zone, zone_name, zone_named
 from desched.live.serving import SecureServing
+from desched.live.tracing import TracingConfig
 from desched.model.resources import RESOURCES
 from desched.usage.base import MetricsSettings
 from desched.util.duration import DurationError, parse_duration
@@ -73,6 +74,8 @@ class RunConfig:
     # The click parameters given on the command line, which a Koordinator file's process
     # settings do not override (live/process_settings.py).
     given: frozenset[str] = frozenset()
+    # --otel-collector-endpoint and the other --otel-* flags; None: no tracing (live/tracing.py).
+    tracing: TracingConfig | None = None
 
 
 def duration(text: str, flag: str) -> float:

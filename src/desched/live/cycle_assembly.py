@@ -45,6 +45,7 @@ from desched.live.informer import Informer, build_snapshot
 from desched.live.metrics import Metrics
 from desched.live.migration_supervisor import MigrationSupervisor
 from desched.live.plugin_timing import PluginTimer
+from desched.live.tracing import Tracing
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.util.backoff import Backoff
 
@@ -61,7 +62,8 @@ class CycleAssembly:
     def __init__(self, config: RunConfig, metrics: Metrics, *, dry_run: bool, looping: bool,
                  stopping: threading.Event, carried: CarriedState,
                  migrations: MigrationSupervisor, evicted_pods: EvictedPods,
-                 moves: MoveTracker, watch_frames: bool = False) -> None:
+                 moves: MoveTracker, watch_frames: bool = False,
+                 tracing: Tracing | None = None) -> None:
         self.config = config
         self.metrics = metrics
         self.dry_run = dry_run
@@ -75,6 +77,7 @@ class CycleAssembly:
         self.timer = PluginTimer(metrics)
         # The evictions in background in progress, across cycles (None: the gate is off).
         self.background = background.tracker(config.feature_gates, metrics)
+        self.tracing = tracing  # --otel-collector-endpoint (live/tracing.py)
         self.events_failed = 0  # events not posted, all run long
 
     def event_posted(self, type_: str, ok: bool) -> None:
@@ -123,7 +126,8 @@ class CycleAssembly:
                                                                               plugin).inc(),
             log_note, reporter.moved)
         inner = self.executor(policy, snapshot, facts, client, loop, guard)
-        executor = GuardedExecutor(inner, self.stopping, guard)
+        executor = (self.tracing.guarded if self.tracing else GuardedExecutor)(
+            inner, self.stopping, guard)
         reporter.pods = executor.pods
         clock = Clock(datetime.now(UTC))
         try:
@@ -147,10 +151,14 @@ class CycleAssembly:
         if state is not None:
             state.restore(persisted, clock.now)
         descheduler.register_hook(self.timer)
+        if self.tracing:
+            descheduler.register_hook(self.tracing.plugin)
         log.info("descheduling cycle started", cycle=number, cause=cause,
                  nodes=len(snapshot.nodes), pods=len(snapshot.pods), dry_run=dry_run)
         result = "completed"
-        cycle = functools.partial(descheduler.run_cycle, number)
+        cycle: Callable[[], str | None] = functools.partial(descheduler.run_cycle, number)
+        if self.tracing:
+            cycle = self.tracing.cycle(cycle, number, dry_run)
         try:
             # The page's plots: utilization before and after, taken in the cycle's thread.
             skipped = await asyncio.to_thread(

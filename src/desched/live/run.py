@@ -87,6 +87,7 @@ from desched.live.rate_limit import TokenBucket, resolve_rate_limit
 from desched.live.reload import PolicyReloader, PolicySwitch
 from desched.live.serving import SecureServing, check_secure, start_secure
 from desched.live.stale_cache import StaleCacheGuard
+from desched.live.tracing import Tracing, start_tracing
 from desched.live.triggers import SCHEDULED, Cause, Triggers, check_triggers
 from desched.plugins.catalog import PLUGINS
 from desched.policy_files.loader import load_policy
@@ -142,7 +143,8 @@ class Runner:
 
     def __init__(self, config: RunConfig, policy: Policy, schedule: Schedule, *,
                  metrics: Metrics | None = None,
-                 elector_factory: ElectorFactory | None = None) -> None:
+                 elector_factory: ElectorFactory | None = None,
+                 tracing: Tracing | None = None) -> None:
         self.config = config
         self.policy = policy
         self.schedule = schedule
@@ -184,7 +186,7 @@ class Runner:
             config, self.metrics, dry_run=self.dry_run, looping=schedule.looping,
             stopping=self.stopping, carried=self.carried, migrations=self.migrations,
             evicted_pods=self.evicted_pods, moves=MoveTracker(),
-            watch_frames=self.page is not None)
+            watch_frames=self.page is not None, tracing=tracing)
         self.stale_cache = StaleCacheGuard(lambda: self.informers, self.metrics, self._sleep,
                                            config.stale_cache_timeout)
         self.switch = PolicySwitch(config, self.metrics, policy.process)
@@ -605,5 +607,10 @@ def run_command(config: RunConfig, *, log_format: str = "text", log_level: str =
     if tuned:
         log.debug("malloc tuned for a long run", **tuned)
     policy, schedule = prepare(config)
-    runner = Runner(config, policy, schedule, elector_factory=elector_factory)
-    return asyncio.run(runner.run())
+    tracing = start_tracing(config.tracing)
+    runner = Runner(config, policy, schedule, elector_factory=elector_factory, tracing=tracing)
+    try:
+        return asyncio.run(runner.run())
+    finally:
+        if tracing is not None:
+            tracing.shutdown()
