@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_apiserver import Emulator, FakeApiServer
+from fake_apiserver import Emulator, FakeApiServer, node
 from otlp_receiver import Span, receiver
 from test_run import cluster, command_env, config, kubeconfig, policy_file, run, start
 
@@ -27,6 +27,7 @@ from desched.errors import InputError
 from desched.live.health import Address
 from desched.live.serving import self_signed
 from desched.live.tracing import TracingConfig, parse_sample_rate, start_tracing
+from desched.model.resources import RESOURCES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,6 +137,25 @@ async def test_a_sample_rate_of_zero_exports_nothing(
         await asyncio.to_thread(tracing.shutdown)
         assert code == 0
         assert collector.spans() == []
+
+
+@pytest.mark.asyncio
+async def test_a_skipped_cycle_says_why(tmp_path: Path, emulator: Emulator,
+                                       api: FakeApiServer) -> None:
+    api.serve(*(r.kind for r in RESOURCES))
+    api.add_now("Node", node("n1"))  # one ready node: upstream skips the cycle
+    with receiver() as collector:
+        tracing = start_tracing(TracingConfig(collector.endpoint))
+        assert tracing is not None
+        _, code = await run(config(tmp_path, emulator, once=True, dry_run=True),
+                            tracing=tracing)
+        await asyncio.to_thread(tracing.shutdown)
+        spans = collector.spans()
+    assert code == 0
+    [profiles] = by_name(spans, "runProfiles")
+    [(event, fields)] = profiles.events
+    assert event == "Skipping descheduling cycle" and ">=2 nodes" in fields["reason"]
+    assert {s.name for s in spans} == {"runDeschedulerLoop", "runProfiles"}
 
 
 @pytest.mark.asyncio
