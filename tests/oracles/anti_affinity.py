@@ -1,6 +1,6 @@
 """utils.CheckPodsWithAntiAffinityExist, upstream's walk over every pod of the term's namespaces,
 on desched's public predicates: the reference that the index of
-RemovePodsViolatingInterPodAntiAffinity (plugins/removepodsviolatinginterpodantiaffinity.py) is
+RemovePodsViolatingInterPodAntiAffinity (plugins/removepodsviolatinginterpodantiaffinity/) is
 checked against."""
 
 from __future__ import annotations
