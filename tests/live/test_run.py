@@ -590,8 +590,8 @@ async def test_command_upstream_job_command_line(tmp_path: Path, emulator: Emula
     assert sorted(e["pod"] for e in lines if e["event"] == "Evicted pod in dry run mode") == [
         "default/old-1", "default/old-2"]
     assert [e["event"] for e in lines if e["level"] == "warning"] == [
-        "--tls-min-version is a flag of upstream's descheduler with no effect in desched: "
-        "ignored", "Error evicting pod"]  # the flag, then db-0's PodDisruptionBudget
+        "--tls-min-version has no effect without --secure-port: ignored",
+        "Error evicting pod"]  # the flag, then db-0's PodDisruptionBudget
 
 
 @pytest.mark.process

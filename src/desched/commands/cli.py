@@ -549,11 +549,14 @@ def run(policy_path: str, kubeconfig: str | None, context: str | None, once: boo
     else:
         needs = [flag for flag, on in (
             ("--delegate-auth", delegate_auth), ("--tls-cert-file", tls_cert_file),
-            ("--tls-private-key-file", tls_private_key_file),
-            *zip(TLS_FLAGS, tls.values(), strict=True)) if on]
+            ("--tls-private-key-file", tls_private_key_file)) if on]
         if needs:
             raise InputError(needs[0], "applies to the HTTPS listener: give --secure-port PORT "
                                        "(e.g. --secure-port=10258)")
+        # Upstream's manifests tune its default secure port: here there is none to tune.
+        upstream.warnings += [f"{flag} has no effect without --secure-port: ignored"
+                              for flag, value in zip(TLS_FLAGS, tls.values(), strict=True)
+                              if value]
 
     config = RunConfig(
         policy_path=policy_path, kubeconfig=kubeconfig, context=context, once=once,
