@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 
+from desched.executors.budget_pass import count_namespace
 from desched.model.objects import PodDisruptionBudget
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
@@ -17,6 +18,8 @@ from desched.snapshot.workloads import is_available as is_healthy
 _TERMINAL = ("Succeeded", "Failed")
 # What `check` found for no pod (its list is never read: no pod is None).
 _NOT_CHECKED: tuple[Pod | None, list[PodDisruptionBudget]] = (None, [])
+# `check`'s answer for a pod no budget covers (or that the API lets go past them).
+_NO_BUDGET: tuple[PodDisruptionBudget | None, str | None] = (None, None)
 TOO_MANY_REQUESTS = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE_PDBS = ("This pod has more than one PodDisruptionBudget, which the eviction "
                  "subresource does not support.")
@@ -66,24 +69,43 @@ class BudgetTracker:
         self._counted: dict[int, tuple[int, tuple[int, int, int]]] = {}
         # Per PDB: (snapshot.additions, its disruptions used, the refusal naming its numbers).
         self._refusals: dict[int, tuple[int, int, str]] = {}
-        # Per PDB: (snapshot.additions, how many pods it covers, _expected_scale's answer). An
-        # eviction through record_removal of a pod whose workload resolves leaves the answer as
-        # it was (the workload stays wanted, as evicted); any other change of the covered pods
-        # changes their number or the additions, and the answer is computed again.
+        # Per PDB: (snapshot.additions, other removals, _expected_scale's answer). An eviction
+        # through record_removal of a pod whose workload resolves leaves the answer as it was
+        # (the workload stays wanted, as evicted); record_removal drops it for any other pod,
+        # and another removal or an addition has it computed again.
         self._scales: dict[int, tuple[int, int, int | None]] = {}
+        # Removals recorded here (record_removal): the snapshot's other removals (a planner's
+        # moves, --reschedule's placements) are `snapshot.removals` less these.
+        self._recorded = 0
+        # Namespace -> snapshot.additions at its pass (budget_pass): every budget of a
+        # namespace counted at once, once per generation of the snapshot.
+        self._passes: dict[str, int] = {}
+        # Per PDB a pass counted and nobody asked about yet: (snapshot.additions, other
+        # removals) then. Asked after other removals, the budget is counted alone, as before.
+        self._pending: dict[int, tuple[int, int]] = {}
+        # Per PDB: (snapshot.additions, other removals, a pod per owner-reference tuple) from
+        # its pass, for the expected count; dropped when a removal could change that count.
+        self._owners: dict[int, tuple[int, int, list[Pod]]] = {}
 
     def _expected_scale(self, pdb: PodDisruptionBudget) -> int | None:
         """The disruption controller's expected count for maxUnavailable and percentage
         minAvailable: the replicas its pods' controllers want (a workload short of pods must not
         look healthy). None when a pod's controller cannot be resolved: then the pods count."""
-        members = self.snapshot.pods_of_pdb(pdb)
-        additions = self.snapshot.additions
+        additions, others = self.snapshot.additions, self._other_removals()
         known = self._scales.get(id(pdb))
-        if known is not None and known[0] == additions and known[1] == len(members):
+        if known is not None and known[0] == additions and known[1] == others:
             return known[2]
-        scale = self._scale(pdb, members)
-        self._scales[id(pdb)] = (additions, len(members), scale)
+        owners = self._owners.get(id(pdb))
+        if owners is not None and owners[0] == additions and owners[1] == others:
+            scale = self._scale(pdb, owners[2])
+        else:
+            scale = self._scale(pdb, self.snapshot.pods_of_pdb(pdb))
+        self._scales[id(pdb)] = (additions, others, scale)
         return scale
+
+    def _other_removals(self) -> int:
+        """Pods removed from the snapshot other than through record_removal."""
+        return self.snapshot.removals - self._recorded
 
     def _scale(self, pdb: PodDisruptionBudget, members: Collection[Pod]) -> int | None:
         wanted = dict(self._evicted_workloads.get(id(pdb), {}))
@@ -101,8 +123,17 @@ class BudgetTracker:
         return sum(wanted.values()) if wanted else None
 
     def _live_counts(self, pdb: PodDisruptionBudget) -> tuple[int, int]:
+        additions = self.snapshot.additions
         entry = self._live.get(id(pdb))
-        if entry is None or entry[0] != self.snapshot.additions:
+        if entry is None or entry[0] != additions:
+            namespace = pdb.metadata.namespace or "default"
+            if self._passes.get(namespace) != additions:
+                self._pass(namespace)
+                entry = self._live.get(id(pdb))
+        pending = self._pending.pop(id(pdb), None)
+        if pending is not None and pending != (additions, self._other_removals()):
+            entry = None  # pods left since the pass that it did not see go: counted alone
+        if entry is None or entry[0] != additions:
             live = healthy = 0
             for p in self.snapshot.pods_of_pdb(pdb):
                 if p.status.phase in _TERMINAL:
@@ -112,6 +143,19 @@ class BudgetTracker:
                     healthy += 1
             entry = self._live[id(pdb)] = (self.snapshot.additions, live, healthy)
         return entry[1], entry[2]
+
+    def _pass(self, namespace: str) -> None:
+        """Count every budget of the namespace not counted in this generation yet."""
+        additions, others = self.snapshot.additions, self._other_removals()
+        self._passes[namespace] = additions
+        live, pending, owners = self._live, self._pending, self._owners
+        for pdb_id, count in count_namespace(self.snapshot, namespace).items():
+            entry = live.get(pdb_id)
+            if entry is not None and entry[0] == additions:
+                continue  # asked already in this generation: kept current by record_removal
+            live[pdb_id] = (additions, count.live, count.healthy)
+            pending[pdb_id] = (additions, others)
+            owners[pdb_id] = (additions, others, list(count.owners.values()))
 
     def _counts(self, pdb: PodDisruptionBudget) -> tuple[int, int, int]:
         """(expected, current healthy, desired healthy)."""
@@ -151,12 +195,12 @@ class BudgetTracker:
         # can_ignore_pdb, inlined: asked for every eviction attempt.
         if pod.status.phase in _IGNORED_PHASES or pod.metadata.deletion_timestamp is not None:
             self._checked = _NOT_CHECKED
-            return None, None
+            return _NO_BUDGET
         # From here the pod is neither finished nor terminating: healthy is Ready.
         pdbs = self.snapshot.pdbs_for_pod(pod)
         self._checked = (pod, pdbs)
         if not pdbs:
-            return None, None
+            return _NO_BUDGET
         if len(pdbs) > 1:
             return None, MULTIPLE_PDBS
         pdb = pdbs[0]
@@ -164,10 +208,12 @@ class BudgetTracker:
         if ready is None:
             ready = pod.ready
         if ready:
-            # Most attempts are repeats of a refusal that still stands.
-            standing = self._standing_refusal(pdb)
-            if standing is not None:
-                return None, standing
+            # Most attempts are repeats of a refusal that still stands (_standing_refusal,
+            # inlined: asked for most attempts).
+            known = self._refusals.get(id(pdb))
+            if known is not None and known[0] == self.snapshot.additions \
+                    and known[1] == self.evicted.get(id(pdb), 0):
+                return None, known[2]
         else:
             policy = pdb.spec.unhealthy_pod_eviction_policy
             if policy == "AlwaysAllow":
@@ -186,6 +232,13 @@ class BudgetTracker:
         if allowed == 0:
             return None, self._refusal(pdb)
         return pdb, None
+
+    def _forget_owners(self, pdbs: list[PodDisruptionBudget]) -> None:
+        """The pod leaving was counted in the budgets' expected count by its own workload,
+        which none of the rest may want (and no eviction record keeps): made again."""
+        for pdb in pdbs:
+            self._scales.pop(id(pdb), None)
+            self._owners.pop(id(pdb), None)
 
     def _stale(self, pdb_id: int) -> None:
         """The budget's pods or evictions changed: what was counted of it is void."""
@@ -242,21 +295,23 @@ class BudgetTracker:
         got past them (unready, Pending): its workload wants it back."""
         checked, self._checked = self._checked, _NOT_CHECKED
         pdbs = checked[1] if checked[0] is pod else self.snapshot.pdbs_for_pod(pod)
+        self._recorded += 1  # the caller removes the pod next
         for pdb in pdbs:
             self._stale(id(pdb))  # a finished pod's workload counted too
         if pod.terminal:
+            self._forget_owners(pdbs)
             return
         healthy = is_healthy(pod)
         workload = self._workloads.resolve(pod)
         self._removed_from[pod.key] = [id(pdb) for pdb in pdbs]
+        if not isinstance(workload, Workload):
+            self._forget_owners(pdbs)
         for pdb in pdbs:
             self.removed[id(pdb)] = self.removed.get(id(pdb), 0) + 1
             if isinstance(workload, Workload):
+                # Wanted still, as evicted: the expected count stands.
                 self._evicted_workloads.setdefault(id(pdb), {})[workload.key] = \
                     workload.replicas
-                scale = self._scales.get(id(pdb))
-                if scale is not None:  # the pod leaves the budget's pods next
-                    self._scales[id(pdb)] = (scale[0], scale[1] - 1, scale[2])
             entry = self._live.get(id(pdb))
             if entry is not None:
                 self._live[id(pdb)] = (entry[0], entry[1] - 1, entry[2] - healthy)

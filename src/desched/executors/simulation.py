@@ -24,7 +24,7 @@ class SimulationExecutor:
         self._refused: tuple[str, ExecutionResult] = ("", _EVICTED)
 
     def evict(self, pod: Pod, profile: str, plugin: str, reason: str) -> ExecutionResult:
-        if self.snapshot.pods.get(pod.key) is not pod:
+        if self.snapshot.pods.get(pod.cached_key or pod.key) is not pod:
             return ExecutionResult(False, "failed", f'pods "{pod.name}" not found')
         budgets = self.budgets
         pdb, refusal = budgets.check(pod)

@@ -29,9 +29,12 @@ from desched.model.pod import SYSTEM_CRITICAL_PRIORITY, Pod
 from desched.policy_files.args import PriorityThreshold, validate_label_selector
 from desched.predicates.nodefit import pod_fits_any_other_node
 from desched.util.duration import Duration, format_duration, parse_duration
+from desched.util.memo import remember
 
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
+MANDATORY_NO_EVICTION = ("pod has the descheduler.alpha.kubernetes.io/prefer-no-eviction "
+                         "annotation and noEvictionPolicy is Mandatory")
 
 DEFAULT_PROTECTIONS = ("PodsWithLocalStorage", "SystemCriticalPods", "FailedBarePods",
                        "DaemonSetPods")
@@ -138,6 +141,7 @@ def effective_protections(args: DefaultEvictorArgs) -> set[str]:
 
 
 Check = Callable[[Pod], str | None]
+_CLASSES_LIMIT = 100_000  # classes of equal pods kept per DefaultEvictor
 _tokens = itertools.count(1)  # one per DefaultEvictor instance, for the verdicts kept on pods
 
 
@@ -150,7 +154,17 @@ class DefaultEvictor:
         # looks the priority class up (applySystemCriticalPodsProtection returns early).
         self.threshold = (self._resolve_threshold(args.priority_threshold)
                           if "SystemCriticalPods" in self.protections else SYSTEM_CRITICAL_PRIORITY)
-        self.checks = self._build_checks()
+        # Each check, and whether it reads only what a class of equal pods shares: owner
+        # references, volumes, labels, priority, namespace and phase (the class key below).
+        self.checks: list[tuple[Check, bool]] = self._build_checks()
+        # Class key -> the shared objects it names (held, so their ids stay theirs) and the
+        # class-level checks' answers: replicas share those objects (model.sharing), so a
+        # workload's verdict is worked out once and each pod adds only its own checks.
+        self._classes: dict[tuple[int, int, int, int | None, str, str],
+                            tuple[object, object, object, tuple[str | None, ...]]] = {}
+        self._classes_at: datetime | None = None
+        self._per_pod = not all(class_level for _, class_level in self.checks)
+        self._mandatory = args.no_eviction_policy == "Mandatory"
         # minReplicas counts the owner's pods, which evictions change: checked on every call.
         self.replica_check = (self._min_replicas_check(args.min_replicas)
                               if args.min_replicas > 1 else None)
@@ -185,9 +199,9 @@ class DefaultEvictor:
                                  f"{SYSTEM_CRITICAL_PRIORITY}")
         return value
 
-    def _build_checks(self) -> list[Check]:
+    def _build_checks(self) -> list[tuple[Check, bool]]:
         on, args = self.protections, self.args
-        checks: list[Check] = []
+        checks: list[tuple[Check, bool]] = []
         if "SystemCriticalPods" in on:
             critical_msg = "pod has system critical priority and is protected against eviction"
             threshold = self.threshold
@@ -199,17 +213,18 @@ class DefaultEvictor:
                 if prio is not None and prio >= threshold:
                     return "pod has higher priority than specified priority class threshold"
                 return None
-            checks.append(critical)
+            checks.append((critical, True))
         if "FailedBarePods" in on:
-            checks.append(lambda pod: None if pod.metadata.owner_references
-                          else "pod does not have any ownerRefs")
+            checks.append((lambda pod: None if pod.metadata.owner_references
+                           else "pod does not have any ownerRefs", True))
         else:
-            checks.append(lambda pod: None if pod.metadata.owner_references
-                          or pod.status.phase == "Failed"
-                          else "pod does not have any ownerRefs and is not in failed phase")
+            checks.append((lambda pod: None if pod.metadata.owner_references
+                           or pod.status.phase == "Failed"
+                           else "pod does not have any ownerRefs and is not in failed phase",
+                           True))
         if "PodsWithLocalStorage" in on:
-            checks.append(lambda pod: "pod has local storage and is protected against eviction"
-                          if pod.has_local_storage else None)
+            checks.append((lambda pod: "pod has local storage and is protected against eviction"
+                           if pod.has_local_storage else None, True))
         if "DaemonSetPods" in on:
             ds_msg = "pod is related to daemonset and is protected against eviction"
 
@@ -218,23 +233,23 @@ class DefaultEvictor:
                     if ref.kind == "DaemonSet":
                         return ds_msg
                 return None
-            checks.append(daemonset)
+            checks.append((daemonset, True))
         if "PodsWithPVC" in on:
-            checks.append(self._pvc_check())
+            checks.append((self._pvc_check(), True))  # the claims' objects do not change
         if "PodsWithoutPDB" in on:
             msg = "pod is not covered by a PodDisruptionBudget and is protected against eviction"
             snapshot = self.handle.snapshot
-            checks.append(lambda pod: None if snapshot.pdbs_for_pod(pod) else msg)
+            checks.append((lambda pod: None if snapshot.pdbs_for_pod(pod) else msg, False))
         if "PodsWithResourceClaims" in on:
-            checks.append(lambda pod: "pod has ResourceClaims and is protected against eviction"
-                          if pod.spec.resource_claims else None)
+            checks.append((lambda pod: "pod has ResourceClaims and is protected against eviction"
+                           if pod.spec.resource_claims else None, False))
         if not selector_is_empty(args.label_selector):
             match = compile_selector(args.label_selector)
-            checks.append(lambda pod: None if match(pod.metadata.labels) else
-                          "pod labels do not match the labelSelector filter in the policy "
-                          "parameter")
+            checks.append((lambda pod: None if match(pod.metadata.labels) else
+                           "pod labels do not match the labelSelector filter in the policy "
+                           "parameter", True))
         if args.min_pod_age is not None:
-            checks.append(self._min_age_check(parse_duration(args.min_pod_age)))
+            checks.append((self._min_age_check(parse_duration(args.min_pod_age)), False))
         return checks
 
     def _pvc_check(self) -> Check:
@@ -287,36 +302,62 @@ class DefaultEvictor:
 
     # -- extension points ------------------------------------------------------------------------
     def filter(self, pod: Pod) -> str | None:
+        if self.replica_check is not None:
+            return self._filter_with_replicas(pod, self.replica_check)
+        # Without minReplicas the whole verdict, the annotations' part too, is the pod's and
+        # the clock's: kept on the pod, so a pod asked again (each plugin asks) is answered
+        # without a look at its annotations.
+        now = self.handle.clock.now
+        cached = pod.cached_verdict
+        if cached is not None and cached[0] == self._token and cached[1] == now:
+            return cached[2]
+        annotations = pod.metadata.annotations
+        if annotations and EVICT_ANNOTATION in annotations:
+            verdict = None  # it lets every check pass
+        elif annotations and self._mandatory and PREFER_NO_EVICTION_ANNOTATION in annotations:
+            verdict = MANDATORY_NO_EVICTION
+        else:
+            return self._static_verdict(pod, now, cached)
+        return self._keep(pod, now, cached, verdict)
+
+    def _filter_with_replicas(self, pod: Pod, replica_check: Check) -> str | None:
+        """filter() with minReplicas, which evictions change: the annotations bypass it, so
+        they are read first, and the rest of the verdict is kept as without it."""
         annotations = pod.metadata.annotations
         if annotations:
             if EVICT_ANNOTATION in annotations:
                 return None
-            if (self.args.no_eviction_policy == "Mandatory"
-                    and PREFER_NO_EVICTION_ANNOTATION in annotations):
-                return ("pod has the descheduler.alpha.kubernetes.io/prefer-no-eviction "
-                        "annotation and noEvictionPolicy is Mandatory")
+            if self._mandatory and PREFER_NO_EVICTION_ANNOTATION in annotations:
+                return MANDATORY_NO_EVICTION
         now = self.handle.clock.now
         cached = pod.cached_verdict
         if cached is not None and cached[0] == self._token and cached[1] == now:
             verdict = cached[2]
         else:
-            # Another profile's DefaultEvictor holds the pod's slot in this cycle: keep ours
-            # aside rather than take turns recomputing.
-            shared = cached is not None and cached[1] == now
-            kept = self._aside.get(id(pod)) if shared else None
+            verdict = self._static_verdict(pod, now, cached)
+        replicas = replica_check(pod)
+        if replicas is not None:
+            return replicas if verdict is None else f"{verdict}; {replicas}"
+        return verdict
+
+    def _static_verdict(self, pod: Pod, now: datetime,
+                        cached: tuple[int, datetime, str | None] | None) -> str | None:
+        """The checks' verdict, computed once per pod and clock and kept."""
+        if cached is not None and cached[1] == now:
+            # Another profile's DefaultEvictor holds the pod's slot in this cycle: ours is
+            # kept aside rather than the two taking turns recomputing.
+            kept = self._aside.get(id(pod))
             if kept is not None and kept[0] is pod and kept[1] == now:
-                verdict = kept[2]
-            else:
-                reasons = self._static_reasons(pod)
-                verdict = "; ".join(reasons) if reasons else None
-                if shared:
-                    self._aside[id(pod)] = (pod, now, verdict)
-                else:
-                    pod.cached_verdict = (self._token, now, verdict)
-        if self.replica_check is not None:
-            replicas = self.replica_check(pod)
-            if replicas is not None:
-                return replicas if verdict is None else f"{verdict}; {replicas}"
+                return kept[2]
+        reasons = self._static_reasons(pod)
+        return self._keep(pod, now, cached, "; ".join(reasons) if reasons else None)
+
+    def _keep(self, pod: Pod, now: datetime, cached: tuple[int, datetime, str | None] | None,
+              verdict: str | None) -> str | None:
+        if cached is not None and cached[1] == now:
+            self._aside[id(pod)] = (pod, now, verdict)
+        else:
+            pod.cached_verdict = (self._token, now, verdict)
         return verdict
 
     def protection(self, pod: Pod) -> str | None:
@@ -333,11 +374,38 @@ class DefaultEvictor:
                 reasons.append("pod is a static pod")
         if meta.deletion_timestamp is not None:
             reasons.append("pod is terminating")
-        for check in self.checks:
-            reason = check(pod)
-            if reason is not None:
-                reasons.append(reason)
+        answers = self._class_answers(pod)
+        if self._per_pod:  # checks of the pod's own fields too: merged in order
+            index = 0
+            for check, class_level in self.checks:
+                if class_level:
+                    reason = answers[index]
+                    index += 1
+                else:
+                    reason = check(pod)
+                if reason is not None:
+                    reasons.append(reason)
+        else:
+            reasons.extend([reason for reason in answers if reason is not None])
         return reasons
+
+    def _class_answers(self, pod: Pod) -> tuple[str | None, ...]:
+        """The class-level checks' answers, in order, for the pod's class of equal pods."""
+        now = self.handle.clock.now
+        if now != self._classes_at:  # a new cycle: the objects the checks read may differ
+            self._classes.clear()
+            self._classes_at = now
+        meta, spec = pod.metadata, pod.spec
+        refs, volumes, labels = meta.owner_references, spec.volumes, meta.labels
+        key = (id(refs), id(volumes), id(labels), spec.priority, meta.namespace,
+               pod.status.phase)
+        known = self._classes.get(key)
+        if known is not None and known[0] is refs and known[1] is volumes \
+                and known[2] is labels:
+            return known[3]
+        answers = tuple([check(pod) for check, class_level in self.checks if class_level])
+        remember(self._classes, key, (refs, volumes, labels, answers), limit=_CLASSES_LIMIT)
+        return answers
 
     def pre_eviction_filter(self, pod: Pod) -> str | None:
         snapshot = self.handle.snapshot

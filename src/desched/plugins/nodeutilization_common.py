@@ -408,26 +408,31 @@ class EvictionRun:
         pre_eviction_filter, evict = evictor.pre_eviction_filter, evictor.evict
         # Without per-pod usage (Prometheus) an eviction's effect is unknown: upstream's
         # "unconstrained" mode.
-        constrained = self.usage.pod_usage_known
+        usage = self.usage
+        constrained = usage.pod_usage_known
         if not self.continue_eviction(source, pool):
             self._stopped(source, pool)
             return
+        # Bound once: most pods here meet a budget's refusal, and the loop is per pod.
+        node_limit, excluded, present = self.node_limit, self.excluded_namespaces, \
+            snapshot.pods.get
+        tolerated = taints.tolerated
         # The reason names the node's usage: the same until an eviction changes it.
         reason: str | None = None
         for pod in pods:
-            if self.node_limit is not None and source.evicted >= self.node_limit:
-                handle.skip(pod, f"evictionLimits.node {self.node_limit} reached for node "
+            if node_limit is not None and source.evicted >= node_limit:
+                handle.skip(pod, f"evictionLimits.node {node_limit} reached for node "
                                  f"{source.name}")
-                self.findings.stops[source.name] = (f"evictionLimits.node {self.node_limit} "
+                self.findings.stops[source.name] = (f"evictionLimits.node {node_limit} "
                                                     f"reached")
                 break
-            if snapshot.pods.get(pod.key) is not pod:
+            if present(pod.cached_key or pod.key) is not pod:
                 continue  # gone since the usage snapshot
-            if not taints.tolerated(pod):
+            if not tolerated(pod):
                 handle.skip(pod, f"pod does not tolerate all taints of any "
                                  f"{self.findings.destination_kind} node")
                 continue
-            if pod.metadata.namespace in self.excluded_namespaces:
+            if pod.metadata.namespace in excluded:
                 handle.skip(pod, f"namespace {pod.namespace} is excluded by "
                                  f"evictableNamespaces")
                 continue
@@ -436,7 +441,7 @@ class EvictionRun:
             pod_usage: Amounts = {}
             if constrained:
                 try:
-                    pod_usage = self.usage.pod_usage(pod)
+                    pod_usage = usage.pod_usage(pod)
                 except PodUsageError as err:
                     handle.skip(pod, str(err))
                     continue

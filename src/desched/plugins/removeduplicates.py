@@ -22,7 +22,7 @@ from desched.policy_files.args import (
     validate_namespaces,
 )
 from desched.predicates.nodeaffinity import required_affinity_matcher
-from desched.predicates.nodefit import affinity_space, placement_signature
+from desched.predicates.nodefit import affinity_space
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
 from desched.snapshot.cluster import ClusterSnapshot
 
@@ -66,20 +66,30 @@ class _PlacementClasses:
         self.by_class: dict[bytes, list[str]] = {}
         self._matched: dict[bytes, list[Node]] = {}
         self._taint_kinds: dict[str, tuple[tuple[str, str, str], ...]] = {}
+        # id() of a pod's tolerations, nodeSelector and affinity -> those objects and their
+        # class's nodes: replicas share the objects (model.sharing), so most owners' classes
+        # are found without encoding them. The objects are held, so their ids stay theirs.
+        self._by_parts: dict[tuple[int, int, int], tuple[object, object, object, list[str]]] = {}
 
     def names(self, pod: Pod) -> list[str]:
         """upstream's placement class: tolerations, required node affinity, nodeSelector."""
         spec = pod.spec
-        affinity = spec.affinity
+        tolerations, node_selector, affinity = spec.tolerations, spec.node_selector, spec.affinity
+        parts = (id(tolerations), id(node_selector), id(affinity))
+        known = self._by_parts.get(parts)
+        if known is not None and known[0] is tolerations and known[1] is node_selector \
+                and known[2] is affinity:
+            return known[3]
         node_affinity = affinity.node_affinity if affinity is not None else None
         required = (node_affinity.required_during_scheduling_ignored_during_execution
                     if node_affinity is not None else None)
-        selector = sorted(spec.node_selector.items())
-        klass = json_encoder.encode((spec.tolerations, selector, required))
+        selector = sorted(node_selector.items())
+        klass = json_encoder.encode((tolerations, selector, required))
         names = self.by_class.get(klass)
         if names is None:
             names = self.by_class[klass] = self._names(pod, json_encoder.encode(
                 (selector, required)))
+        self._by_parts[parts] = (tolerations, node_selector, affinity, names)
         return names
 
     def _names(self, pod: Pod, affinity_key: bytes) -> list[str]:
@@ -121,18 +131,24 @@ class RemoveDuplicates:
         placement class that fits only one node contributes nothing, as upstream's
         getTargetNodes. `classes` memoizes the nodes per placement class for the run: owners
         share a handful of them."""
-        distinct: dict[bytes, Pod] = {}
-        for pods in pods_by_node.values():
-            for pod in pods:
-                # Finer than upstream's (tolerations, affinity, nodeSelector) classes; the
-                # result per class is the same, and the signature is cached on the pod.
-                distinct.setdefault(placement_signature(pod), pod)
         # The node lists of the classes that contribute, by identity (classes are memoized).
         contributing: dict[int, list[str]] = {}
-        for pod in distinct.values():
-            names = classes.names(pod)
-            if len(names) > 1:
-                contributing[id(names)] = names
+        tolerations: object = None
+        node_selector: object = None
+        affinity: object = None
+        for pods in pods_by_node.values():
+            for pod in pods:
+                spec = pod.spec
+                # A run of replicas shares the objects of its class (model.sharing): asked
+                # once. Identity is finer than upstream's classes; each gives the same nodes.
+                if spec.tolerations is tolerations and spec.node_selector is node_selector \
+                        and spec.affinity is affinity:
+                    continue
+                tolerations, node_selector, affinity = (spec.tolerations, spec.node_selector,
+                                                        spec.affinity)
+                names = classes.names(pod)
+                if len(names) > 1:
+                    contributing[id(names)] = names
         if len(contributing) == 1:  # the usual case: a workload's pods share one class
             return len(next(iter(contributing.values())))
         return len(set().union(*contributing.values()))
