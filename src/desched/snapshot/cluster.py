@@ -111,6 +111,9 @@ class ClusterSnapshot:
         # The node of every pod removed, in order: a node can only start to fit a pod it did
         # not fit when pods leave it, so cached "fits nowhere" answers re-check just these.
         self.removed_from: list[str] = []
+        # Pods removed so far, on a node or not: what counts kept current by their own
+        # removal records (executors/pdb.py) check that no other removal happened.
+        self.removals = 0
         # namespace -> label key -> value -> pods: built on first use for the label keys PDB
         # selectors there name, kept current.
         self._label_index: dict[str, LabelIndex] = {}
@@ -263,6 +266,7 @@ class ClusterSnapshot:
         other.added_since_finish = list(self.added_since_finish)
         other.node_version = dict(self.node_version)
         other.removed_from = list(self.removed_from)
+        other.removals = self.removals
         return other
 
     def remove_pod(self, pod: Pod) -> None:
@@ -270,6 +274,7 @@ class ClusterSnapshot:
         if self.pods.get(key) is not pod:
             return
         del self.pods[key]
+        self.removals += 1
         node_name = pod.spec.node_name
         if node_name:
             self._take_off_requested(node_name, pod)
