@@ -25,7 +25,7 @@ from test_executor import Evictions, pdb
 
 from builders import COMMAND_WAIT
 from desched.errors import InputError
-from desched.live.client import ApiClient, ApiError
+from desched.live.client import AccessDenied, ApiClient, ApiError
 from desched.live.config import parse_cron
 from desched.live.run import (
     LEASE_LOST,
@@ -693,3 +693,68 @@ async def test_a_missing_priority_class_fails_the_cycle_not_the_loop(
     missing = re.escape('priorityclasses.scheduling.k8s.io "high-priority"')
     with pytest.raises(InputError, match=missing):
         await asyncio.wait_for(once.run(), 20)
+
+
+KOORD_LOOP = """\
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerConfiguration
+{extra}profiles:
+- name: koord
+  plugins:
+    evict: {{disabled: [{{name: "*"}}], enabled: [{{name: DefaultEvictor}}]}}
+    filter: {{disabled: [{{name: "*"}}], enabled: [{{name: DefaultEvictor}}]}}
+    deschedule: {{enabled: [{{name: PodLifeTime}}]}}
+  pluginConfig:
+  - name: PodLifeTime
+    args: {{maxPodLifeTimeSeconds: 60}}
+"""
+
+
+class ForbiddenElector(FakeElector):
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+        self.calls = 0
+
+    async def acquire(self) -> None:
+        self.calls += 1
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [
+    AccessDenied("server", "forbidden (403) to create lease koordinator-system/koord-descheduler"),
+    ApiError(404, "NotFound", 'namespaces "koordinator-system" not found', "create lease"),
+])
+async def test_koordinators_default_election_yields_to_an_unusable_lease(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer, error: Exception) -> None:
+    """desched's chart without an election, running a Koordinator file: the default alone
+    does not keep the run from its cycles."""
+    evictions = cluster(api)
+    path = tmp_path / "koord.yaml"
+    path.write_text(KOORD_LOOP.format(extra=""))
+    elector = ForbiddenElector(error)
+    cfg = config(tmp_path, emulator, policy_path=str(path), interval="1h")
+    runner = runner_for(cfg, elector_factory=lambda client, c, identity: elector)
+    assert cfg.leader_elect and cfg.leader_elect_by_default
+    async with background(runner) as task:
+        await until(lambda: len(runner.reports) == 1)
+        runner.request_stop("test")
+        assert await asyncio.wait_for(task, 10) == 0
+    assert elector.calls == 1 and not runner.leader_elect and runner.elector is None
+    assert evictions.bodies  # the cycle ran and evicted
+
+
+async def test_an_explicit_leader_elect_keeps_waiting_for_the_lease(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
+    cluster(api)
+    path = tmp_path / "koord.yaml"
+    path.write_text(KOORD_LOOP.format(extra="leaderElection: {leaderElect: true}\n"))
+    elector = ForbiddenElector(AccessDenied("server", "forbidden (403) to create lease"))
+    cfg = config(tmp_path, emulator, policy_path=str(path), interval="1h")
+    runner = runner_for(cfg, elector_factory=lambda client, c, identity: elector)
+    assert cfg.leader_elect and not cfg.leader_elect_by_default
+    async with background(runner) as task:
+        await until(lambda: elector.calls >= 2)  # retried: no cycle without the lease
+        assert runner.reports == []
+        runner.request_stop("test")
+        assert await asyncio.wait_for(task, 10) == 0

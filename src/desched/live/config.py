@@ -71,6 +71,9 @@ class RunConfig:
     client_qps: float | None = None
     client_burst: int | None = None
     protobuf: bool = True  # whether the API client may ask for protobuf
+    # Leader election on by Koordinator's default alone (its file says nothing, no flag):
+    # a Lease this run may not use (403, or its namespace missing) turns it off with a warning.
+    leader_elect_by_default: bool = False
     # The click parameters given on the command line, which a Koordinator file's process
     # settings do not override (live/process_settings.py).
     given: frozenset[str] = frozenset()

@@ -8,7 +8,9 @@ wins over the defaults:
   cycle takes no Lease. The Lease keys the file sets apply; those it leaves out take
   koord-descheduler's defaults (Lease `koord-descheduler` in `koordinator-system`, 15s/10s/2s)
   when the election comes from the file, and desched's when `--leader-elect` switched it on (its
-  manifests' RBAC names desched's Lease). `--leader-elect=false` turns it off.
+  manifests' RBAC names desched's Lease). `--leader-elect=false` turns it off. On by the default
+  alone (the file says nothing), a Lease the run may not use (403, or its namespace missing:
+  desched's own manifests without an election) turns it off with a warning (live/run.py).
 - `clientConnection`: `kubeconfig` is --kubeconfig; `qps` and `burst` the client's rate limit
   (Koordinator's defaults 50 and 100); `contentType` / `acceptContentTypes` whether desched asks
   for protobuf.
@@ -98,6 +100,7 @@ def _leader_election(config: RunConfig, process: ProcessSettings, path: str, *,
         wanted = process.leader_elect is not False  # Koordinator's default: on
         if wanted and looping and not dry_run:
             config.leader_elect = True
+            config.leader_elect_by_default = process.leader_elect is None
             notes.append(f"{path}: leader election is on, as koord-descheduler's "
                          f"leaderElection{'' if process.leader_elect else ' default'} has it; "
                          "--leader-elect=false turns it off")

@@ -48,7 +48,7 @@ from desched.live import logging as desched_logging
 from desched.live.allocator import release_free_memory, tune_allocator
 from desched.live.assumed import EvictedPods
 from desched.live.carried_state import CarriedState
-from desched.live.client import ApiClient, ApiError
+from desched.live.client import AccessDenied, ApiClient, ApiError
 from desched.live.config import (
     RunConfig,
     Schedule,
@@ -399,6 +399,19 @@ class Runner:
                 await self._unless_stopped(elector.acquire())
                 break
             except (InputError, ApiError) as err:  # RBAC or a refused request: log, retry
+                if self.config.leader_elect_by_default and (
+                        isinstance(err, AccessDenied)
+                        or (isinstance(err, ApiError) and err.code == 404)):
+                    # Not set up for an election (desched's manifests without one): run as
+                    # before, saying so.
+                    log.warning("leader election is off: koord-descheduler's default turned "
+                                "it on, but this run cannot use the Lease; give "
+                                "--leader-elect=false, or set the Lease up for it",
+                                lease=self.config.lease_name,
+                                namespace=self.config.lease_namespace, error=str(err))
+                    self.elector = None
+                    self.leader_elect = False
+                    return
                 delay = backoff.next()
                 log.error("cannot acquire the leader lease; retrying", error=str(err),
                           retry_in=round(delay, 1))
