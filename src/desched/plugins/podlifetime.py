@@ -98,6 +98,11 @@ class PodLifeTime:
             else compile_selector(args.label_selector)
         self.states = frozenset(args.states)
         self.exit_codes = frozenset(args.exit_codes)
+        # The age is the only criterion: a pod the listing finds old enough by its
+        # creationTimestamp meets them all (criteria_reason would say so, pod by pod).
+        self._age_only = (args.max_pod_life_time_seconds is not None and not self.states
+                          and args.owner_kinds is None and not args.conditions
+                          and not self.exit_codes)
 
     def _age_seconds(self, pod: Pod, now: datetime) -> float | None:
         created = pod.metadata.creation_timestamp
@@ -217,6 +222,12 @@ class PodLifeTime:
         if max_age is not None:
             with contextlib.suppress(OverflowError):  # before year 1: criteria_reason decides
                 newest = now - timedelta(seconds=max_age + 1)
+        # Created at or before `newest`: int(age) > max holds, nothing else to meet.
+        aged_enough = newest is not None and self._age_only
+        # The profile evictor's checks, bound once (Handle.filter and pre_eviction_filter,
+        # minus a call per pod each).
+        evictor, plugin = handle.evictor, handle.plugin
+        evictor_filter, pre_eviction_filter = evictor.filter, evictor.pre_eviction_filter
         candidates: list[tuple[datetime, Pod]] = []
         for node in nodes:
             for pod in snapshot.pods_on_node(node.name, include_terminal=True):
@@ -228,9 +239,9 @@ class PodLifeTime:
                     continue
                 if labels is not None and not labels(pod.metadata.labels):
                     continue
-                if self.criteria_reason(pod, now, describe=False) is None:
+                if not aged_enough and self.criteria_reason(pod, now, describe=False) is None:
                     continue
-                if not handle.filter(pod) or not handle.pre_eviction_filter(pod):
+                if not evictor_filter(pod, plugin) or not pre_eviction_filter(pod, plugin):
                     continue
                 created = pod.metadata.creation_timestamp or now
                 candidates.append((created, pod))
