@@ -29,7 +29,6 @@ from desched.model.pod import SYSTEM_CRITICAL_PRIORITY, Pod
 from desched.policy_files.args import PriorityThreshold, validate_label_selector
 from desched.predicates.nodefit import pod_fits_any_other_node
 from desched.util.duration import Duration, format_duration, parse_duration
-from desched.util.memo import remember
 
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
@@ -141,7 +140,6 @@ def effective_protections(args: DefaultEvictorArgs) -> set[str]:
 
 
 Check = Callable[[Pod], str | None]
-_CLASSES_LIMIT = 100_000  # classes of equal pods kept per DefaultEvictor
 _tokens = itertools.count(1)  # one per DefaultEvictor instance, for the verdicts kept on pods
 
 
@@ -154,16 +152,7 @@ class DefaultEvictor:
         # looks the priority class up (applySystemCriticalPodsProtection returns early).
         self.threshold = (self._resolve_threshold(args.priority_threshold)
                           if "SystemCriticalPods" in self.protections else SYSTEM_CRITICAL_PRIORITY)
-        # Each check, and whether it reads only what a class of equal pods shares: owner
-        # references, volumes, labels, priority, namespace and phase (the class key below).
-        self.checks: list[tuple[Check, bool]] = self._build_checks()
-        # Class key -> the shared objects it names (held, so their ids stay theirs) and the
-        # class-level checks' answers: replicas share those objects (model.sharing), so a
-        # workload's verdict is worked out once and each pod adds only its own checks.
-        self._classes: dict[tuple[int, int, int, int | None, str, str],
-                            tuple[object, object, object, tuple[str | None, ...]]] = {}
-        self._classes_at: datetime | None = None
-        self._per_pod = not all(class_level for _, class_level in self.checks)
+        self.checks = self._build_checks()
         self._mandatory = args.no_eviction_policy == "Mandatory"
         # minReplicas counts the owner's pods, which evictions change: checked on every call.
         self.replica_check = (self._min_replicas_check(args.min_replicas)
@@ -199,9 +188,9 @@ class DefaultEvictor:
                                  f"{SYSTEM_CRITICAL_PRIORITY}")
         return value
 
-    def _build_checks(self) -> list[tuple[Check, bool]]:
+    def _build_checks(self) -> list[Check]:
         on, args = self.protections, self.args
-        checks: list[tuple[Check, bool]] = []
+        checks: list[Check] = []
         if "SystemCriticalPods" in on:
             critical_msg = "pod has system critical priority and is protected against eviction"
             threshold = self.threshold
@@ -213,18 +202,17 @@ class DefaultEvictor:
                 if prio is not None and prio >= threshold:
                     return "pod has higher priority than specified priority class threshold"
                 return None
-            checks.append((critical, True))
+            checks.append(critical)
         if "FailedBarePods" in on:
-            checks.append((lambda pod: None if pod.metadata.owner_references
-                           else "pod does not have any ownerRefs", True))
+            checks.append(lambda pod: None if pod.metadata.owner_references
+                          else "pod does not have any ownerRefs")
         else:
-            checks.append((lambda pod: None if pod.metadata.owner_references
-                           or pod.status.phase == "Failed"
-                           else "pod does not have any ownerRefs and is not in failed phase",
-                           True))
+            checks.append(lambda pod: None if pod.metadata.owner_references
+                          or pod.status.phase == "Failed"
+                          else "pod does not have any ownerRefs and is not in failed phase")
         if "PodsWithLocalStorage" in on:
-            checks.append((lambda pod: "pod has local storage and is protected against eviction"
-                           if pod.has_local_storage else None, True))
+            checks.append(lambda pod: "pod has local storage and is protected against eviction"
+                          if pod.has_local_storage else None)
         if "DaemonSetPods" in on:
             ds_msg = "pod is related to daemonset and is protected against eviction"
 
@@ -233,23 +221,23 @@ class DefaultEvictor:
                     if ref.kind == "DaemonSet":
                         return ds_msg
                 return None
-            checks.append((daemonset, True))
+            checks.append(daemonset)
         if "PodsWithPVC" in on:
-            checks.append((self._pvc_check(), True))  # the claims' objects do not change
+            checks.append(self._pvc_check())
         if "PodsWithoutPDB" in on:
             msg = "pod is not covered by a PodDisruptionBudget and is protected against eviction"
             snapshot = self.handle.snapshot
-            checks.append((lambda pod: None if snapshot.pdbs_for_pod(pod) else msg, False))
+            checks.append(lambda pod: None if snapshot.pdbs_for_pod(pod) else msg)
         if "PodsWithResourceClaims" in on:
-            checks.append((lambda pod: "pod has ResourceClaims and is protected against eviction"
-                           if pod.spec.resource_claims else None, False))
+            checks.append(lambda pod: "pod has ResourceClaims and is protected against eviction"
+                          if pod.spec.resource_claims else None)
         if not selector_is_empty(args.label_selector):
             match = compile_selector(args.label_selector)
-            checks.append((lambda pod: None if match(pod.metadata.labels) else
-                           "pod labels do not match the labelSelector filter in the policy "
-                           "parameter", True))
+            checks.append(lambda pod: None if match(pod.metadata.labels) else
+                          "pod labels do not match the labelSelector filter in the policy "
+                          "parameter")
         if args.min_pod_age is not None:
-            checks.append((self._min_age_check(parse_duration(args.min_pod_age)), False))
+            checks.append(self._min_age_check(parse_duration(args.min_pod_age)))
         return checks
 
     def _pvc_check(self) -> Check:
@@ -260,9 +248,12 @@ class DefaultEvictor:
         pvcs = self.handle.snapshot.pvcs
 
         def check(pod: Pod) -> str | None:
+            for volume in pod.spec.volumes:
+                if volume.persistent_volume_claim is not None:
+                    break
+            else:
+                return None  # most pods: no claim, and no list of them built
             claims = pod.pvc_names
-            if not claims:
-                return None
             if not classes:
                 return msg
             for claim in claims:
@@ -374,38 +365,11 @@ class DefaultEvictor:
                 reasons.append("pod is a static pod")
         if meta.deletion_timestamp is not None:
             reasons.append("pod is terminating")
-        answers = self._class_answers(pod)
-        if self._per_pod:  # checks of the pod's own fields too: merged in order
-            index = 0
-            for check, class_level in self.checks:
-                if class_level:
-                    reason = answers[index]
-                    index += 1
-                else:
-                    reason = check(pod)
-                if reason is not None:
-                    reasons.append(reason)
-        else:
-            reasons.extend([reason for reason in answers if reason is not None])
+        for check in self.checks:
+            reason = check(pod)
+            if reason is not None:
+                reasons.append(reason)
         return reasons
-
-    def _class_answers(self, pod: Pod) -> tuple[str | None, ...]:
-        """The class-level checks' answers, in order, for the pod's class of equal pods."""
-        now = self.handle.clock.now
-        if now != self._classes_at:  # a new cycle: the objects the checks read may differ
-            self._classes.clear()
-            self._classes_at = now
-        meta, spec = pod.metadata, pod.spec
-        refs, volumes, labels = meta.owner_references, spec.volumes, meta.labels
-        key = (id(refs), id(volumes), id(labels), spec.priority, meta.namespace,
-               pod.status.phase)
-        known = self._classes.get(key)
-        if known is not None and known[0] is refs and known[1] is volumes \
-                and known[2] is labels:
-            return known[3]
-        answers = tuple([check(pod) for check, class_level in self.checks if class_level])
-        remember(self._classes, key, (refs, volumes, labels, answers), limit=_CLASSES_LIMIT)
-        return answers
 
     def pre_eviction_filter(self, pod: Pod) -> str | None:
         snapshot = self.handle.snapshot

@@ -226,7 +226,7 @@ class RemoveDuplicates:
                 # Checked lazily, just before each eviction: a pod with several owners may
                 # already have gone under another of them.
                 surplus = ((pod, reason) for pod in pods[upper_avg - 1:]
-                           if snapshot.pods.get(pod.key) is pod)
+                           if snapshot.pods.get(pod.cached_key or pod.key) is pod)
                 if not handle.evict_node_pods(surplus):
                     return
 
