@@ -142,7 +142,9 @@ def test_image_config(image: Path) -> None:
     # The Debian base and the virtualenv are separate layers (the base is shared between builds).
     assert len(manifest["layers"]) == 2
     size = sum(layer["size"] for layer in manifest["layers"])
-    assert size < 60 * 1024 * 1024, f"image is {size / 2**20:.0f} MiB compressed"
+    # 61 MiB measured: the base 34, the virtualenv 27 (9 of them grpcio and OpenTelemetry, for
+    # --otel-collector-endpoint's OTLP/gRPC exporter).
+    assert size < 70 * 1024 * 1024, f"image is {size / 2**20:.0f} MiB compressed"
 
 
 def test_image_archive_holds_the_layout(image: Path) -> None:

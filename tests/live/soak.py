@@ -36,6 +36,7 @@ from test_run import command_env
 from builders import COMMAND_WAIT
 from desched.live.config import RunConfig
 from desched.live.run import CycleReport, Runner, prepare
+from desched.live.triggers import SCHEDULED, Cause
 from desched.model.resources import RESOURCES
 
 KINDS = ("Namespace", "Node", "PodDisruptionBudget", "Pod")
@@ -321,8 +322,9 @@ async def run_soak(tmp_path: Path, emulator: Emulator, api: FakeApiServer, kubec
                             elector_factory=lambda *_, e=elector: e)
             cycle = runner.run_cycle
 
-            async def recorded(number: int, cycle: Any = cycle) -> CycleReport:
-                report: CycleReport = await cycle(number)
+            async def recorded(number: int, cause: Cause = SCHEDULED,
+                               cycle: Any = cycle) -> CycleReport:
+                report: CycleReport = await cycle(number, cause)
                 result.reports.append(report)
                 result.rss.append(_rss())
                 return report

@@ -13,6 +13,7 @@ from fake_apiserver import Emulator, FakeApiServer
 from test_run import background, cluster, config, runner_for, until
 
 from desched.live.run import Runner
+from desched.live.triggers import SCHEDULED, Cause
 
 pytestmark = pytest.mark.asyncio
 
@@ -22,9 +23,9 @@ def guarded(runner: Runner) -> list[list[str]]:
     seen: list[list[str]] = []
     original = runner.run_cycle
 
-    async def run_cycle(number: int) -> Any:
+    async def run_cycle(number: int, cause: Cause = SCHEDULED) -> Any:
         seen.append([i.resource.label for i in runner.informers if i.stale_since is not None])
-        return await original(number)
+        return await original(number, cause)
 
     runner.run_cycle = run_cycle  # type: ignore[method-assign]
     return seen

@@ -107,11 +107,15 @@ def _leader_election(config: RunConfig, process: ProcessSettings, path: str, *,
         elif process.leader_elect and not looping:
             notes.append(f"{path}: leaderElection.leaderElect: true is not applied: a run of "
                          "one cycle (--once, no interval) takes no Lease")
+    # koord-descheduler's Lease defaults only where its election is the one running: a run of
+    # one cycle (or one elected by --leader-elect) keeps desched's, which also name where a
+    # one-cycle run keeps LowNodeLoad's detectors (live/detector_state.py).
+    elected_by_file = not from_flag and config.leader_elect
     for key in _LEASE_KEYS:
         if key.param in config.given:
             continue
         value = getattr(process, key.field)
-        if value is None and not from_flag:
+        if value is None and elected_by_file:
             value = key.koordinator
         if value is not None:
             setattr(config, key.config, value)
