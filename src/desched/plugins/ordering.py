@@ -13,11 +13,13 @@ def priority_low_to_high_key(pod: Pod) -> tuple[int, int, int, int]:
     BestEffort < Burstable < Guaranteed; then pods without prefer-no-eviction first.
     Upstream's comparator is unstable; sorting with this key is stable (input order breaks ties)."""
     prio = pod.spec.priority
+    annotations = pod.metadata.annotations
     return (
         0 if prio is None else 1,
         prio or 0,
-        _QOS_RANK.get(pod.qos_class, 1),
-        1 if PREFER_NO_EVICTION_ANNOTATION in pod.metadata.annotations else 0,
+        # The class computed once is kept on the pod (set only when status names none).
+        _QOS_RANK.get(pod.cached_qos or pod.qos_class, 1),
+        1 if annotations and PREFER_NO_EVICTION_ANNOTATION in annotations else 0,
     )
 
 

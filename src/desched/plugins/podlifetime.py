@@ -100,6 +100,10 @@ class PodLifeTime:
         self.exit_codes = frozenset(args.exit_codes)
         # The age is the only criterion: a pod the listing finds old enough by its
         # creationTimestamp meets them all (criteria_reason would say so, pod by pod).
+        # The limit as each reason names it: the same for every pod.
+        limit = args.max_pod_life_time_seconds
+        self._limit_text = ("" if limit is None else
+                            f"maxPodLifeTimeSeconds {limit} ({human_duration(limit)})")
         self._age_only = (args.max_pod_life_time_seconds is not None and not self.states
                           and args.owner_kinds is None and not args.conditions
                           and not self.exit_codes)
@@ -128,7 +132,7 @@ class PodLifeTime:
                 return None
             if describe:
                 parts.append(f"pod age {int(age)}s ({human_duration(age)}) exceeds "
-                             f"maxPodLifeTimeSeconds {limit} ({human_duration(limit)})")
+                             f"{self._limit_text}")
         if self.states:
             matched = self._matching_state(pod)
             if matched is None:
