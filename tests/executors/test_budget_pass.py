@@ -4,6 +4,7 @@ the tracker did not record counted alone."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from builders import decode, node, pod, snapshot
@@ -36,8 +37,10 @@ def test_the_pass_counts_each_budget_as_its_own_pods_would() -> None:
     counts = count_namespace(snap, "default")
     assert (counts[id(web)].live, counts[id(web)].healthy) == (3, 1)
     assert (counts[id(db)].live, counts[id(db)].healthy) == (1, 1)
-    owners = {p.metadata.owner_references[0].name for p in counts[id(web)].owners.values()}
-    assert owners == {"rs-1", "rs-old"}
+    owners: Counter[str] = Counter()
+    for owned in counts[id(web)].owners.values():  # by reference tuple: these share none
+        owners[owned.pod.metadata.owner_references[0].name] += owned.pods
+    assert owners == {"rs-1": 3, "rs-old": 1}
 
 
 def _refusal(executor: SimulationExecutor, victim: Pod) -> str:
@@ -58,6 +61,22 @@ def test_a_budget_counted_by_the_pass_follows_the_evictions_made_since() -> None
     assert executor.evict(dbs[0], "default", "Test", "r").ok
     assert _refusal(executor, dbs[1]).endswith(
         "healthy 1, desired healthy 1, disruptionsAllowed 0)")
+
+
+def test_an_evicted_pod_without_a_workload_leaves_the_expected_count() -> None:
+    """maxUnavailable over a ReplicaSet's 3 replicas (2 here) and a bare pod: the bare pod
+    makes the pods count (3 expected, 1 may go); evicted, the ReplicaSet's 3 replicas do, as
+    the pass's pods less the bare one say (2 healthy of 2 desired: refused)."""
+    webs = [member(f"w{i}", "web") for i in range(2)]
+    bare = member("bare", "web", owner=None)
+    replica_set = decode("ReplicaSet", {"metadata": {"name": "rs-1", "namespace": "default",
+                                                     "uid": "uid-rs-1"},
+                                        "spec": {"replicas": 3}})
+    snap = snapshot(node("n1"), replica_set, budget("web", "web", maxUnavailable=1), *webs, bare)
+    executor = SimulationExecutor(snap)
+    assert executor.evict(bare, "default", "Test", "r").ok
+    assert _refusal(executor, webs[0]).endswith(
+        "healthy 2, desired healthy 2, disruptionsAllowed 0)")
 
 
 def test_a_budget_asked_after_an_unrecorded_removal_is_counted_alone() -> None:

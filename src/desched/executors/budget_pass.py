@@ -16,17 +16,29 @@ from desched.snapshot.cluster import ClusterSnapshot
 _TERMINAL = ("Succeeded", "Failed")
 
 
+class Owned:
+    """A budget's pods with one owner-reference tuple: one of them (any resolves alike) and
+    how many there are."""
+
+    __slots__ = ("pod", "pods")
+
+    def __init__(self, pod: Pod) -> None:
+        self.pod = pod
+        self.pods = 1
+
+
 class BudgetCount:
     """One budget's pods as the pass found them: the non-terminal ones, the healthy ones
-    (active and Ready), and a pod per distinct owner-reference tuple, all that the expected
-    count's workload resolution reads (replicas share their references)."""
+    (active and Ready), and per distinct owner-reference tuple a pod that has it and how many
+    do, all that the expected count's workload resolution reads (replicas share their
+    references)."""
 
     __slots__ = ("healthy", "live", "owners")
 
     def __init__(self) -> None:
         self.live = 0
         self.healthy = 0
-        self.owners: dict[int, Pod] = {}
+        self.owners: dict[int, Owned] = {}  # id(owner references) -> their pods
 
 
 def count_namespace(snapshot: ClusterSnapshot, namespace: str) -> dict[int, BudgetCount]:
@@ -41,14 +53,22 @@ def count_namespace(snapshot: ClusterSnapshot, namespace: str) -> dict[int, Budg
             found = [counts[id(pdb)] for pdb in snapshot.pdbs_for_pod(pod)]
         if not found:
             continue
-        refs = meta.owner_references
+        owner = id(meta.owner_references)
         if pod.status.phase in _TERMINAL:
             for count in found:
-                count.owners.setdefault(id(refs), pod)
+                _owned(count, owner, pod)
             continue
         healthy = meta.deletion_timestamp is None and pod.ready  # workloads.is_available
         for count in found:
             count.live += 1
             count.healthy += healthy
-            count.owners.setdefault(id(refs), pod)
+            _owned(count, owner, pod)
     return counts
+
+
+def _owned(count: BudgetCount, owner: int, pod: Pod) -> None:
+    entry = count.owners.get(owner)
+    if entry is None:
+        count.owners[owner] = Owned(pod)
+    else:
+        entry.pods += 1

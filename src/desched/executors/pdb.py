@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 
-from desched.executors.budget_pass import count_namespace
+from desched.executors.budget_pass import Owned, count_namespace
 from desched.model.objects import PodDisruptionBudget
 from desched.model.pod import Pod
 from desched.snapshot.cluster import ClusterSnapshot
@@ -83,9 +83,10 @@ class BudgetTracker:
         # Per PDB a pass counted and nobody asked about yet: (snapshot.additions, other
         # removals) then. Asked after other removals, the budget is counted alone, as before.
         self._pending: dict[int, tuple[int, int]] = {}
-        # Per PDB: (snapshot.additions, other removals, a pod per owner-reference tuple) from
-        # its pass, for the expected count; dropped when a removal could change that count.
-        self._owners: dict[int, tuple[int, int, list[Pod]]] = {}
+        # Per PDB: (snapshot.additions, other removals, its pods by owner-reference tuple) from
+        # its pass, for the expected count; record_removal takes out the pods whose workload
+        # no eviction record keeps wanted.
+        self._owners: dict[int, tuple[int, int, dict[int, Owned]]] = {}
 
     def _expected_scale(self, pdb: PodDisruptionBudget) -> int | None:
         """The disruption controller's expected count for maxUnavailable and percentage
@@ -97,7 +98,7 @@ class BudgetTracker:
             return known[2]
         owners = self._owners.get(id(pdb))
         if owners is not None and owners[0] == additions and owners[1] == others:
-            scale = self._scale(pdb, owners[2])
+            scale = self._scale(pdb, [owned.pod for owned in owners[2].values()])
         else:
             scale = self._scale(pdb, self.snapshot.pods_of_pdb(pdb))
         self._scales[id(pdb)] = (additions, others, scale)
@@ -155,7 +156,7 @@ class BudgetTracker:
                 continue  # asked already in this generation: kept current by record_removal
             live[pdb_id] = (additions, count.live, count.healthy)
             pending[pdb_id] = (additions, others)
-            owners[pdb_id] = (additions, others, list(count.owners.values()))
+            owners[pdb_id] = (additions, others, count.owners)
 
     def _counts(self, pdb: PodDisruptionBudget) -> tuple[int, int, int]:
         """(expected, current healthy, desired healthy)."""
@@ -233,12 +234,21 @@ class BudgetTracker:
             return None, self._refusal(pdb)
         return pdb, None
 
-    def _forget_owners(self, pdbs: list[PodDisruptionBudget]) -> None:
+    def _forget_owners(self, pod: Pod, pdbs: list[PodDisruptionBudget]) -> None:
         """The pod leaving was counted in the budgets' expected count by its own workload,
-        which none of the rest may want (and no eviction record keeps): made again."""
+        which none of the rest may want (and no eviction record keeps): out of the pass's
+        pods, and the count made again."""
+        owner = id(pod.metadata.owner_references)
         for pdb in pdbs:
             self._scales.pop(id(pdb), None)
-            self._owners.pop(id(pdb), None)
+            passed = self._owners.get(id(pdb))
+            if passed is None:
+                continue
+            owned = passed[2].get(owner)
+            if owned is not None:
+                owned.pods -= 1
+                if not owned.pods:
+                    del passed[2][owner]
 
     def _stale(self, pdb_id: int) -> None:
         """The budget's pods or evictions changed: what was counted of it is void."""
@@ -299,13 +309,13 @@ class BudgetTracker:
         for pdb in pdbs:
             self._stale(id(pdb))  # a finished pod's workload counted too
         if pod.terminal:
-            self._forget_owners(pdbs)
+            self._forget_owners(pod, pdbs)
             return
         healthy = is_healthy(pod)
         workload = self._workloads.resolve(pod)
         self._removed_from[pod.key] = [id(pdb) for pdb in pdbs]
         if not isinstance(workload, Workload):
-            self._forget_owners(pdbs)
+            self._forget_owners(pod, pdbs)
         for pdb in pdbs:
             self.removed[id(pdb)] = self.removed.get(id(pdb), 0) + 1
             if isinstance(workload, Workload):
