@@ -452,3 +452,27 @@ def test_what_pingpongguard_hears_about_a_landing_node() -> None:
     # silver, the first run's target tier: its own threshold, whatever tier ran last
     assert plugin.over_thresholds_after("s", pods["default/p"]) == (
         "CustomPriority's cpu requests would reach 120.00% > rejectThreshold 30% of tier silver")
+
+
+class _KeepByPreEviction:
+    """A preEvictionFilter that keeps the pods named (DefaultEvictor's namespaceLabelSelector
+    or nodeFit, say)."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = frozenset(names)
+
+    def filter(self, pod: Any) -> str | None:
+        return None
+
+    def pre_eviction_filter(self, pod: Any) -> str | None:
+        return "kept by the preEvictionFilter" if pod.name in self.names else None
+
+
+@pytest.mark.parametrize("mode", ["BestEffort", "DrainNode"])
+def test_a_pod_the_pre_eviction_filter_keeps_is_not_evicted(mode: str) -> None:
+    raw = {"evictionOrder": GOLD_SILVER, "mode": mode, "autoCordon": mode == "DrainNode"}
+    run = start(raw, tnode("g", "gold"), tnode("t", "silver", cpu="2"),
+                pod("a", "g", cpu="100m"), pod("kept", "g", cpu="100m"))
+    run.handle.evictor.pre_eviction_filters.append(_KeepByPreEviction("kept"))
+    assert run.cycle() == ["a"]
+    assert run.kept("kept") == ["kept by the preEvictionFilter"]

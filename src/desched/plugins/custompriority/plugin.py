@@ -293,8 +293,11 @@ class CustomPriority:
                 self.outcomes[source.name] = kept
                 self.note(kept, source.name)
                 continue
+            # The profile's preEvictionFilter keeps a pod as its Filter does: neither mode
+            # evicts it, and a drain leaves it where it is.
+            pre_eviction_filter = self.handle.pre_eviction_filter
             pods = [pod for pod in self.handle.snapshot.pods_on_node(source.name)
-                    if self.pods.passes(pod)]
+                    if self.pods.passes(pod) and pre_eviction_filter(pod)]
             if not pods:
                 continue
             pods.sort(key=request_order)
