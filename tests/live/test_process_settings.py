@@ -112,6 +112,19 @@ def test_client_connection(tmp_path: Path) -> None:
         prepare(RunConfig(koord(tmp_path, "clientConnection: {burst: -1}\n"), once=True))
 
 
+def test_a_flag_replaces_only_its_own_key_of_client_connection(tmp_path: Path) -> None:
+    """--client-connection-qps beside a file's clientConnection.burst: the flag wins for the
+    QPS, the file's burst still applies (it was dropped, leaving client-go's 10)."""
+    config = RunConfig(koord(tmp_path, "clientConnection: {qps: 7, burst: 300}\n"), once=True,
+                       client_qps=20, given=frozenset({"client_qps"}))
+    prepare(config)
+    assert resolve_rate_limit(config.client_qps, config.client_burst) == RateLimit(20.0, 300)
+    config = RunConfig(koord(tmp_path, "clientConnection: {qps: 7, burst: 300}\n"), once=True,
+                       client_burst=40, given=frozenset({"client_burst"}))
+    prepare(config)
+    assert resolve_rate_limit(config.client_qps, config.client_burst) == RateLimit(7.0, 40)
+
+
 @pytest.mark.parametrize(("value", "address"), [
     ("0.0.0.0:10251", "0.0.0.0:10251"),
     ("127.0.0.1", "127.0.0.1:10251"),  # Koordinator gives a bare IP its port

@@ -12,8 +12,9 @@ wins over the defaults:
   alone (the file says nothing), a Lease the run may not use (403, or its namespace missing:
   desched's own manifests without an election) turns it off with a warning (live/run.py).
 - `clientConnection`: `kubeconfig` is --kubeconfig; `qps` and `burst` the client's rate limit
-  (Koordinator's defaults 50 and 100); `contentType` / `acceptContentTypes` whether desched asks
-  for protobuf.
+  (Koordinator's defaults 50 and 100 when neither flag is given; a flag replaces its own key
+  only, the file's other key still applies); `contentType` / `acceptContentTypes` whether
+  desched asks for protobuf.
 - `healthzBindAddress` / `metricsBindAddress` (when the file sets them): plain-HTTP listeners
   as --health-address / --metrics-address (one listener when they are the same address; port 0:
   none, as Koordinator); `metricsBindAddress` not beside --secure-port, which serves /metrics.
@@ -133,10 +134,15 @@ def _client_connection(config: RunConfig, process: ProcessSettings, path: str,
     if process.burst is not None and process.burst < 0:
         raise InputError(path, f"clientConnection.burst: must not be negative, got "
                                f"{process.burst} (client-go would refuse every request)")
-    if "client_qps" not in config.given and "client_burst" not in config.given:
+    qps_given, burst_given = "client_qps" in config.given, "client_burst" in config.given
+    if not qps_given and not burst_given:
         # Koordinator's defaulting: 0 (or absent) is 50 and 100.
         config.client_qps = process.qps or KOORD_QPS
         config.client_burst = process.burst or KOORD_BURST
+    elif not qps_given and process.qps:  # each flag replaces its own key only
+        config.client_qps = process.qps
+    elif not burst_given and process.burst:
+        config.client_burst = process.burst
     accept = process.accept_content_types or process.content_type
     if accept is None:
         return
