@@ -3,13 +3,15 @@ extended by FakeApiServer where the emulator lacks API-server behaviour."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import kmock
+import pytest
 import pytest_asyncio
 from fake_apiserver import Emulator, FakeApiServer
 
 from desched.live.client import ApiClient
+from usage.fake_prometheus import FakePrometheus, serve
 
 
 @pytest_asyncio.fixture
@@ -29,3 +31,16 @@ async def client(emulator: Emulator) -> AsyncIterator[ApiClient]:
     async with ApiClient.for_server(str(emulator.url).rstrip("/"), token="t0ken",
                                     trust_env=False, timeout=5.0) as c:
         yield c
+
+
+@pytest.fixture
+def prometheus() -> Iterator[FakePrometheus]:
+    """A fake Prometheus on 127.0.0.1 (tests/usage/fake_prometheus.py), stopped after the
+    test."""
+    fake, server, thread = serve()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -13,7 +13,7 @@ import socket
 import ssl
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,7 +32,7 @@ from desched.plugins.defaultevictor import DefaultEvictor, DefaultEvictorArgs
 from desched.plugins.lownodeutilization import LowNodeUtilization, LowNodeUtilizationArgs
 from desched.usage import METRIC_RESOURCE, PrometheusError, provider_query
 from desched.usage.prometheus import CA_FILE_ENV, TOKEN_ENV, TOKEN_FILE_ENV
-from usage.fake_prometheus import FakePrometheus, Request, serve, vector
+from usage.fake_prometheus import FakePrometheus, Request, vector
 
 pytestmark = pytest.mark.asyncio
 
@@ -40,19 +40,6 @@ NOW_TEXT = "1795348800"
 QUERY = "instance:node_cpu:ratio"
 FORM = {"query": QUERY, "time": NOW_TEXT}
 T = TypeVar("T")
-
-
-@pytest.fixture
-def prometheus() -> Iterator[FakePrometheus]:
-    """A fake Prometheus on 127.0.0.1 (tests/usage/fake_prometheus.py), stopped after the
-    test."""
-    fake, server, thread = serve()
-    try:
-        yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 @pytest_asyncio.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from desched.live.client import ApiClient
 from desched.live.metrics import Metrics
 from desched.live.prometheus import PrometheusQueries
 from desched.live.prometheus_secret import SecretTokens
-from usage.fake_prometheus import FakePrometheus, Request, serve
+from usage.fake_prometheus import FakePrometheus, Request
 
 pytestmark = pytest.mark.asyncio
 
@@ -58,17 +58,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def prometheus() -> Iterator[FakePrometheus]:
-    fake, server, thread = serve()
-    try:
-        yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 @pytest_asyncio.fixture

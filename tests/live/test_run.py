@@ -204,11 +204,10 @@ async def test_dry_run_reports_the_same_and_evicts_nothing(
     assert decisions(dry) == decisions(live) == EXPECTED
 
 
-KOORD_DRY_RUN = """\
+KOORD_FILE = """\
 apiVersion: descheduler/v1alpha2
 kind: DeschedulerConfiguration
-dryRun: {dry_run}
-profiles:
+{head}profiles:
 - name: koord
   plugins:
     evict: {{disabled: [{{name: "*"}}], enabled: [{{name: DefaultEvictor}}]}}
@@ -216,8 +215,18 @@ profiles:
     deschedule: {{enabled: [{{name: PodLifeTime}}]}}
   pluginConfig:
   - name: PodLifeTime
-    args: {{maxPodLifeTimeSeconds: 3600}}
+    args: {{maxPodLifeTimeSeconds: {max_age}}}
 """
+
+
+def koord_dry_run(dry_run: str) -> str:
+    """A Koordinator file of one PodLifeTime profile (pods older than an hour), `dryRun` set."""
+    return KOORD_FILE.format(head=f"dryRun: {dry_run}\n", max_age=3600)
+
+
+def koord_loop(head: str) -> str:
+    """The same profile for pods older than a minute, `head` the file's process settings."""
+    return KOORD_FILE.format(head=head, max_age=60)
 
 
 @pytest.mark.parametrize(("file_dry_run", "flag_dry_run"), [(True, False), (False, True),
@@ -230,7 +239,7 @@ async def test_a_dry_run_from_the_file_or_the_flag_goes_through_the_budgets(
     evictions = cluster(api)
     before = server_pods(api)
     path = tmp_path / "koord.yaml"
-    path.write_text(KOORD_DRY_RUN.format(dry_run=str(file_dry_run).lower()))
+    path.write_text(koord_dry_run(str(file_dry_run).lower()))
     runner, code = await run(config(tmp_path, emulator, policy_path=str(path), once=True,
                                     dry_run=flag_dry_run))
     assert code == 0
@@ -559,7 +568,7 @@ async def test_command_koordinator_dry_run_and_leader_election_from_the_file(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
     evictions = cluster(api)
     path = tmp_path / "koord.yaml"
-    path.write_text(KOORD_DRY_RUN.format(dry_run="true")
+    path.write_text(koord_dry_run("true")
                     + "leaderElection: {leaderElect: true}\n")
     proc = await start("--policy", str(path), "--once", "--log-format", "json",
                        "--kubeconfig", kubeconfig(tmp_path, str(emulator.url).rstrip("/")))
@@ -695,21 +704,6 @@ async def test_a_missing_priority_class_fails_the_cycle_not_the_loop(
         await asyncio.wait_for(once.run(), 20)
 
 
-KOORD_LOOP = """\
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerConfiguration
-{extra}profiles:
-- name: koord
-  plugins:
-    evict: {{disabled: [{{name: "*"}}], enabled: [{{name: DefaultEvictor}}]}}
-    filter: {{disabled: [{{name: "*"}}], enabled: [{{name: DefaultEvictor}}]}}
-    deschedule: {{enabled: [{{name: PodLifeTime}}]}}
-  pluginConfig:
-  - name: PodLifeTime
-    args: {{maxPodLifeTimeSeconds: 60}}
-"""
-
-
 class ForbiddenElector(FakeElector):
     def __init__(self, error: Exception) -> None:
         super().__init__()
@@ -731,7 +725,7 @@ async def test_koordinators_default_election_yields_to_an_unusable_lease(
     does not keep the run from its cycles."""
     evictions = cluster(api)
     path = tmp_path / "koord.yaml"
-    path.write_text(KOORD_LOOP.format(extra=""))
+    path.write_text(koord_loop(""))
     elector = ForbiddenElector(error)
     cfg = config(tmp_path, emulator, policy_path=str(path), interval="1h")
     runner = runner_for(cfg, elector_factory=lambda client, c, identity: elector)
@@ -748,7 +742,7 @@ async def test_an_explicit_leader_elect_keeps_waiting_for_the_lease(
         tmp_path: Path, emulator: Emulator, api: FakeApiServer) -> None:
     cluster(api)
     path = tmp_path / "koord.yaml"
-    path.write_text(KOORD_LOOP.format(extra="leaderElection: {leaderElect: true}\n"))
+    path.write_text(koord_loop("leaderElection: {leaderElect: true}\n"))
     elector = ForbiddenElector(AccessDenied("server", "forbidden (403) to create lease"))
     cfg = config(tmp_path, emulator, policy_path=str(path), interval="1h")
     runner = runner_for(cfg, elector_factory=lambda client, c, identity: elector)
