@@ -47,6 +47,7 @@ from desched.plugins.nodeutilization_common import (
     nothing_to_do,
     pool_has_room,
     sort_by_total_usage,
+    threshold_roles,
     to_percentages,
     validate_thresholds,
 )
@@ -217,14 +218,9 @@ def role_thresholds(args: LowNodeUtilizationArgs) -> list[RoleThreshold]:
     that shed them), on requests, or on usage with metricsUtilization."""
     if args.use_deviation_thresholds:
         return []
-    kind = "usage" if args.metrics_utilization is not None else "requests"
-    def series(resource: str) -> str:
-        return "pods" if resource == "pods" else f"{resource} {kind}"
-
-    return [*(RoleThreshold(series(r), float(v), "low", "thresholds")
-              for r, v in args.thresholds.items()),
-            *(RoleThreshold(series(r), float(v), "high", "targetThresholds")
-              for r, v in args.target_thresholds.items())]
+    on_usage = args.metrics_utilization is not None
+    return [*threshold_roles(args.thresholds, on_usage, "low", "thresholds"),
+            *threshold_roles(args.target_thresholds, on_usage, "high", "targetThresholds")]
 
 
 SPEC = PluginSpec(

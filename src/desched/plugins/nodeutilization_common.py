@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
 from desched.framework.evictor import EvictionLimitError
+from desched.framework.registry import RoleThreshold
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED
 from desched.model.node import Node, Taint
@@ -117,6 +118,16 @@ def deviation_thresholds(percentages: Iterable[Mapping[str, float]], names: Sequ
     low = {name: _clamp(avg + -low_span.get(name, 0.0)) for name, avg in mean.items()}
     high = {name: _clamp(avg + high_span.get(name, 0.0)) for name, avg in mean.items()}
     return low, high
+
+
+def threshold_roles(thresholds: Mapping[str, float], on_usage: bool,
+                    role: Literal["low", "high"], arg: str) -> list[RoleThreshold]:
+    """One argument's thresholds as the report's series lines: `pods`, or `<resource>
+    requests` (`usage` when the plugin reads metricsUtilization)."""
+    kind = "usage" if on_usage else "requests"
+    return [RoleThreshold("pods" if resource == "pods" else f"{resource} {kind}",
+                          float(value), role, arg)
+            for resource, value in thresholds.items()]
 
 
 def below_threshold(usage: Mapping[str, float], threshold: Mapping[str, float]) -> bool:

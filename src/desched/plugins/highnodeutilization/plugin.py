@@ -39,6 +39,7 @@ from desched.plugins.nodeutilization_common import (
     nothing_to_do,
     pool_has_room,
     sort_by_total_usage,
+    threshold_roles,
     validate_thresholds,
 )
 from desched.policy_files.args import Namespaces
@@ -171,10 +172,8 @@ class HighNodeUtilization:
 def role_thresholds(args: HighNodeUtilizationArgs) -> list[RoleThreshold]:
     """`thresholds`, on requests (or usage with metricsUtilization): the nodes at or below them
     are emptied (low)."""
-    kind = "usage" if args.metrics_utilization is not None else "requests"
-    return [RoleThreshold("pods" if resource == "pods" else f"{resource} {kind}",
-                          float(value), "low", "thresholds")
-            for resource, value in args.thresholds.items()]
+    return threshold_roles(args.thresholds, args.metrics_utilization is not None, "low",
+                           "thresholds")
 
 
 def scope(args: HighNodeUtilizationArgs) -> Scope:
