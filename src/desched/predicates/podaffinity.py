@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from desched.model.labels import Matcher, SelectorError, compile_selector
 from desched.model.node import Node
-from desched.model.pod import Pod, PodAffinityTerm
+from desched.model.pod import Pod, PodAffinityTerm, WeightedPodAffinityTerm
 from desched.snapshot.cluster import ClusterSnapshot
 
 
@@ -22,22 +22,21 @@ def anti_affinity_terms(pod: Pod) -> tuple[PodAffinityTerm, ...]:
     return affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
 
 
-def preferred_anti_affinity_terms(pod: Pod) -> tuple[PodAffinityTerm, ...]:
-    """The terms of the pod's preferredDuringSchedulingIgnoredDuringExecution anti-affinity."""
+def _preferred_anti_affinity(pod: Pod) -> tuple[WeightedPodAffinityTerm, ...]:
     affinity = pod.spec.affinity
     if affinity is None or affinity.pod_anti_affinity is None:
         return ()
-    return tuple(t.pod_affinity_term for t in
-                 affinity.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution)
+    return affinity.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution
+
+
+def preferred_anti_affinity_terms(pod: Pod) -> tuple[PodAffinityTerm, ...]:
+    """The terms of the pod's preferredDuringSchedulingIgnoredDuringExecution anti-affinity."""
+    return tuple(t.pod_affinity_term for t in _preferred_anti_affinity(pod))
 
 
 def preferred_anti_affinity_weights(pod: Pod) -> tuple[int, ...]:
     """The weights of the pod's preferred anti-affinity terms, in their order."""
-    affinity = pod.spec.affinity
-    if affinity is None or affinity.pod_anti_affinity is None:
-        return ()
-    return tuple(t.weight for t in
-                 affinity.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution)
+    return tuple(t.weight for t in _preferred_anti_affinity(pod))
 
 
 def term_namespaces(term: PodAffinityTerm, pod: Pod) -> frozenset[str]:
