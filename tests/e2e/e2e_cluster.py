@@ -54,6 +54,18 @@ def wait_until(what: str, check: Callable[[], bool], timeout: float = 60.0,
         time.sleep(every)
 
 
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 30.0) -> int:
+    """SIGTERM, as a kubelet stops a pod, then SIGKILL after `timeout` seconds: the exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
 @dataclass
 class Cluster:
     client: Client

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_cluster import Cluster, json_log, wait_until
+from e2e_cluster import Cluster, json_log, stop_process, wait_until
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Secret
 
@@ -76,15 +76,9 @@ class Replica:
         return None
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        code = stop_process(self.proc)
         self._out.close()
-        return self.proc.returncode
+        return code
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from controlplane import WORKDIR_ENV
+from e2e_cluster import stop_process
 from lightkube import Client, codecs
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
@@ -213,11 +214,6 @@ def test_no_token_401_no_rule_403_the_charts_reader_role_200(
         # The reader's role names three paths, nothing else.
         assert get(port, "/nowhere", reader)[0] == 403
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         log.close()
     assert proc.returncode == 0, (tmp_path / "desched.log").read_text()[-3000:]

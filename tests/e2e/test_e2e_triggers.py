@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_cluster import Cluster, json_log, wait_until
+from e2e_cluster import Cluster, json_log, stop_process, wait_until
 from test_e2e_serving import POLICY, Access, free_port
 
 pytestmark = pytest.mark.timeout(300)
@@ -72,12 +72,7 @@ def desched(cluster: Cluster, tmp_path: Path, *args: str) -> Iterator[Desched]:
             run.wait("the schedule's first cycle", lambda: run.finished(1))
             yield run
         finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)
     assert proc.returncode == 0, log.read_text()[-3000:]
 
 
