@@ -10,16 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from test_manifests import (
-    RBAC,
-    by_kind,
-    check_bound,
-    helm_notes,
-    rbac_objects,
-    rendered,
-    rules_of,
-    template_rules,
-)
+from optional_rbac import check_granted, check_plain_piece, cluster_roles
+from test_manifests import by_kind, helm_notes, rendered, template_rules
 
 REPO = Path(__file__).resolve().parents[2]
 RESTART_RULES = {("apps", "deployments"): {"patch"}}
@@ -36,19 +28,11 @@ KOORD = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration
 
 
 def test_the_plain_piece_is_optional_and_grants_patch_only() -> None:
-    role = check_bound(rbac_objects("deployment-restart"), "ClusterRole", "ClusterRoleBinding")
-    assert role["metadata"]["name"] == "desched-deployment-restart"
-    assert rules_of(role) == RESTART_RULES
-    base = yaml.safe_load((RBAC / "kustomization.yaml").read_text())
-    assert not any("deployment-restart" in r for r in base["resources"])
+    check_plain_piece("deployment-restart", "desched-deployment-restart", RESTART_RULES)
 
 
 def test_the_chart_template_has_the_plain_rules() -> None:
     assert template_rules("deployment-restart-rbac.yaml") == RESTART_RULES
-
-
-def _roles(tmp_path: Path, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {r["metadata"]["name"]: r for r in by_kind(rendered(tmp_path, values), "ClusterRole")}
 
 
 def _policy(base: dict[str, Any], moves: dict[str, Any] | None) -> str:
@@ -73,22 +57,14 @@ def _policy(base: dict[str, Any], moves: dict[str, Any] | None) -> str:
 ])
 def test_helm_grants_deployments_patch_only_when_the_policy_restarts(
         tmp_path: Path, policy: str | None, granted: bool) -> None:
-    values: dict[str, Any] = {"kind": "Deployment"}
-    if policy is not None:
-        values["policyFile"] = policy
-    roles = _roles(tmp_path, values)
-    assert ("desched-deployment-restart" in roles) is granted
-    if granted:
-        assert rules_of(roles["desched-deployment-restart"]) == RESTART_RULES
-        assert "ClusterRole desched-deployment-restart: deployments patch" in \
-            helm_notes(values).replace("\n", " ")
-    assert not any(rules_of(r).get(("apps", "deployments"), set()) - {"get", "list", "watch"}
-                   for name, r in roles.items() if name != "desched-deployment-restart")
+    check_granted(tmp_path, policy, granted, "desched-deployment-restart", RESTART_RULES,
+                  "ClusterRole desched-deployment-restart: deployments patch")
 
 
 def test_the_values_flag_grants_it_for_any_policy_and_rbac_create_false_for_none(
         tmp_path: Path) -> None:
-    assert "desched-deployment-restart" in _roles(tmp_path, {"rbac": {"deploymentRestart": True}})
+    assert "desched-deployment-restart" in cluster_roles(
+        tmp_path, {"rbac": {"deploymentRestart": True}})
     surge = _policy(UPSTREAM, {"surgeFirst": True})
     docs = rendered(tmp_path, {"policyFile": surge, "rbac": {"create": False}})
     assert not by_kind(docs, "ClusterRole")

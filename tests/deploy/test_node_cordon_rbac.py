@@ -11,16 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from test_manifests import (
-    RBAC,
-    by_kind,
-    check_bound,
-    helm_notes,
-    rbac_objects,
-    rendered,
-    rules_of,
-    template_rules,
-)
+from optional_rbac import check_granted, check_plain_piece, cluster_roles
+from test_manifests import by_kind, helm_notes, rendered, template_rules
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "plugins" / "CustomPriority" / "policy.yaml"
@@ -39,19 +31,11 @@ def _with(change: dict[str, Any] | None = None, enabled: bool = True) -> str:
 
 
 def test_the_plain_piece_is_optional_and_grants_patch_only() -> None:
-    role = check_bound(rbac_objects("node-cordon"), "ClusterRole", "ClusterRoleBinding")
-    assert role["metadata"]["name"] == ROLE
-    assert rules_of(role) == CORDON_RULES
-    base = yaml.safe_load((RBAC / "kustomization.yaml").read_text())
-    assert not any("node-cordon" in r for r in base["resources"])
+    check_plain_piece("node-cordon", ROLE, CORDON_RULES)
 
 
 def test_the_chart_template_has_the_plain_rules() -> None:
     assert template_rules("node-cordon-rbac.yaml") == CORDON_RULES
-
-
-def _roles(tmp_path: Path, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {r["metadata"]["name"]: r for r in by_kind(rendered(tmp_path, values), "ClusterRole")}
 
 
 @pytest.mark.parametrize(("policy", "granted"), [
@@ -66,21 +50,13 @@ def _roles(tmp_path: Path, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
 ])
 def test_helm_grants_nodes_patch_only_when_the_policy_cordons(
         tmp_path: Path, policy: str | None, granted: bool) -> None:
-    values: dict[str, Any] = {"kind": "Deployment"}
-    if policy is not None:
-        values["policyFile"] = policy
-    roles = _roles(tmp_path, values)
-    assert (ROLE in roles) is granted
-    if granted:
-        assert rules_of(roles[ROLE]) == CORDON_RULES
-        assert f"ClusterRole {ROLE}: nodes patch" in helm_notes(values).replace("\n", " ")
-    assert not any(rules_of(r).get(("", "nodes"), set()) - {"get", "list", "watch"}
-                   for name, r in roles.items() if name != ROLE)
+    check_granted(tmp_path, policy, granted, ROLE, CORDON_RULES,
+                  f"ClusterRole {ROLE}: nodes patch")
 
 
 def test_the_values_flag_grants_it_for_any_policy_and_rbac_create_false_for_none(
         tmp_path: Path) -> None:
-    assert ROLE in _roles(tmp_path, {"rbac": {"nodeCordon": True}})
+    assert ROLE in cluster_roles(tmp_path, {"rbac": {"nodeCordon": True}})
     values = {"policyFile": EXAMPLE.read_text(), "rbac": {"create": False}}
     assert not by_kind(rendered(tmp_path, values), "ClusterRole")
     assert "grant nodes patch yourself" in helm_notes(values).replace("\n", " ")
