@@ -14,9 +14,8 @@ from desched.migration.limits import IntOrPercent, int_or_percent_error
 from desched.migration.policies import EVICTION, POLICIES, DeleteOptions
 from desched.model.labels import (
     SelectorError,
-    compile_selector,
+    matcher_unless_empty,
     parse_selector_string,
-    selector_is_empty,
 )
 from desched.model.meta import LabelSelector
 from desched.policy_files.args import Namespaces, PriorityThreshold, validate_label_selector
@@ -197,8 +196,7 @@ def validate(args: MigrationControllerArgs) -> list[str]:
 
 def settings(args: MigrationControllerArgs) -> Settings:
     """The arbitrator's view of defaulted, validated args."""
-    selector = None if selector_is_empty(args.label_selector) \
-        else compile_selector(args.label_selector)
+    selector = matcher_unless_empty(args.label_selector)
     pt = args.priority_threshold
     arbitration = args.arbitration_args
     return Settings(

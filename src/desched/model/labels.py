@@ -257,6 +257,12 @@ def selector_is_empty(selector: LabelSelector | None) -> bool:
     return selector is None or (not selector.match_labels and not selector.match_expressions)
 
 
+
+def matcher_unless_empty(selector: LabelSelector | None) -> Matcher | None:
+    """A plugin's optional labelSelector: None when it is absent or empty (every pod passes,
+    so there is nothing to ask), its matcher otherwise."""
+    return None if selector_is_empty(selector) else compile_selector(selector)
+
 # -- labels.Parse ----------------------------------------------------------------------------------
 
 _END, _ERROR, _IDENT = "end of string", "error", "identifier"

@@ -21,6 +21,7 @@ from desched.framework.types import Handle
 from desched.model.labels import (
     compile_selector,
     empty_set_warnings,
+    matcher_unless_empty,
     parse_selector_string,
     selector_is_empty,
 )
@@ -164,8 +165,7 @@ class DefaultEvictor:
         self._aside: dict[int, tuple[Pod, datetime, str | None]] = {}
         self.node_matcher = parse_selector_string(args.node_selector) if args.node_selector \
             else None
-        self.namespace_matcher = (None if selector_is_empty(args.namespace_label_selector)
-                                  else compile_selector(args.namespace_label_selector))
+        self.namespace_matcher = matcher_unless_empty(args.namespace_label_selector)
 
     def _resolve_threshold(self, pt: PriorityThreshold | None) -> int:
         """Resolved once, as upstream does at load time; class names come from the snapshot."""

@@ -14,7 +14,7 @@ from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import criteria_verdict, listing_scope, no_exit_code
-from desched.model.labels import compile_selector, selector_is_empty
+from desched.model.labels import matcher_unless_empty
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import ContainerStatus, Pod
@@ -94,8 +94,7 @@ class PodLifeTime:
     def __init__(self, args: PodLifeTimeArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.labels = None if selector_is_empty(args.label_selector) \
-            else compile_selector(args.label_selector)
+        self.labels = matcher_unless_empty(args.label_selector)
         self.states = frozenset(args.states)
         self.exit_codes = frozenset(args.exit_codes)
         # The age is the only criterion: a pod the listing finds old enough by its

@@ -17,7 +17,7 @@ from desched.framework.verdicts import (
     listing_scope,
     no_exit_code,
 )
-from desched.model.labels import compile_selector, selector_is_empty
+from desched.model.labels import matcher_unless_empty
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import ContainerStatus, Pod
@@ -57,8 +57,7 @@ class RemoveFailedPods:
     def __init__(self, args: RemoveFailedPodsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.labels = None if selector_is_empty(args.label_selector) \
-            else compile_selector(args.label_selector)
+        self.labels = matcher_unless_empty(args.label_selector)
         self.excluded_kinds = frozenset(args.exclude_owner_kinds)
         self.reasons = frozenset(args.reasons)
         self.exit_codes = frozenset(args.exit_codes)

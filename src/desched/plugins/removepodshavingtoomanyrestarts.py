@@ -11,7 +11,7 @@ from desched.decoding.go import Int32
 from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
-from desched.model.labels import compile_selector, selector_is_empty
+from desched.model.labels import matcher_unless_empty
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -49,8 +49,7 @@ class RemovePodsHavingTooManyRestarts:
     def __init__(self, args: RemovePodsHavingTooManyRestartsArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.labels = None if selector_is_empty(args.label_selector) \
-            else compile_selector(args.label_selector)
+        self.labels = matcher_unless_empty(args.label_selector)
         self.states = frozenset(args.states)
 
     def restarts(self, pod: Pod) -> int:

@@ -22,7 +22,7 @@ from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
-from desched.model.labels import compile_selector, selector_is_empty
+from desched.model.labels import matcher_unless_empty
 from desched.model.meta import LabelSelector, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -156,8 +156,7 @@ class RemovePodsViolatingNodeAffinity:
     def __init__(self, args: RemovePodsViolatingNodeAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.labels = None if selector_is_empty(args.label_selector) \
-            else compile_selector(args.label_selector)
+        self.labels = matcher_unless_empty(args.label_selector)
         self._reported_unknown = False
 
     def _listed(self, nodes: list[Node]) -> dict[str, list[Pod]]:

@@ -19,7 +19,7 @@ import msgspec
 from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
-from desched.model.labels import compile_selector, selector_is_empty
+from desched.model.labels import matcher_unless_empty
 from desched.model.meta import LabelSelector
 from desched.model.node import Node, Taint
 from desched.model.pod import Pod
@@ -80,8 +80,7 @@ class RemovePodsViolatingNodeTaints:
         self.args = args
         self.handle = handle
         self.considered = taint_filter(args)
-        self.labels = None if selector_is_empty(args.label_selector) \
-            else compile_selector(args.label_selector)
+        self.labels = matcher_unless_empty(args.label_selector)
 
     def _candidates(self, node: Node, taints: list[Taint]) -> list[tuple[Pod, str]]:
         handle = self.handle

@@ -20,7 +20,12 @@ from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
-from desched.model.labels import Matcher, SelectorError, compile_selector, selector_is_empty
+from desched.model.labels import (
+    Matcher,
+    SelectorError,
+    compile_selector,
+    matcher_unless_empty,
+)
 from desched.model.meta import LabelSelector, json_encoder
 from desched.model.node import Node
 from desched.model.pod import Pod, TopologySpreadConstraint
@@ -299,8 +304,7 @@ class RemovePodsViolatingTopologySpreadConstraint:
                  handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.labels = None if selector_is_empty(args.label_selector) \
-            else compile_selector(args.label_selector)
+        self.labels = matcher_unless_empty(args.label_selector)
         self.allowed = frozenset(args.constraints)
         self.node_fit = args.topology_balance_node_fit is not False
         # Under explain only: the last run's counted pods by namespace and the keys of the pods

@@ -30,7 +30,7 @@ from desched.framework.evictor import EvictionLimitError
 from desched.framework.registry import PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED, listing_scope
-from desched.model.labels import compile_selector, selector_is_empty
+from desched.model.labels import matcher_unless_empty
 from desched.model.meta import LabelSelector
 from desched.model.node import Node
 from desched.model.pod import Pod
@@ -93,8 +93,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
     def __init__(self, args: RemovePodsViolatingInterPodAntiAffinityArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.labels = None if selector_is_empty(args.label_selector) \
-            else compile_selector(args.label_selector)
+        self.labels = matcher_unless_empty(args.label_selector)
         # Under explain only: the last run's index, evicted pods removed, for `verdict`.
         self._index: AntiAffinityIndex | None = None
         self.soft = bool(args.include_soft_constraints)
