@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 LimitScope = Literal["total", "node", "namespace"]
 
 # Upstream's error texts (pkg/descheduler/evictions); also the metric's `result` label.
+# The policy field that sets each limit.
+LIMIT_ARGS: dict[LimitScope, str] = {"total": "maxNoOfPodsToEvictTotal",
+                                     "node": "maxNoOfPodsToEvictPerNode",
+                                     "namespace": "maxNoOfPodsToEvictPerNamespace"}
 LIMIT_MESSAGES: dict[LimitScope, str] = {
     "total": "maximum number of evicted pods per a descheduling cycle reached",
     "node": "maximum number of evicted pods per node reached",
@@ -169,6 +173,29 @@ class Evictor:
         if lim.per_namespace is not None and (
                 self.by_namespace.get(namespace, 0) + bg.by_namespace.get(namespace, 0) + 1
                 > lim.per_namespace):
+            return "namespace"
+        return None
+
+    def limit_for_all(self, pods: list[Pod]) -> LimitScope | None:
+        """The limit that evicting every one of `pods` would pass (None: they all fit), so an
+        all-or-nothing move (CustomPriority's DrainNode) does not start one it cannot finish."""
+        lim = self.limits
+        bg = self.background if self.background is not None else _NONE_IN_BACKGROUND
+        if lim.total is not None and self.total + bg.total + len(pods) > lim.total:
+            return "total"
+        by_node: dict[str, int] = {}
+        by_namespace: dict[str, int] = {}
+        for pod in pods:
+            if pod.node_name:
+                by_node[pod.node_name] = by_node.get(pod.node_name, 0) + 1
+            by_namespace[pod.namespace] = by_namespace.get(pod.namespace, 0) + 1
+        if lim.per_node is not None and any(
+                self.by_node.get(node, 0) + bg.by_node.get(node, 0) + n > lim.per_node
+                for node, n in by_node.items()):
+            return "node"
+        if lim.per_namespace is not None and any(
+                self.by_namespace.get(ns, 0) + bg.by_namespace.get(ns, 0) + n > lim.per_namespace
+                for ns, n in by_namespace.items()):
             return "namespace"
         return None
 

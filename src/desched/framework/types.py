@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from desched.framework.evictor import EvictionLimitError
+from desched.framework.evictor import EvictionLimitError, LimitScope
 from desched.model.node import Node
 from desched.model.pod import Pod
 
@@ -89,6 +89,10 @@ class Handle:
     def evict(self, pod: Pod, reason: str) -> bool:
         """Ask for an eviction. Raises EvictionLimitError when a global limit is reached."""
         return self.evictor.evict(pod, self.plugin, reason)
+
+    def limit_for_all(self, pods: list[Pod]) -> LimitScope | None:
+        """The eviction limit that evicting all of `pods` would pass, or None."""
+        return self.evictor.evictor.limit_for_all(pods)
 
     def set_unschedulable(self, node: str, unschedulable: bool, reason: str) -> bool:
         """Cordon (True) or uncordon (False) a node through the run's executor, recorded as a

@@ -14,7 +14,7 @@ from desched.errors import InputError, warn
 from desched.executors.simulation import SimulationExecutor
 from desched.framework.background import InBackground
 from desched.framework.decisions import Decision, DecisionLog
-from desched.framework.evictor import LIMIT_MESSAGES, LimitScope
+from desched.framework.evictor import LIMIT_ARGS, LIMIT_MESSAGES
 from desched.framework.moves import MoveTracker
 from desched.framework.moves.inflight import vanished
 from desched.framework.policy import Policy
@@ -100,10 +100,7 @@ class Evicted:
 # What held a pod back, by outcome: a budget, a limit, an error, the policy's `moves`.
 HELD_OUTCOMES = frozenset({"pdb-blocked", "limited", "failed", "deferred"})
 # The policy fields behind the Evictor's limit messages (framework/evictor.py LIMIT_MESSAGES).
-_LIMITS: dict[LimitScope, str] = {"total": "maxNoOfPodsToEvictTotal",
-                                   "node": "maxNoOfPodsToEvictPerNode",
-                                   "namespace": "maxNoOfPodsToEvictPerNamespace"}
-LIMIT_FIELDS = {LIMIT_MESSAGES[scope]: name for scope, name in _LIMITS.items()}
+LIMIT_FIELDS = {LIMIT_MESSAGES[scope]: name for scope, name in LIMIT_ARGS.items()}
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from desched.errors import InputError, quote
-from desched.framework.evictor import EvictionLimitError
+from desched.framework.evictor import LIMIT_ARGS, EvictionLimitError
 from desched.framework.registry import NodeScope, PluginSpec, Scope
 from desched.framework.types import Handle
 from desched.framework.verdicts import RUN_ENDED
@@ -364,6 +364,13 @@ class CustomPriority:
                 return
             self.send(sent, pod, target)
             planned.append((pod, target))
+        limit = handle.limit_for_all([pod for pod, _ in planned])
+        if limit is not None:
+            text = (f"node {source.name} of tier {tier.name} is not drained: evicting its "
+                    f"{len(planned)} pod(s) would pass {LIMIT_ARGS[limit]}")
+            self.outcomes[source.name] = text
+            self.note(text, source.name)
+            return
         cordoned = False
         if self.auto_cordon and not source.spec.unschedulable:
             why = f"autoCordon: draining its {len(pods)} pod(s) to cheaper tiers"
