@@ -254,14 +254,7 @@ class CustomPriority:
             self.idle = "No nodes selected for CustomPriority"
             self.note(self.idle)
             return
-        members: list[list[Node]] = [[] for _ in self.tiers]
-        for node in selected:
-            labels = node.metadata.labels
-            for i, tier in enumerate(self.tiers):
-                if tier.matcher is not None and tier.matcher(labels):
-                    members[i].append(node)
-                    self.tier_of[node.name] = i
-                    break
+        members = self.group_by_tier(selected)
         for tier in self.tiers:
             if tier.matcher is None:
                 self.note(f"evictionOrder tier {tier.name} selects no node: its nodeSelector "
@@ -285,6 +278,19 @@ class CustomPriority:
                 self.run_tier(self.tiers[i], members[i], [t.node for t in targets])
         except _Stop:
             return
+
+    def group_by_tier(self, nodes: list[Node]) -> list[list[Node]]:
+        """The nodes of each tier, in evictionOrder: a node belongs to the first tier whose
+        nodeSelector matches it (recorded in tier_of), to none when no tier's does."""
+        members: list[list[Node]] = [[] for _ in self.tiers]
+        for node in nodes:
+            labels = node.metadata.labels
+            for i, tier in enumerate(self.tiers):
+                if tier.matcher is not None and tier.matcher(labels):
+                    members[i].append(node)
+                    self.tier_of[node.name] = i
+                    break
+        return members
 
     def run_tier(self, tier: Tier, sources: list[Node], nodes: list[Node]) -> None:
         for source in sources:
