@@ -319,3 +319,18 @@ def test_example_replacements_pack_onto_the_fullest_node() -> None:
                       ["shop/api-1-r1", "on", "worker-1"]]
     assert ("every node is underutilized; drainWhenAllUnderutilized drains the emptiest whose "
             "pods fit on the others: nodes empty after this run: worker-4, worker-3") in proc.stdout
+
+
+def test_a_refused_eviction_ends_the_nodes_drain() -> None:
+    """A node that cannot be emptied this run (a budget refuses one of its pods) keeps its other
+    pods: evicting them would disrupt them for no empty node."""
+    budget = decode("PodDisruptionBudget", {
+        "metadata": {"name": "guard", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "guarded"}}},
+        "status": {"disruptionsAllowed": 0}})
+    objects = three_quiet_nodes()
+    objects[6] = mk("b0", "n2", labels={"app": "guarded"})
+    evicted, handle, _ = run(DRAIN, *objects, budget)
+    assert evicted == ["c0"]
+    assert "node n2 would be not empty after this run: 2 pod(s) stay (default/b0, default/b1)" \
+        in notes(handle)

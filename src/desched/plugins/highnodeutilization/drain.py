@@ -251,7 +251,8 @@ class Drain:
                 if snapshot.pods.get(pod.key) is not pod:
                     continue
                 try:
-                    evictor.evict(pod, plugin, reason)
+                    if not evictor.evict(pod, plugin, reason):
+                        break  # refused (a budget, say): the node stays, so its others stay too
                 except EvictionLimitError as err:
                     if err.scope == "total":
                         return
