@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,23 @@ async def test_a_standby_and_a_single_run_take_no_request(
     single = secure_runner(tmp_path, emulator, interval=None, once=True)
     assert single.triggers.accepting is False
     assert single._why_no_cycle() == "this run does one cycle and exits"
+
+
+async def test_no_request_is_taken_while_the_cache_is_not_current(
+        tmp_path: Path, emulator: Emulator, api: FakeApiServer, reviews: Reviews) -> None:
+    """A cycle waits for a stale cache (live/stale_cache.py) as long as an interval: a request
+    taken then would hang its caller that long. It is refused with why, as /readyz would."""
+    cluster(api)
+    runner = secure_runner(tmp_path, emulator)
+    async with background(runner):
+        await until(lambda: len(runner.reports) == 1)
+        port = runner.servers[-1].port
+        pods = next(i for i in runner.informers if i.resource.kind == "Pod")
+        pods.stale_since = time.monotonic() - 5
+        status, body, _ = await post(port, "operator-token", "?wait=false")
+        assert status == 503, body
+        assert body["message"].startswith(
+            "no cycle on request now: the cluster cache is not current: pods for ")
+        pods.stale_since = None
+        status, body, _ = await post(port, "operator-token", "?wait=false")
+        assert status == 202 and body["cycle"] == 2

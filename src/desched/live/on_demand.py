@@ -11,7 +11,8 @@ The cycle is the loop's (live/triggers.py: one at a time, bounded per minute). T
 for it to end: 200 with when it ran, its result and the link to its /cycles entry; `?wait=false`
 answers 202 as soon as it has started. Refusals are Kubernetes `Status` objects, as the guard's:
 409 (a cycle runs or waits), 429 with `Retry-After` (the bound), 503 (not leading, not ready,
-stopping), 403 (not here, or no authenticated user)."""
+the cache not current, which the cycle would wait for, stopping), 403 (not here, or no
+authenticated user)."""
 
 from __future__ import annotations
 

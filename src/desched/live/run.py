@@ -455,6 +455,11 @@ class Runner:
         if self.stopping.is_set() or self.lease_lost:
             return "desched is stopping"
         if self.triggers.accepting:
+            # A cycle waits for a stale cache up to an interval: its caller would wait as long.
+            stale = self.stale_cache.stale(time.monotonic())
+            if stale:
+                return "the cluster cache is not current: " + ", ".join(
+                    f"{label} for {seconds:.0f}s" for label, seconds in stale.items())
             return None
         if not self.schedule.looping:
             return "this run does one cycle and exits"
