@@ -254,29 +254,22 @@ def _validate_pool(path: str, pool: Pool) -> list[str]:
             errs.append(_invalid(f"{path}.nodeSelector", go_selector(pool.node_selector),
                                  str(err)))
     negative = "percentage must be greater than or equal to 0"
-    for name, pct in pool.high.items():
-        if pct < 0:
-            errs.append(_invalid(f"{path}.highThresholds[{name}]", go_float(pct), negative))
-    for name, pct in pool.low.items():
-        if pct < 0:
-            errs.append(_invalid(f"{path}.lowThresholds[{name}]", go_float(pct), negative))
-        if name in pool.high and pct > pool.high[name]:
-            errs.append(_invalid(f"{path}.lowThresholds[{name}]", go_float(pct),
-                                 "low percentage must be less than or equal to highThresholds"))
-    for name, pct in pool.prod_high.items():
-        if pct < 0:
-            errs.append(_invalid(f"{path}.prodHighThresholds[{name}]", go_float(pct), negative))
-        if name in pool.high and pct > pool.high[name]:
-            errs.append(_invalid(f"{path}.prodHighThresholds[{name}]", go_float(pct),
-                                 "prod high percentage must be less than or equal to "
-                                 "highThresholds"))
-    for name, pct in pool.prod_low.items():
-        if pct < 0:
-            errs.append(_invalid(f"{path}.prodLowThresholds[{name}]", go_float(pct), negative))
-        if name in pool.prod_high and pct > pool.prod_high[name]:
-            errs.append(_invalid(f"{path}.prodLowThresholds[{name}]", go_float(pct),
-                                 "prod low percentage must be less than or equal to "
-                                 "prodHighThresholds"))
+    # Each threshold map: not negative, and not above the map it must stay under (if any).
+    bounded: tuple[tuple[str, Thresholds, Thresholds | None, str], ...] = (
+        ("highThresholds", pool.high, None, ""),
+        ("lowThresholds", pool.low, pool.high,
+         "low percentage must be less than or equal to highThresholds"),
+        ("prodHighThresholds", pool.prod_high, pool.high,
+         "prod high percentage must be less than or equal to highThresholds"),
+        ("prodLowThresholds", pool.prod_low, pool.prod_high,
+         "prod low percentage must be less than or equal to prodHighThresholds"),
+    )
+    for key, values, ceiling, above in bounded:
+        for name, pct in values.items():
+            if pct < 0:
+                errs.append(_invalid(f"{path}.{key}[{name}]", go_float(pct), negative))
+            if ceiling is not None and name in ceiling and pct > ceiling[name]:
+                errs.append(_invalid(f"{path}.{key}[{name}]", go_float(pct), above))
     cond = pool.anomaly
     if cond is not None:
         where = f"{path}.anomalyDetectionThresholds"
