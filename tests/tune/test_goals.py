@@ -59,7 +59,7 @@ def test_a_series_the_frame_lacks_has_no_figure() -> None:
     ("nodes over 80% cpu usage == 1.5", "does not read as a goal"),
 ])
 def test_what_does_not_read_is_named(text: str, message: str) -> None:
-    with pytest.raises(InputError, match="^--goal: ") as err:
+    with pytest.raises(InputError, match=r"^--goal: ") as err:
         parse_goal(text)
     assert message in str(err.value) and "\n" not in str(err.value)
 

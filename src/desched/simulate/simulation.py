@@ -269,10 +269,12 @@ class Simulation:
         return result
 
     def run(self, seed: int | None = None, observer: Observer | None = None, *,
-            again: bool = False) -> SimulationResult:
+            again: bool = False, policy: Policy | None = None) -> SimulationResult:
         """One run, kube-scheduler's ties broken by node name, or at random from `seed`.
         `again`: another run follows, so this one runs on a copy of the snapshot as loaded;
-        without it the run takes the loaded snapshot itself (no copy), and none may follow."""
+        without it the run takes the loaded snapshot itself (no copy), and none may follow.
+        `policy`: another policy than the one loaded, checked as it was (`tune`'s candidates,
+        which differ from it in balance settings and limits only)."""
         if self._used:
             raise RuntimeError("the loaded snapshot was taken by a run made without again=True")
         nodes, pods = len(self.snapshot.nodes), len(self.snapshot.pods)  # as loaded
@@ -280,7 +282,11 @@ class Simulation:
             snapshot = self.snapshot.copy()
         else:
             snapshot, self._used = self.snapshot, True
-        policy, cycles, do_reschedule = self.policy, self.cycles, self.reschedule
+        if policy is None:
+            policy = self.policy
+        else:
+            check_policy(policy)
+        cycles, do_reschedule = self.cycles, self.reschedule
         model = scheduler_model(self.scheduler, self.scheduler_config,
                                 random.Random(seed) if seed is not None else None)
         log = DecisionLog()
