@@ -253,5 +253,10 @@ def render(converted: Converted, output: str) -> str:
     policy = converted.policy
     lines = [f"# {policy.path} ({_FORMATS[policy.format]}) as the descheduler/v1alpha2 "
              f"DeschedulerPolicy desched runs", *(f"# note: {n}" for n in converted.notes)]
-    body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096)
-    return "\n".join(lines) + "\n" + body
+    return "\n".join(lines) + "\n" + dump_yaml(doc)
+
+
+def dump_yaml(doc: Any) -> str:
+    """`doc` as YAML the way desched writes policies: keys in their order, lists of names on
+    one line, anchors written out."""
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096)
