@@ -252,10 +252,10 @@ def _leaf(text: str, target: str, policy: Policy) -> tuple[str, _Leaf]:
     args = next(p.args[plugin] for p in policy.profiles if plugin in p.args)
     leaf = _resolve(text, plugin, args, policy.plugins[plugin].args_type, arg.split("."))
     if policy.format == "v1alpha1" and (plugin, leaf.path[0]) not in _V1ALPHA1_PARAMS:
-        settable = [f"{p}.{a}" for p, a in _V1ALPHA1_PARAMS if p == plugin]
+        settable = [a for p, a in _V1ALPHA1_PARAMS if p == plugin]
         raise InputError("--vary", f"{quote(text)}: a v1alpha1 policy's strategy params have no "
-                                   f"place for it (they hold {', '.join(settable) or 'nothing'} "
-                                   f"of {plugin})")
+                                   f"place for it (of {plugin} they hold "
+                                   f"{', '.join(settable) or 'nothing'})")
     return plugin, leaf
 
 
