@@ -75,6 +75,13 @@ class Knob:
     def boolean(self) -> bool:
         return isinstance(self.low, bool)
 
+    def current(self, document: Mapping[str, Any], policy: Policy) -> Value | None:
+        """The knob's value in the user's policy (None: unset), as loaded from `document`:
+        the loaded policy holds it defaulted (numberOfNodes 0) and inherited (a pool's
+        thresholds from the top level), so `document` itself need not be read."""
+        del document
+        return current(policy, self)
+
     def values(self) -> list[Value]:
         if self.boolean:
             return sorted({bool(self.low), bool(self.high)})
