@@ -214,8 +214,9 @@ def test_a_plugin_without_config_and_null_args() -> None:
     assert changes(null, out) == (["    args:"], ["    args: {numberOfNodes: 2}"])
 
 
-def test_crlf_lines_stay_crlf() -> None:
-    text = LNU.read_text().replace("\n", "\r\n")
+@pytest.mark.parametrize("wrap", [False, True])
+def test_crlf_lines_stay_crlf(wrap: bool) -> None:
+    text = (configmap(LNU.read_text()) if wrap else LNU.read_text()).replace("\n", "\r\n")
     out, _ = written(text, LowNodeUtilization__numberOfNodes=2, maxNoOfPodsToEvictPerNode=3)
     assert out.count("\n") == out.count("\r\n") == text.count("\r\n") + 2
 

@@ -143,7 +143,8 @@ def _leaf_of(info: mi.Type, path: tuple[str, ...], current: Any, percent: bool) 
     if isinstance(info, mi.IntType | mi.FloatType):
         low, high = _bounds(info)
         if percent:
-            low, high = max(low or 0, 0), min(high if high is not None else 100, _MAX_PERCENT)
+            low, high = max(low or 0, 0), min(_MAX_PERCENT if high is None else high,
+                                              _MAX_PERCENT)
         value = current if isinstance(current, int | float) and not isinstance(current,
                                                                                bool) else None
         return _Leaf(path, "int" if isinstance(info, mi.IntType) else "float", low, high,
@@ -324,20 +325,13 @@ def current(policy: Policy, knob: Knob) -> Value | None:
     if not knob.plugin:
         limit = getattr(policy.limits, _LIMIT_ATTRS[knob.path[0]])
         return limit if isinstance(limit, int) else None
-    info = _unwrap(mi.type_info(policy.plugins[knob.plugin].args_type))
-    value = next((p.args[knob.plugin] for p in policy.profiles if knob.plugin in p.args), None)
-    for name in knob.path:
-        if isinstance(info, mi.StructType):
-            field = next(f for f in info.fields if f.encode_name == name)
-            value, info = getattr(value, field.name, None), _unwrap(field.type)
-        elif isinstance(info, mi.DictType):
-            value = (value or {}).get(name)
-        elif isinstance(info, mi.ListType):
-            value = next((i for i in value or [] if getattr(i, "name", None) == name), None)
-            info = _unwrap(info.item_type)
-        if value is None:
-            return None
-    return value if isinstance(value, int | float) else None
+    args = next((p.args[knob.plugin] for p in policy.profiles if knob.plugin in p.args), None)
+    try:
+        leaf = _resolve(knob.text, knob.plugin, args, policy.plugins[knob.plugin].args_type,
+                        list(knob.path))
+    except InputError:  # a map key or pool another policy has
+        return None
+    return leaf.current
 
 
 # -- defaults from the snapshot's spread ---------------------------------------------------------

@@ -316,7 +316,7 @@ def _block_splices(text: str, node: yaml.ScalarNode, inner: str,
         row = bisect.bisect_right(inner_starts, index) - 1
         return starts[row] + indent + index - inner_starts[row]
 
-    newline = "\n" + " " * indent
+    newline = ("\r\n" if "\r\n" in text else "\n") + " " * indent
     return [_Splice(outer(s.start), outer(s.end), s.text.replace("\n", newline))
             for s in splices]
 
