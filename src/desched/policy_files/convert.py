@@ -244,6 +244,19 @@ def _list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
 _Dumper.add_representer(list, _list)
 
 
+class _BlockTextDumper(_Dumper):
+    pass
+
+
+def _text(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    """Multi-line text as a literal block (a ConfigMap's policy stays readable)."""
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data,
+                                   style="|" if "\n" in data else None)
+
+
+_BlockTextDumper.add_representer(str, _text)
+
+
 def render(converted: Converted, output: str) -> str:
     """The document as YAML (the notes as comment lines above it) or JSON (no notes: the caller
     prints them on stderr)."""
@@ -253,5 +266,11 @@ def render(converted: Converted, output: str) -> str:
     policy = converted.policy
     lines = [f"# {policy.path} ({_FORMATS[policy.format]}) as the descheduler/v1alpha2 "
              f"DeschedulerPolicy desched runs", *(f"# note: {n}" for n in converted.notes)]
-    body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096)
-    return "\n".join(lines) + "\n" + body
+    return "\n".join(lines) + "\n" + dump_yaml(doc)
+
+
+def dump_yaml(doc: Any, block_text: bool = False) -> str:
+    """`doc` as YAML the way desched writes policies: keys in their order, lists of names on
+    one line, anchors written out; with `block_text`, multi-line strings as literal blocks."""
+    return yaml.dump(doc, Dumper=_BlockTextDumper if block_text else _Dumper, sort_keys=False,
+                     allow_unicode=True, width=4096)
