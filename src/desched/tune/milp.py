@@ -111,6 +111,12 @@ def solve(model: Model, time_limit: float, continuous: bool = False) -> Solution
     """Minimize the model's cost with HiGHS within `time_limit` seconds; `continuous`: its
     linear relaxation (integrality left out)."""
     started = time.monotonic()
+    if not model.columns:
+        # Nothing can move: the rows are constants, met or not (HiGHS calls this model empty).
+        met = all(lo <= 0.0 <= hi for lo, hi in zip(model.row_lower, model.row_upper,
+                                                       strict=True))
+        return (Solution("optimal", 0.0, 0.0, 0.0) if met
+                else Solution("infeasible", None, INF, 0.0))
     highs = _highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("time_limit", max(0.01, float(time_limit)))
