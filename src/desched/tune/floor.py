@@ -316,6 +316,26 @@ def _placement(cluster: _Cluster, kind: _Type, relax: _Relax,
     return out
 
 
+def _places(cluster: _Cluster, relax: _Relax, allocatable: dict[str, dict[str, int]],
+            groups: dict[tuple[object, ...], list[Node]]) -> dict[int, list[Node]]:
+    """Per movable type, the nodes it may arrive at; types alike in tolerations, node affinity
+    and requests (the replicas of a workload, whatever their labels) share one answer."""
+    known: dict[tuple[object, ...], list[Node]] = {}
+    out: dict[int, list[Node]] = {}
+    for kind in cluster.types:
+        if not kind.movable:
+            continue
+        spec = kind.pod.spec
+        node_affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+        key = (_encode((spec.tolerations, node_affinity, spec.node_selector)),
+               tuple(sorted(kind.requests.items())))
+        found = known.get(key)
+        if found is None:
+            found = known[key] = _placement(cluster, kind, relax, allocatable, groups)
+        out[id(kind)] = found
+    return out
+
+
 def _node_groups(cluster: _Cluster, allocatable: dict[str, dict[str, int]], relax: _Relax
                  ) -> dict[tuple[object, ...], list[Node]]:
     """Nodes by what a pod's placement reads of them: the label keys pods select on (the name
@@ -399,8 +419,7 @@ def _build(cluster: _Cluster, goals: list[Goal], relax: _Relax,
     built = _Built(model)
     allocatable = {n.name: n.allocatable for n in cluster.nodes}
     groups = _node_groups(cluster, allocatable, relax)
-    places = {id(k): _placement(cluster, k, relax, allocatable, groups)
-              for k in cluster.types if k.movable}
+    places = _places(cluster, relax, allocatable, groups)
     arrivals = sum(len(p) for p in places.values())
     exact = arrivals <= EXACT_COLUMNS
     cost = 0.0 if feasibility else 1.0
