@@ -43,6 +43,10 @@ class Landscape:
         self.cost_j, self.cost_i, self.rise_j, self.fall_i = cost_j, cost_i, rise_j, fall_i
         self.ran: list[Point] = []
 
+    @staticmethod
+    def check(point: Point) -> str | None:
+        return "thresholds over targetThresholds" if point[0] >= point[1] else None
+
     def __call__(self, points: list[Point]) -> list[Candidate]:
         self.ran.extend(points)
         out = []
@@ -87,8 +91,9 @@ def test_pattern_search_finds_the_grid_answer_with_fewer_candidates() -> None:
 def test_search_stays_within_bounds_and_budget(cost_j: int, cost_i: int, rise_j: float,
                                                fall_i: float, budget: int) -> None:
     landscape = Landscape(cost_j, cost_i, rise_j, fall_i)
-    found = search(KNOBS, landscape, [GOAL], budget=budget)
+    found = search(KNOBS, landscape, [GOAL], budget=budget, check=landscape.check)
     assert len(landscape.ran) == len(set(landscape.ran)) <= budget  # none run twice
+    assert all(i < j for i, j in landscape.ran)  # no invalid one run
     assert all(0 <= i < 9 and 0 <= j < 17 for i, j in landscape.ran)
     if found.best is not None and found.best.measured is not None:
         key = rank([GOAL], None)

@@ -308,6 +308,76 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
     text = render(result, output)
     shown = result.warnings if output == "text" and not out_path and _same_destination() else ()
     errors.release(skip=shown)
+    _write(text, out_path)
+    _exit_fast()
+
+
+@main.command()
+@_policy_option
+@_snapshot_option
+@click.option("--goal", "goals", multiple=True, required=True, metavar="EXPR",
+              help='What the cluster should look like after the run, e.g. "max cpu requests '
+                   '<= 70%", "std memory usage < 10", "nodes over 80% cpu usage == 0"; '
+                   "repeatable (all must hold).")
+@click.option("--vary", multiple=True, metavar="PLUGIN.ARG=LOW:HIGH[:STEP]",
+              help="A setting to search and its bounds, e.g. "
+                   "LowNodeUtilization.targetThresholds.cpu=50:80:5, or a top-level limit "
+                   "(maxNoOfPodsToEvictPerNode=1:10); repeatable. Default: every threshold of "
+                   "the policy's balance plugins, over the snapshot's utilization spread.")
+@click.option("--cycles", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Descheduling cycles each candidate runs.")
+@click.option("--reschedule/--no-reschedule", default=True, show_default=True,
+              help="Replace evicted pods with the scheduler model between cycles (without it "
+                   "evicted pods are gone: an optimistic reading).")
+@_scheduler_option
+@_scheduler_config_option
+@click.option("--now", "now_text",
+              help="Fix the clock (RFC 3339). Default: the snapshot's capture time, else its "
+                   "newest timestamp.")
+@click.option("--max-evictions", type=click.IntRange(min=0), metavar="N",
+              help="A candidate may evict at most N pods in a cycle.")
+@click.option("--group-by", "group_by", metavar="LABEL",
+              help="Give the balance after per value of this node label.")
+@click.option("--max-candidates", type=click.IntRange(min=1), default=60, show_default=True,
+              help="Run at most this many candidates.")
+@click.option("--jobs", type=click.IntRange(min=1), metavar="N",
+              help="Worker processes for the candidates. Default: the CPUs available, at most 4.")
+@click.option("--floor-time-limit", type=click.FloatRange(min=0), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="Time for the floor's solver (the fewest pod moves any descheduler could "
+                   "meet the goals with); 0 skips the floor.")
+@click.option("--output", "-o", type=click.Choice(["text", "yaml", "json"]),
+              default="text", show_default=True,
+              help="text: the summary; yaml: the recommended policy file, in the input's "
+                   "format; json: everything, for tools.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@_holding_warnings
+def tune(policy_path: str, snapshots: tuple[str, ...], goals: tuple[str, ...],
+         vary: tuple[str, ...], cycles: int, reschedule: bool, scheduler: str,
+         scheduler_config_path: str | None, now_text: str | None, max_evictions: int | None,
+         group_by: str | None, max_candidates: int, jobs: int | None, floor_time_limit: float,
+         output: str, out_path: str | None) -> None:
+    """Find the balance thresholds that meet a goal with the fewest evictions."""
+    from desched.tune.goals import parse_goals
+    from desched.tune.output import render
+    from desched.tune.tuner import Settings, Tuner, default_jobs
+
+    _one_stdin(policy_path, snapshots, scheduler_config_path)
+    parsed = parse_goals(goals)
+    settings = Settings(cycles=cycles, reschedule=reschedule, scheduler=scheduler,
+                        scheduler_config=_scheduler_config(scheduler_config_path, reschedule),
+                        now=_parse_now(now_text), group_by=group_by,
+                        max_evictions=max_evictions, budget=max_candidates,
+                        jobs=jobs or default_jobs(), floor_time_limit=floor_time_limit)
+    tuner = Tuner(policy_path, list(snapshots), parsed, list(vary), settings)
+    _warn(tuner.policy.warnings)
+    text = render(tuner.tune(), output)
+    errors.release()
+    _write(text, out_path)
+    _exit_fast()
+
+
+def _write(text: str, out_path: str | None) -> None:
     if out_path:
         try:
             with open(out_path, "w", encoding="utf-8") as fh:
@@ -316,7 +386,6 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
             raise InputError(out_path, f"cannot write output: {err.strerror or err}") from None
     else:
         click.echo(text, nl=not text.endswith("\n"))
-    _exit_fast()
 
 
 def _exit_fast() -> None:

@@ -22,7 +22,7 @@ from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock, UsageQueries
 from desched.model.pod import Pod
 from desched.plugins.catalog import PLUGINS
-from desched.policy_files.loader import load_policy
+from desched.policy_files.loader import load_policy, parse_policy
 from desched.scheduler.by_name import scheduler_model
 from desched.scheduler.model import KUBE_DEFAULT, Placement, SchedulerModel
 from desched.scheduler.placement import reschedule
@@ -231,7 +231,7 @@ class Simulation:
                  cycles: int = 1, reschedule: bool = False, scheduler: str = KUBE_DEFAULT,
                  scheduler_config: SchedulerConfig = DEFAULT_CONFIG, with_frames: bool = False,
                  group_by: str | None = None, warn: Warn = warn,
-                 queries: UsageQueries | None = None) -> None:
+                 queries: UsageQueries | None = None, policy_text: bytes | None = None) -> None:
         self.snapshot_paths = snapshot_paths
         self.queries = queries
         self.cycles = cycles
@@ -241,7 +241,10 @@ class Simulation:
         self.with_frames = with_frames
         self.group_by = group_by
         self.warn = warn
-        self.policy = load_policy(policy_path, PLUGINS)
+        # `policy_text`: the file's bytes, read already (`tune` keeps them to write its answer
+        # in; standard input can be read once).
+        self.policy = (load_policy(policy_path, PLUGINS) if policy_text is None
+                       else parse_policy(policy_path, policy_text, PLUGINS))
         check_policy(self.policy)  # before the snapshot, which can take seconds to load
         interval = self.policy.descheduling_interval
         if now is not None:

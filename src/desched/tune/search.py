@@ -45,32 +45,36 @@ class Candidate:
 
 # Runs the candidates at these points (in parallel where it can) and gives them in order.
 Runner = Callable[[list[Point]], list[Candidate]]
+Check = Callable[[Point], str | None]
 
 
-def rank(goals: list[Goal], max_evictions: int | None) -> Callable[[Candidate], tuple[float, ...]]:
+def rank(goals: list[Goal], max_evictions: int | None,
+         start: Point | None = None) -> Callable[[Candidate], tuple[float, ...]]:
     """The order candidates are recommended in: those meeting every goal (within
     --max-evictions a cycle) first, without churn before with it, fewest evictions, then fewest
-    refusals; the others by how far they fall short, then fewest evictions."""
+    refusals; the others by how far they fall short, then fewest evictions. Ties go to the
+    candidate nearest `start` (the user's own values): fewest settings changed, least moved."""
     def key(c: Candidate) -> tuple[float, ...]:
         m = c.measured
+        away = _distance(c.point, start)
         if m is None:
-            return (3.0, math.inf, math.inf, math.inf)
+            return (3.0, math.inf, math.inf, *away)
         if meets(m, max_evictions):
-            return (0.0 if m.churn == 0 else 1.0, float(m.evictions), float(m.refused),
-                    -_slack(goals, m))
+            return (0.0 if m.churn == 0 else 1.0, float(m.evictions), float(m.refused), *away)
         over = (max(m.per_cycle, default=0) - max_evictions) if max_evictions is not None else 0
-        return (2.0, m.shortfall(goals) + max(over, 0), float(m.evictions), 0.0)
+        return (2.0, m.shortfall(goals) + max(over, 0), float(m.evictions), *away)
     return key
+
+
+def _distance(point: Point, start: Point | None) -> tuple[float, float]:
+    if start is None:
+        return (0.0, 0.0)
+    return (float(sum(1 for a, b in zip(point, start, strict=True) if a != b)),
+            float(sum(abs(a - b) for a, b in zip(point, start, strict=True))))
 
 
 def meets(m: Measured, max_evictions: int | None) -> bool:
     return m.meets and (max_evictions is None or max(m.per_cycle, default=0) <= max_evictions)
-
-
-def _slack(goals: list[Goal], m: Measured) -> float:
-    """How comfortably the goals are met: the smallest margin (a tie-break only)."""
-    margins = [abs(v - g.bound) for g, v in zip(goals, m.figures, strict=True) if v is not None]
-    return min(margins, default=0.0)
 
 
 @dataclass
@@ -80,6 +84,7 @@ class Search:
     candidates: dict[Point, Candidate] = field(default_factory=dict)
     exhaustive: bool = False
     best: Candidate | None = None
+    start: Point | None = None  # the user's own values, when on the grid
 
     @property
     def valid(self) -> list[Candidate]:
@@ -101,17 +106,29 @@ def _levels(sizes: list[int], budget: int) -> list[list[int]]:
 
 def search(knobs: Sequence[Varied], run: Runner, goals: list[Goal], *,
            max_evictions: int | None = None, budget: int = 60,
-           start: Point | None = None) -> Search:
+           start: Point | None = None, check: Check | None = None) -> Search:
     """Run candidates until the best is found or `budget` candidates have run. `start`: the
-    point of the user's own values when they lie on the grid (run first, and compared with)."""
+    point of the user's own values when they lie on the grid (run first, and compared with).
+    `check`: why a point is no valid policy (None when it is), asked before running it; such
+    points are recorded as invalid without a run and do not count against the budget."""
     sizes = [len(k.values()) for k in knobs]
     found = Search(knobs, math.prod(sizes))
-    key = rank(goals, max_evictions)
+    key = rank(goals, max_evictions, start)
+    values = [k.values() for k in knobs]
 
     def run_points(points: list[Point]) -> list[Candidate]:
-        fresh = [p for p in dict.fromkeys(points) if p not in found.candidates]
-        room = budget - len(found.candidates)
-        fresh = fresh[:max(room, 0)]
+        fresh = []
+        for p in dict.fromkeys(points):
+            if p in found.candidates:
+                continue
+            problem = check(p) if check is not None else None
+            if problem is not None:
+                found.candidates[p] = Candidate(
+                    p, tuple(v[i] for v, i in zip(values, p, strict=True)), None, problem)
+            else:
+                fresh.append(p)
+        ran = sum(1 for c in found.candidates.values() if c.measured is not None)
+        fresh = fresh[:max(budget - ran, 0)]
         for c in run(fresh) if fresh else []:
             found.candidates[c.point] = c
         return [found.candidates[p] for p in points if p in found.candidates]
@@ -127,6 +144,7 @@ def search(knobs: Sequence[Varied], run: Runner, goals: list[Goal], *,
         _walk(found, run_points, key, sizes, spacing)
     valid = found.valid
     found.best = min(valid, key=key) if valid else None
+    found.start = start
     return found
 
 
@@ -161,9 +179,11 @@ def neighbours(point: Point, sizes: list[int], spacing: list[int]) -> list[Point
     return out
 
 
-def pareto(candidates: list[Candidate], goals: list[Goal]) -> list[Candidate]:
+def pareto(candidates: list[Candidate], goals: list[Goal],
+           key: Callable[[Candidate], tuple[float, ...]] | None = None) -> list[Candidate]:
     """The candidates no other beats on evictions and every goal's figure at once (each figure
-    oriented so that lower is better), by evictions."""
+    oriented so that lower is better), by evictions; of equal ones, the first by `key` (the
+    search's ranking: the one nearest the user's values)."""
     def objectives(c: Candidate) -> tuple[float, ...]:
         m = c.measured
         assert m is not None
@@ -176,7 +196,8 @@ def pareto(candidates: list[Candidate], goals: list[Goal]) -> list[Candidate]:
             front.append((o, c))
     seen: set[tuple[float, ...]] = set()
     out = []
-    for o, c in sorted(front, key=lambda oc: oc[0]):
+    order = key or (lambda c: ())
+    for o, c in sorted(front, key=lambda oc: (oc[0], order(oc[1]))):
         if o not in seen:  # equal figures: the first (fewest evictions, then grid order) stands
             seen.add(o)
             out.append(c)
@@ -240,7 +261,7 @@ def _verdict(other: Candidate, best: Measured, goals: list[Goal],
     if m.refused != best.refused:
         return (f"meets the goals with as many evictions and {m.refused} refused pods "
                 f"({m.refused - best.refused:+d})")
-    return "does as well (the tie goes to the one found first)"
+    return "does as well; the recommendation stays nearer your policy's values"
 
 
 def churn_text(m: Measured) -> str:

@@ -1,0 +1,227 @@
+"""What `desched tune` prints: a summary for people (text), everything for scripts (json), the
+recommended policy file (yaml)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from desched.errors import InputError
+from desched.simulate.frames import Balance
+from desched.tune.evaluate import Measured
+from desched.tune.floor import Floor
+from desched.tune.goals import Goal
+from desched.tune.search import Candidate, churn_text
+from desched.tune.tuner import TuneResult, values_text
+
+ASSUMES = ("Figures are simulate's: one snapshot time, evicted pods replaced by the scheduler "
+           "model with the scheduler configuration named, kube-scheduler's random ties broken "
+           "by node name (one outcome); usage goals assume a pod's measured usage moves with it.")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def figure_name(goal: Goal) -> str:
+    """What a goal measures, without its bound: "max cpu requests", "nodes over 80% cpu usage"."""
+    if goal.stat == "over":
+        return f"nodes over {goal.level:g}% {goal.series}"
+    return f"{goal.stat} {goal.series}"
+
+
+def _figures(result: TuneResult, m: Measured) -> str:
+    return "; ".join(f"{figure_name(g)} {'not measured' if v is None else g.shown(v)}"
+                     for g, v in zip(result.goals, m.figures, strict=True))
+
+
+def _verdict(result: TuneResult, m: Measured) -> str:
+    limit = result.settings.max_evictions
+    if not m.meets:
+        return "misses the goals"
+    if limit is not None and max(m.per_cycle, default=0) > limit:
+        return f"meets the goals but evicts over --max-evictions {limit} in a cycle"
+    return "meets the goals" + ("" if m.churn == 0 else f", with churn ({churn_text(m)})")
+
+
+def _run_line(result: TuneResult, m: Measured) -> str:
+    cycles = "+".join(str(n) for n in m.per_cycle)
+    text = f"{_plural(m.evictions, 'eviction')}"
+    if len(m.per_cycle) > 1:
+        text += f" ({cycles} by cycle)"
+    if m.refused:
+        text += f", {_plural(m.refused, 'pod')} refused"
+    return f"{text}; {_figures(result, m)} — {_verdict(result, m)}"
+
+
+def _balance_line(after: list[Balance]) -> str:
+    return "; ".join(f"{b.series} max {b.max:.1f}% std {b.std:.1f}" for b in after)
+
+
+def floor_line(lowest: Floor, best: Candidate | None) -> str:
+    head = {"optimal": "", "time limit": "at least "}.get(lowest.status, "")
+    if lowest.status == "infeasible":
+        return f"floor: no set of pod moves meets the goals ({lowest.reason})"
+    if lowest.status == "not modelled":
+        return f"floor: not computed ({lowest.reason})"
+    moves = lowest.bound if lowest.status != "optimal" or lowest.moves is None else lowest.moves
+    how = (f"{lowest.status}; {lowest.solver}, {lowest.model}, {lowest.seconds:.1f} s"
+           + (f"; best found {lowest.moves}" if lowest.status == "time limit"
+              and lowest.moves is not None else ""))
+    text = f"floor: {head}{_plural(moves, 'pod move')} ({how}), a bound: no descheduler meets " \
+           f"the goals with fewer"
+    if best is not None and best.measured is not None:
+        gap = best.measured.evictions - moves
+        text += f"; the recommendation is {_plural(gap, 'eviction')} above it"
+    return text
+
+
+def render_text(result: TuneResult) -> str:
+    s = result.settings
+    found = result.found
+    lines = [f"desched tune: {result.policy_path} on {', '.join(result.snapshot_paths)}",
+             f"  {result.nodes} nodes, {result.pods} pods; clock {result.clock}; each candidate "
+             f"{_plural(s.cycles, 'cycle')}"
+             + (", evicted pods replaced by the scheduler model" if s.reschedule else
+                ", evicted pods removed (not replaced)"),
+             "goals: " + "; ".join(g.text for g in result.goals)
+             + (f"; at most {s.max_evictions} evictions a cycle"
+                if s.max_evictions is not None else ""),
+             "varied: " + "; ".join(_knob_text(k) for k in result.knobs)]
+    invalid = sum(1 for c in found.candidates.values() if c.measured is None)
+    how = "the whole grid" if found.exhaustive else "a coarse grid, then a pattern search"
+    lines.append(f"searched: {len(found.candidates)} of {found.grid} candidates ({how})"
+                 + (f", {invalid} of them no valid policy" if invalid else "")
+                 + f", {result.seconds:.1f} s")
+    lines.append("")
+    lines.append(f"your policy ({values_text(result.knobs, result.baseline_values)}): "
+                 f"{_run_line(result, result.baseline)}")
+    best = result.recommended
+    if best is not None and best.measured is not None:
+        lines.append(f"recommended ({values_text(result.knobs, best.values)}): "
+                     f"{_run_line(result, best.measured)}")
+        lines.append(f"  balance after: {_balance_line(best.measured.after)}")
+        if result.contrasts:
+            lines.append("  why it beat its neighbours:")
+            lines.extend(f"    {c.knob} {_value(c.other)} (instead of {_value(c.value)}) "
+                         f"{c.verdict}" for c in result.contrasts)
+    else:
+        lines.append(f"no candidate meets the goals: {result.unreachable}")
+    if result.floor is not None:
+        lines.append(floor_line(result.floor, best))
+    if result.front:
+        lines.append("")
+        lines.append("Pareto front (no other candidate has fewer evictions and better figures):")
+        header = ["evictions", *(figure_name(g) for g in result.goals),
+                  *_short_names(result)]
+        rows = [[str(c.measured.evictions),
+                 *("-" if v is None else g.shown(v)
+                   for g, v in zip(result.goals, c.measured.figures, strict=True)),
+                 *(_value(v) for v in c.values)]
+                for c in result.front if c.measured is not None]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            lines.append("  " + "  ".join(cell.rjust(w) for cell, w in zip(row, widths,
+                                                                            strict=True)))
+    lines.append("")
+    if best is not None:
+        lines.append("Write the recommended policy with -o yaml (and --out FILE).")
+    lines.append(ASSUMES)
+    return "\n".join(lines) + "\n"
+
+
+def _short_names(result: TuneResult) -> list[str]:
+    """The knobs' names for a table's header: without the plugin when one plugin has them all."""
+    plugins = {k.plugin for k in result.knobs}
+    if len(plugins) == 1 and "" not in plugins:
+        return [k.text.split(".", 1)[1] for k in result.knobs]
+    return [k.text for k in result.knobs]
+
+
+def _knob_text(knob: Any) -> str:
+    return f"{knob.text} {_value(knob.low)}..{_value(knob.high)} step {_value(knob.step)}"
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _measured_json(result: TuneResult, m: Measured) -> dict[str, Any]:
+    return {
+        "evictions": m.evictions, "evictionsPerCycle": list(m.per_cycle),
+        "refusedPods": m.refused, "heldBy": m.held_by,
+        "churn": {"backOnSource": m.back_on_source, "workloadsEvictedAgain": m.repeated,
+                  "idleCycles": m.idle_cycles},
+        "goals": [{"goal": g.text, "figure": v, "met": ok}
+                  for g, v, ok in zip(result.goals, m.figures, m.met, strict=True)],
+        "balanceAfter": [_balance_json(b) for b in m.after],
+        "groups": [{"value": g.value, "nodes": g.nodes,
+                    "balanceAfter": [_balance_json(b) for b in g.after]} for g in m.groups],
+    }
+
+
+def _balance_json(b: Balance) -> dict[str, Any]:
+    return {"series": b.series, "nodes": b.nodes, "mean": b.mean, "std": b.std, "max": b.max,
+            "over": b.over}
+
+
+def _candidate_json(result: TuneResult, c: Candidate) -> dict[str, Any]:
+    out: dict[str, Any] = {"values": {k.text: v for k, v in zip(result.knobs, c.values,
+                                                                 strict=True)}}
+    if c.measured is None:
+        out["invalid"] = c.invalid
+    else:
+        out.update(_measured_json(result, c.measured))
+    return out
+
+
+def to_json_obj(result: TuneResult) -> dict[str, Any]:
+    s = result.settings
+    best = result.recommended
+    lowest = result.floor
+    return {
+        "policy": result.policy_path, "snapshots": result.snapshot_paths,
+        "nodes": result.nodes, "pods": result.pods, "clock": result.clock,
+        "cycles": s.cycles, "reschedule": s.reschedule, "outcomes": 1,
+        "goals": [g.text for g in result.goals], "maxEvictions": s.max_evictions,
+        "knobs": [{"knob": k.text, "low": k.low, "high": k.high, "step": k.step}
+                  for k in result.knobs],
+        "search": {"grid": result.found.grid, "ran": len(result.found.candidates),
+                   "exhaustive": result.found.exhaustive, "seconds": result.seconds},
+        "yourPolicy": {"values": {k.text: v for k, v in zip(result.knobs,
+                                                             result.baseline_values,
+                                                             strict=True)},
+                       **_measured_json(result, result.baseline)},
+        "recommended": _candidate_json(result, best) if best is not None else None,
+        "why": [{"knob": c.knob, "value": c.value, "neighbour": c.other, "verdict": c.verdict}
+                for c in result.contrasts],
+        "unreachable": result.unreachable,
+        "floor": None if lowest is None else {
+            "moves": lowest.moves, "bound": lowest.bound, "status": lowest.status,
+            "reason": lowest.reason, "solver": lowest.solver, "model": lowest.model,
+            "seconds": lowest.seconds},
+        "pareto": [_candidate_json(result, c) for c in result.front],
+        "candidates": [_candidate_json(result, c) for c in result.found.candidates.values()],
+        "policyFile": result.written,
+        "assumes": ASSUMES,
+    }
+
+
+def render_policy(result: TuneResult) -> str:
+    """The recommended policy file; InputError (one line, exit 2) naming why when no candidate
+    meets the goals: there is nothing to write."""
+    if result.written is None:
+        raise InputError("--goal", f"no candidate meets the goals: {result.unreachable}")
+    return result.written
+
+
+def render(result: TuneResult, output: str) -> str:
+    if output == "yaml":
+        return render_policy(result)
+    if output == "json":
+        return json.dumps(to_json_obj(result), indent=2, default=str) + "\n"
+    return render_text(result)
