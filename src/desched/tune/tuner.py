@@ -230,6 +230,9 @@ def unreachable(result: TuneResult) -> str:
               for g, v, ok in zip(result.goals, m.figures, m.met, strict=True) if not ok]
     parts = [f"the closest candidate ({values_text(result.knobs, best.values)}) "
              f"{'misses ' + ', '.join(missed) if missed else 'evicts too many in a cycle'}"]
+    if m.evictions == 0 and m.notes:
+        parts.append("it evicts nothing; its plugins said in the last cycle: "
+                     + " / ".join(m.notes))
     if m.held_by:
         top = sorted(m.held_by.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         parts.append("pods held back by " + ", ".join(f"{by} ({n})" for by, n in top))
