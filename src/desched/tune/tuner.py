@@ -51,6 +51,7 @@ class Settings:
     reschedule: bool = True
     scheduler: str = KUBE_DEFAULT
     scheduler_config: SchedulerConfig = DEFAULT_CONFIG
+    scheduler_config_path: str | None = None  # where it came from, for the report
     now: datetime | None = None
     group_by: str | None = None
     max_evictions: int | None = None  # per cycle
@@ -156,7 +157,7 @@ class Tuner:
     def tune(self) -> TuneResult:
         started = time.monotonic()
         baseline = self.baseline()
-        current = tuple(current_value(self.policy, k) for k in self.knobs)
+        current = tuple(_as_knob_value(k, current_value(self.policy, k)) for k in self.knobs)
         start = _point_of(self.knobs, current)
         with _workers(self, self.settings.jobs) as self._pool:
             found = search(self.knobs, self.run_points, self.goals,
@@ -202,6 +203,14 @@ def _read_policy(path: str) -> str:
         detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise InputError("" if path != STDIN else "<stdin>",
                          f'failed to read policy config file "{path}": {detail}') from None
+
+
+def _as_knob_value(knob: Knob, value: Value | None) -> Value | None:
+    """The policy's value as the knob's own are written: 40, not 40.0, on a whole-number knob."""
+    if (knob.integer and isinstance(value, float) and not isinstance(value, bool)
+            and value.is_integer()):
+        return int(value)
+    return value
 
 
 def _point_of(knobs: list[Knob], values: tuple[Value | None, ...]) -> Point | None:
