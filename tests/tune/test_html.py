@@ -7,13 +7,13 @@ from __future__ import annotations
 import dataclasses
 import html
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from chromium import browser, console, screenshot
 from desched.scheduler.profile import SchedulerConfig
 from desched.tune.goals import parse_goals
 from desched.tune.html import render_html, section_id
@@ -23,9 +23,6 @@ from desched.tune.tuner import BASELINE, Report, Settings, Tuner, TuneResult
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugins" / "LowNodeUtilization"
 POLICY, CLUSTER = str(EXAMPLE / "policy.yaml"), str(EXAMPLE / "cluster.yaml")
 GOAL = "max cpu requests <= 60%"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def tuned(goals: list[str]) -> tuple[Tuner, TuneResult]:
@@ -164,13 +161,6 @@ def test_what_the_user_wrote_stays_text(
     assert page.count("<script") == 3  # the data, the page's script, the tune page's own
 
 
-def browser(page: Path, *args: str, fragment: str = "") -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM, "chromium is not installed: scripts/test installs Debian's package"
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={page.parent / 'profile'}",
-                           "--enable-logging=stderr", "--v=0", *args, page.as_uri() + fragment],
-                          capture_output=True, text=True, timeout=120, check=False)
-
-
 @pytest.fixture(scope="module")
 def page_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The page as `desched tune -o html --out FILE` writes it."""
@@ -181,10 +171,6 @@ def page_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     return out
-
-
-def _console(proc: subprocess.CompletedProcess[str]) -> list[str]:
-    return [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
 
 
 @pytest.mark.browser
@@ -198,7 +184,7 @@ def test_chromium_draws_the_points_and_opens_a_candidate_to_its_report(page_file
     assert 'data-ready="1"' in proc.stdout
     assert proc.stdout.count('<a class="point"') == points
     assert " srcdoc=" not in proc.stdout  # reports load when opened, not before
-    assert _console(proc) == []
+    assert console(proc) == []
     best = re.search(r'data-mark="best" href="#([^"]+)"', text)
     assert best is not None
     opened = browser(page_file, "--virtual-time-budget=5000", "--dump-dom",
@@ -207,14 +193,9 @@ def test_chromium_draws_the_points_and_opens_a_candidate_to_its_report(page_file
     section = dom[dom.index(f'id="{best.group(1)}"'):]
     section = section[:section.index("</section>")]
     assert '<details class="report" open="">' in section and " srcdoc=" in section
-    assert _console(opened) == []  # the embedded report's script ran without an error too
+    assert console(opened) == []  # the embedded report's script ran without an error too
 
 
 @pytest.mark.browser
 def test_a_screenshot_shows_the_page(page_file: Path) -> None:
-    shot = page_file.parent / "tune.png"
-    proc = browser(page_file, "--window-size=1200,1600", f"--screenshot={shot}")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(data) > 40_000  # a rendered page, not a blank one
+    assert len(screenshot(page_file, 1200, 1600)) > 40_000  # a rendered page, not a blank one
