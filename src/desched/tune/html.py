@@ -157,18 +157,26 @@ def _dots(result: TuneResult, index: int, candidates: list[Candidate]) -> list[_
     return out
 
 
+_ROW = 7  # coinciding points side by side, this many to a row
+_GAP = 9.0  # px between them
+
+
 def _spread(dots: list[_Dot], at: dict[Report, tuple[float, float]]) -> dict[Report, tuple[float,
                                                                                          float]]:
     """Candidates with equal figures would hide one another: the first (in the search's order)
-    stays where it is, the others are laid around it on a sunflower spiral, a few px apart."""
+    stays where it is, the others go alternately right and left of it, a few px apart (the
+    x axis counts pods, whole numbers, so a sideways step reads as the same count); beyond
+    _ROW of them, rows below and above."""
     groups: dict[tuple[float, float], list[_Dot]] = {}
     for d in dots:
         groups.setdefault(at[d.key], []).append(d)
     out = {}
     for (x, y), members in groups.items():
         for k, d in enumerate(sorted(members, key=lambda d: d.order)):
-            r, angle = 8.0 * math.sqrt(k), k * 2.39996
-            out[d.key] = (x + r * math.cos(angle), y + r * math.sin(angle))
+            row, place = divmod(k, _ROW)
+            side = (place + 1) // 2 * (1 if place % 2 else -1)
+            rise = (row + 1) // 2 * (1 if row % 2 else -1)
+            out[d.key] = (x + side * _GAP, y + rise * _GAP)
     return out
 
 
@@ -196,8 +204,10 @@ def _plot(result: TuneResult, index: int, goal: Goal, candidates: list[Candidate
     height = 380
     plot_w, plot_h = width - left - right, height - top - bottom
 
+    pad = _ROW // 2 * _GAP + 8  # px: a row of points at 0 clear of the y axis and its labels
+
     def px(v: float) -> float:
-        return left + plot_w * v / x_hi
+        return left + pad + (plot_w - pad) * v / x_hi
 
     def py(v: float) -> float:
         return top + plot_h - plot_h * (v - y_lo) / (y_hi - y_lo)
@@ -261,9 +271,10 @@ def _plot(result: TuneResult, index: int, goal: Goal, candidates: list[Candidate
     missing = sum(1 for c in candidates if c.measured is not None
                   and c.measured.figures[index] is None)
     note = f" · {missing} candidate(s) without this figure (not measured)" if missing else ""
-    return (f'<figure><svg class="tradeoff" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img" aria-label="evictions against '
-            f'{_e(figure_name(goal))}" font-family="system-ui,sans-serif">{"".join(parts)}'
+    return (f'<figure style="max-width:{width}px"><svg class="tradeoff" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="evictions against {_e(figure_name(goal))}" '
+            f'font-family="system-ui,sans-serif">{"".join(parts)}'
             f'</svg><figcaption><b>{_e(figure_name(goal))}</b> against evictions: '
             f'{len(dots)} candidate(s){note}; a point opens its candidate</figcaption></figure>')
 
@@ -492,7 +503,7 @@ def render_html(result: TuneResult, reports: Mapping[Report, str] | None = None)
     body = f"""<h1>{_e(title)}</h1>
 {_inputs(result)}
 <h2>The answer</h2>{_recommendation(result)}
-<h2>Evictions against the goals</h2>{_legend(result)}<div class="plots">{plots}</div>
+<h2>Evictions against the goals</h2>{_legend(result)}<div class="plots" id="tradeoff">{plots}</div>
 {_policy_file(result)}
 <h2>Every candidate</h2><p class="muted">As the search ranks them: meeting the goals without
 churn first, then fewest evictions; a number opens the candidate.</p>{_table(result, ordered)}
