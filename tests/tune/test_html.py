@@ -150,6 +150,19 @@ def test_an_unreachable_goal_gets_its_reason_and_no_policy_file() -> None:
     assert 'data-mark="yours"' in page
 
 
+def test_without_a_floor_or_a_figure_the_page_draws_neither(
+        tuned_page: tuple[TuneResult, dict[Report, str], str]) -> None:
+    result, _, _ = tuned_page
+    page = render_html(dataclasses.replace(result, floor=None))
+    assert '<g class="floor">' not in page and "the floor: fewest moves" not in page
+    assert 'id="floor"' not in page and '<a class="point"' in page
+    # The example measures no usage: no point to draw, and the page says why.
+    _, unmeasured = tuned(["max cpu usage <= 60%"])
+    page = render_html(unmeasured)
+    assert '<a class="point"' not in page and "<svg class=\"tradeoff\"" not in page
+    assert "No candidate has a figure for max cpu usage &lt;= 60%" in page
+
+
 def test_what_the_user_wrote_stays_text(
         tuned_page: tuple[TuneResult, dict[Report, str], str]) -> None:
     result, reports, _ = tuned_page

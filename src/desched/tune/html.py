@@ -180,18 +180,29 @@ def _spread(dots: list[_Dot], at: dict[Report, tuple[float, float]]) -> dict[Rep
     return out
 
 
+def _floor_at(result: TuneResult) -> int | None:
+    """The floor's moves as the plot draws them: the optimum, or the bound the solver proved
+    when it stopped early; None when there is none to draw."""
+    lowest = result.floor
+    if lowest is None or lowest.status in ("infeasible", "not modelled"):
+        return None
+    return (lowest.moves if lowest.status == "optimal" and lowest.moves is not None
+            else lowest.bound)
+
+
 def _plot(result: TuneResult, index: int, goal: Goal, candidates: list[Candidate],
           width: int) -> str:
     """Evictions (x) against goal `index`'s figure (y): every valid candidate a point linking
     to its section, the goal's bound across, the Pareto front joined, your policy and the
     recommendation ringed, the floor's moves a vertical line."""
     dots = _dots(result, index, candidates)
+    if not dots:
+        return (f'<p class="none">No candidate has a figure for {_e(goal.text)}: the snapshot '
+                f'does not give {_e(goal.series)}.</p>')
     best = result.recommended
     base = result.baseline.figures[index]
     lowest = result.floor
-    floor_at = (None if lowest is None or lowest.status in ("infeasible", "not modelled")
-                else lowest.moves if lowest.status == "optimal" and lowest.moves is not None
-                else lowest.bound)
+    floor_at = _floor_at(result)
     xs = [d.evictions for d in dots] + [result.baseline.evictions]
     ys = [d.figure for d in dots] + ([base] if base is not None else []) + [goal.bound]
     x_hi = max(*xs, floor_at or 0, 1)
@@ -300,18 +311,20 @@ def _legend(result: TuneResult) -> str:
     kinds = ["meets", "churn", *(["over"] if result.settings.max_evictions is not None else []),
              "misses"]
     items = [f"<span>{_legend_glyph(k)}{_e(_KINDS[k][2])}</span>" for k in kinds]
-    items += [f"<span>{_ring(_BEST, 8, 2.5)}recommended</span>",
-              f"<span>{_ring(_YOURS, 6, 2)}your policy</span>",
+    if result.recommended is not None:
+        items.append(f"<span>{_ring(_BEST, 8, 2.5)}recommended</span>")
+    items += [f"<span>{_ring(_YOURS, 6, 2)}your policy</span>",
               f'<span><svg width="26" height="10" aria-hidden="true"><line x1="0" y1="5" x2="26" '
               f'y2="5" stroke="{_FRONT}" stroke-width="1.5" stroke-dasharray="4 2"/></svg>'
               f"Pareto front</span>",
               f'<span><svg width="26" height="10" aria-hidden="true"><line x1="0" y1="5" x2="26" '
               f'y2="5" stroke="{_GOAL}" stroke-width="1.5" stroke-dasharray="6 3"/></svg>'
-              f"the goal's bound</span>",
-              f'<span><svg width="10" height="20" aria-hidden="true"><line x1="5" y1="0" x2="5" '
-              f'y2="20" stroke="{_FLOOR}" stroke-width="1.5" stroke-dasharray="2 3"/></svg>'
-              f"the floor: fewest moves any descheduler could meet the goals with (a bound)"
-              f"</span>"]
+              f"the goal's bound</span>"]
+    if _floor_at(result) is not None:
+        items.append(f'<span><svg width="10" height="20" aria-hidden="true"><line x1="5" y1="0" '
+                     f'x2="5" y2="20" stroke="{_FLOOR}" stroke-width="1.5" '
+                     f'stroke-dasharray="2 3"/></svg>the floor: fewest moves any descheduler '
+                     f'could meet the goals with (a bound)</span>')
     return f'<div class="plot-legend">{"".join(items)}</div>'
 
 
@@ -372,7 +385,8 @@ def _balance_table(result: TuneResult, best: Measured) -> str:
 
 def _recommendation(result: TuneResult) -> str:
     best = result.recommended
-    lowest = "" if result.floor is None else f"<p id=floor>{_e(floor_line(result.floor, best))}</p>"
+    lowest = ("" if result.floor is None
+              else f'<p id="floor">{_e(floor_line(result.floor, best))}</p>')
     if best is None or best.measured is None:
         return (f'<div class="warn" id="unreachable"><b>No candidate meets the goals:</b> '
                 f'{_e(result.unreachable or "")}</div>{lowest}')
