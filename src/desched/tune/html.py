@@ -500,9 +500,10 @@ def _sections(result: TuneResult, ordered: list[Candidate],
     out = [_section(result, BASELINE, "your policy: " + values_text(result.knobs,
                                                                       result.baseline_values),
                     result.baseline, '<span class="tag yours">your policy</span>', reports)]
-    out += [_section(result, c.point, values_text(result.knobs, c.values), c.measured,
-                     _tags(result, c, front), reports)
-            for c in ordered if c.measured is not None]
+    # Numbered as in the table of every candidate.
+    out += [_section(result, c.point, f"#{i} " + values_text(result.knobs, c.values),
+                     c.measured, _tags(result, c, front), reports)
+            for i, c in enumerate(ordered, 1) if c.measured is not None]
     return "".join(out)
 
 
