@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from chromium import browser, console, screenshot
-from desched.scheduler.profile import SchedulerConfig
 from desched.tune.goals import parse_goals
 from desched.tune.html import render_html, section_id
 from desched.tune.output import ASSUMES
@@ -111,16 +110,15 @@ def test_the_page_says_what_the_figures_assume(
     result, _, page = tuned_page
     inputs = page[page.index('id="inputs"'):page.index('id="recommended"')]
     assert "2026-11-20T08:00:00+00:00 (newest timestamp in the snapshot" in inputs
-    assert "kube-scheduler model (kube-default), its built-in default configuration" in inputs
+    assert "kube-default scheduler model (kube-scheduler&#x27;s default profile" in inputs
     assert "<dt>outcomes</dt><dd>1: kube-scheduler&#x27;s random choice" in inputs
     assert html.escape(ASSUMES) in inputs and "usage moves with it" in inputs
     # A scheduler configuration file is named; a usage goal gets the assumption spelled out.
     other = dataclasses.replace(
         result, goals=parse_goals(["max cpu usage <= 60%"]),
-        settings=dataclasses.replace(result.settings,
-                                     scheduler_config=SchedulerConfig(source="sched.yaml")))
+        settings=dataclasses.replace(result.settings, scheduler_config_path="sched.yaml"))
     page = render_html(other)
-    assert "its built-in default" not in page and "configuration sched.yaml" in page
+    assert "default profile" not in page and "the profiles of sched.yaml" in page
     assert ("Usage goals here (max cpu usage &lt;= 60%): the measured usage of a pod is assumed "
             "to move with it to its new node") in page
 

@@ -367,6 +367,7 @@ def tune(policy_path: str, snapshots: tuple[str, ...], goals: tuple[str, ...],
     parsed = parse_goals(goals)
     settings = Settings(cycles=cycles, reschedule=reschedule, scheduler=scheduler,
                         scheduler_config=_scheduler_config(scheduler_config_path, reschedule),
+                        scheduler_config_path=scheduler_config_path,
                         now=_parse_now(now_text), group_by=group_by,
                         max_evictions=max_evictions, budget=max_candidates,
                         jobs=jobs or default_jobs(), floor_time_limit=floor_time_limit)

@@ -36,6 +36,9 @@ class Measured:
     met: tuple[bool, ...]  # each goal met (a figure the snapshot cannot give is not met)
     after: list[Balance]  # per series, after the last cycle
     groups: list[GroupFigures] = field(default_factory=list)
+    # What the plugins said in the last cycle about work they did not do (first few): why a
+    # candidate evicts nothing (a threshold no node crosses, LowNodeLoad's anomaly count).
+    notes: tuple[str, ...] = ()
 
     @property
     def churn(self) -> int:
@@ -72,4 +75,14 @@ def measure(result: SimulationResult, goals: list[Goal]) -> Measured:
         held_by=dict(held_by), back_on_source=len(churn.back_on_source),
         repeated=len(churn.repeated), idle_cycles=len(churn.idle), figures=figures, met=met,
         after=balance(last, thresholds(result.policy)),
-        groups=[GroupFigures(g.value, g.nodes, g.after) for g in whatif.group_balance(result)])
+        groups=[GroupFigures(g.value, g.nodes, g.after) for g in whatif.group_balance(result)],
+        notes=_last_notes(result))
+
+
+_NOTES = 3
+
+
+def _last_notes(result: SimulationResult) -> tuple[str, ...]:
+    last = result.cycles
+    texts = dict.fromkeys(f"{n.plugin}: {n.text}" for n in result.log.notes if n.cycle == last)
+    return tuple(texts)[:_NOTES]

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from html import escape
 
 from desched.report.html import html_page
-from desched.scheduler.model import KUBE_DEFAULT
 from desched.tune.evaluate import Measured
 from desched.tune.goals import Goal
 from desched.tune.output import (
@@ -22,6 +21,7 @@ from desched.tune.output import (
     floor_line,
     knob_text,
     run_line,
+    scheduler_text,
     search_text,
     short_names,
     shown,
@@ -328,16 +328,12 @@ def _legend(result: TuneResult) -> str:
     return f'<div class="plot-legend">{"".join(items)}</div>'
 
 
-def _scheduler(result: TuneResult) -> str:
+def _reschedule(result: TuneResult) -> str:
     s = result.settings
     if not s.reschedule:
         return ("no (--no-reschedule): evicted pods are gone, not replaced: an optimistic "
                 "reading")
-    model = ("kube-scheduler" if s.scheduler == KUBE_DEFAULT
-             else "koord-scheduler, load-aware") + f" model ({s.scheduler})"
-    config = (f"configuration {s.scheduler_config.source}" if s.scheduler_config.source
-              else "its built-in default configuration (no --scheduler-config)")
-    return f"yes: evicted pods replaced by the {model}, {config}"
+    return f"yes: evicted pods replaced by the {scheduler_text(s)}"
 
 
 def _inputs(result: TuneResult) -> str:
@@ -348,7 +344,7 @@ def _inputs(result: TuneResult) -> str:
         ("cluster", f"{result.nodes:,} nodes, {result.pods:,} pods"),
         ("snapshot time", f"{result.clock}: every candidate runs at this one time"),
         ("cycles", f"{s.cycles} per candidate"),
-        ("reschedule", _scheduler(result)),
+        ("reschedule", _reschedule(result)),
         ("outcomes", "1: kube-scheduler's random choice among equally scored nodes broken by "
                      "node name (simulate --outcomes 1)"),
         ("goals", "; ".join(g.text for g in result.goals)

@@ -13,11 +13,21 @@ from desched.tune.evaluate import Measured
 from desched.tune.floor import Floor
 from desched.tune.goals import Goal
 from desched.tune.search import Candidate, churn_text
-from desched.tune.tuner import Report, TuneResult, values_text
+from desched.tune.tuner import Report, Settings, TuneResult, values_text
 
-ASSUMES = ("Figures are simulate's: one snapshot time, evicted pods replaced by the scheduler "
-           "model with the scheduler configuration named, kube-scheduler's random ties broken "
-           "by node name (one outcome); usage goals assume a pod's measured usage moves with it.")
+ASSUMES = ("Figures are simulate's, on one snapshot time: evicted pods replaced by the scheduler "
+           "model named above with its scheduler configuration, kube-scheduler's random ties "
+           "broken by node name (one outcome of them); usage goals assume a pod's measured usage "
+           "moves with it. The floor is a bound on pod moves, not a plan: the scheduler, not "
+           "desched, places replacements.")
+
+
+def scheduler_text(s: Settings) -> str:
+    """The scheduler model and the configuration its profiles come from."""
+    config = (f"the profiles of {s.scheduler_config_path}" if s.scheduler_config_path
+              else "kube-scheduler's default profile")
+    return (f"{s.scheduler} scheduler model ({config}; kube-scheduler's random ties broken by "
+            f"node name, one outcome)")
 
 
 def _plural(n: int, word: str) -> str:
@@ -92,7 +102,7 @@ def render_text(result: TuneResult) -> str:
     lines = [f"desched tune: {result.policy_path} on {', '.join(result.snapshot_paths)}",
              f"  {result.nodes} nodes, {result.pods} pods; clock {result.clock}; each candidate "
              f"{_plural(s.cycles, 'cycle')}"
-             + (", evicted pods replaced by the scheduler model" if s.reschedule else
+             + (f", evicted pods replaced by the {scheduler_text(s)}" if s.reschedule else
                 ", evicted pods removed (not replaced)"),
              "goals: " + "; ".join(g.text for g in result.goals)
              + (f"; at most {s.max_evictions} evictions a cycle"
@@ -192,7 +202,8 @@ def to_json_obj(result: TuneResult) -> dict[str, Any]:
     return {
         "policy": result.policy_path, "snapshots": result.snapshot_paths,
         "nodes": result.nodes, "pods": result.pods, "clock": result.clock,
-        "cycles": s.cycles, "reschedule": s.reschedule, "outcomes": 1,
+        "cycles": s.cycles, "reschedule": s.reschedule, "scheduler": s.scheduler,
+        "schedulerConfig": s.scheduler_config_path, "outcomes": 1,
         "goals": [g.text for g in result.goals], "maxEvictions": s.max_evictions,
         "knobs": [{"knob": k.text, "low": k.low, "high": k.high, "step": k.step}
                   for k in result.knobs],

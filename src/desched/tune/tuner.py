@@ -57,6 +57,7 @@ class Settings:
     reschedule: bool = True
     scheduler: str = KUBE_DEFAULT
     scheduler_config: SchedulerConfig = DEFAULT_CONFIG
+    scheduler_config_path: str | None = None  # where it came from, for the report
     now: datetime | None = None
     group_by: str | None = None
     max_evictions: int | None = None  # per cycle
@@ -186,7 +187,7 @@ class Tuner:
     def tune(self) -> TuneResult:
         started = time.monotonic()
         baseline = self.baseline()
-        current = tuple(current_value(self.policy, k) for k in self.knobs)
+        current = tuple(_as_knob_value(k, current_value(self.policy, k)) for k in self.knobs)
         start = _point_of(self.knobs, current)
         with _workers(self, self.settings.jobs) as self._pool:
             found = search(self.knobs, self.run_points, self.goals,
@@ -234,6 +235,14 @@ def _read_policy(path: str) -> str:
                          f'failed to read policy config file "{path}": {detail}') from None
 
 
+def _as_knob_value(knob: Knob, value: Value | None) -> Value | None:
+    """The policy's value as the knob's own are written: 40, not 40.0, on a whole-number knob."""
+    if (knob.integer and isinstance(value, float) and not isinstance(value, bool)
+            and value.is_integer()):
+        return int(value)
+    return value
+
+
 def _point_of(knobs: list[Knob], values: tuple[Value | None, ...]) -> Point | None:
     point = []
     for knob, value in zip(knobs, values, strict=True):
@@ -260,6 +269,9 @@ def unreachable(result: TuneResult) -> str:
               for g, v, ok in zip(result.goals, m.figures, m.met, strict=True) if not ok]
     parts = [f"the closest candidate ({values_text(result.knobs, best.values)}) "
              f"{'misses ' + ', '.join(missed) if missed else 'evicts too many in a cycle'}"]
+    if m.evictions == 0 and m.notes:
+        parts.append("it evicts nothing; its plugins said in the last cycle: "
+                     + " / ".join(m.notes))
     if m.held_by:
         top = sorted(m.held_by.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         parts.append("pods held back by " + ", ".join(f"{by} ({n})" for by, n in top))
