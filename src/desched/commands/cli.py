@@ -346,10 +346,11 @@ def simulate(policy_path: str, snapshots: tuple[str, ...], now_text: str | None,
               show_default=True, metavar="SECONDS",
               help="Time for the floor's solver (the fewest pod moves any descheduler could "
                    "meet the goals with); 0 skips the floor.")
-@click.option("--output", "-o", type=click.Choice(["text", "yaml", "json"]),
+@click.option("--output", "-o", type=click.Choice(["text", "yaml", "json", "html"]),
               default="text", show_default=True,
               help="text: the summary; yaml: the recommended policy file, in the input's "
-                   "format; json: everything, for tools.")
+                   "format; json: everything, for tools; html: a page with the trade-off plot, "
+                   "each candidate opening to its figures or its simulate report.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here, not stdout.")
 @_holding_warnings
 def tune(policy_path: str, snapshots: tuple[str, ...], goals: tuple[str, ...],
@@ -372,7 +373,9 @@ def tune(policy_path: str, snapshots: tuple[str, ...], goals: tuple[str, ...],
                         jobs=jobs or default_jobs(), floor_time_limit=floor_time_limit)
     tuner = Tuner(policy_path, list(snapshots), parsed, list(vary), settings)
     _warn(tuner.policy.warnings)
-    text = render(tuner.tune(), output)
+    result = tuner.tune()
+    # Only the page embeds simulate's reports: each is one more run.
+    text = render(result, output, tuner.reports(result) if output == "html" else None)
     errors.release()
     _write(text, out_path)
     _exit_fast()

@@ -4,6 +4,7 @@ recommended policy file (yaml)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from desched.errors import InputError
@@ -12,7 +13,7 @@ from desched.tune.evaluate import Measured
 from desched.tune.floor import Floor
 from desched.tune.goals import Goal
 from desched.tune.search import Candidate, churn_text
-from desched.tune.tuner import Settings, TuneResult, values_text
+from desched.tune.tuner import Report, Settings, TuneResult, values_text
 
 ASSUMES = ("Figures are simulate's, on one snapshot time: evicted pods replaced by the scheduler "
            "model named above with its scheduler configuration, kube-scheduler's random ties "
@@ -40,7 +41,7 @@ def figure_name(goal: Goal) -> str:
     return f"{goal.stat} {goal.series}"
 
 
-def _figures(result: TuneResult, m: Measured) -> str:
+def figures_text(result: TuneResult, m: Measured) -> str:
     return "; ".join(f"{figure_name(g)} {'not measured' if v is None else g.shown(v)}"
                      for g, v in zip(result.goals, m.figures, strict=True))
 
@@ -54,17 +55,17 @@ def _verdict(result: TuneResult, m: Measured) -> str:
     return "meets the goals" + ("" if m.churn == 0 else f", with churn ({churn_text(m)})")
 
 
-def _run_line(result: TuneResult, m: Measured) -> str:
+def run_line(result: TuneResult, m: Measured) -> str:
     cycles = "+".join(str(n) for n in m.per_cycle)
     text = f"{_plural(m.evictions, 'eviction')}"
     if len(m.per_cycle) > 1:
         text += f" ({cycles} by cycle)"
     if m.refused:
         text += f", {_plural(m.refused, 'pod')} refused"
-    return f"{text}; {_figures(result, m)} — {_verdict(result, m)}"
+    return f"{text}; {figures_text(result, m)} — {_verdict(result, m)}"
 
 
-def _balance_line(after: list[Balance]) -> str:
+def balance_line(after: list[Balance]) -> str:
     return "; ".join(f"{b.series} max {b.max:.1f}% std {b.std:.1f}" for b in after)
 
 
@@ -86,9 +87,18 @@ def floor_line(lowest: Floor, best: Candidate | None) -> str:
     return text
 
 
+def search_text(result: TuneResult) -> str:
+    """How many candidates ran, of how many, how they were chosen, and how long it took."""
+    found = result.found
+    invalid = sum(1 for c in found.candidates.values() if c.measured is None)
+    how = "the whole grid" if found.exhaustive else "a coarse grid, then a pattern search"
+    return (f"{len(found.candidates)} of {found.grid} candidates ({how})"
+            + (f", {invalid} of them no valid policy" if invalid else "")
+            + f", {result.seconds:.1f} s")
+
+
 def render_text(result: TuneResult) -> str:
     s = result.settings
-    found = result.found
     lines = [f"desched tune: {result.policy_path} on {', '.join(result.snapshot_paths)}",
              f"  {result.nodes} nodes, {result.pods} pods; clock {result.clock}; each candidate "
              f"{_plural(s.cycles, 'cycle')}"
@@ -97,23 +107,19 @@ def render_text(result: TuneResult) -> str:
              "goals: " + "; ".join(g.text for g in result.goals)
              + (f"; at most {s.max_evictions} evictions a cycle"
                 if s.max_evictions is not None else ""),
-             "varied: " + "; ".join(_knob_text(k) for k in result.knobs)]
-    invalid = sum(1 for c in found.candidates.values() if c.measured is None)
-    how = "the whole grid" if found.exhaustive else "a coarse grid, then a pattern search"
-    lines.append(f"searched: {len(found.candidates)} of {found.grid} candidates ({how})"
-                 + (f", {invalid} of them no valid policy" if invalid else "")
-                 + f", {result.seconds:.1f} s")
+             "varied: " + "; ".join(knob_text(k) for k in result.knobs)]
+    lines.append(f"searched: {search_text(result)}")
     lines.append("")
     lines.append(f"your policy ({values_text(result.knobs, result.baseline_values)}): "
-                 f"{_run_line(result, result.baseline)}")
+                 f"{run_line(result, result.baseline)}")
     best = result.recommended
     if best is not None and best.measured is not None:
         lines.append(f"recommended ({values_text(result.knobs, best.values)}): "
-                     f"{_run_line(result, best.measured)}")
-        lines.append(f"  balance after: {_balance_line(best.measured.after)}")
+                     f"{run_line(result, best.measured)}")
+        lines.append(f"  balance after: {balance_line(best.measured.after)}")
         if result.contrasts:
             lines.append("  why it beat its neighbours:")
-            lines.extend(f"    {c.knob} {_value(c.other)} (instead of {_value(c.value)}) "
+            lines.extend(f"    {c.knob} {shown(c.other)} (instead of {shown(c.value)}) "
                          f"{c.verdict}" for c in result.contrasts)
     else:
         lines.append(f"no candidate meets the goals: {result.unreachable}")
@@ -123,11 +129,11 @@ def render_text(result: TuneResult) -> str:
         lines.append("")
         lines.append("Pareto front (no other candidate has fewer evictions and better figures):")
         header = ["evictions", *(figure_name(g) for g in result.goals),
-                  *_short_names(result)]
+                  *short_names(result)]
         rows = [[str(c.measured.evictions),
                  *("-" if v is None else g.shown(v)
                    for g, v in zip(result.goals, c.measured.figures, strict=True)),
-                 *(_value(v) for v in c.values)]
+                 *(shown(v) for v in c.values)]
                 for c in result.front if c.measured is not None]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for row in [header, *rows]:
@@ -140,7 +146,7 @@ def render_text(result: TuneResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _short_names(result: TuneResult) -> list[str]:
+def short_names(result: TuneResult) -> list[str]:
     """The knobs' names for a table's header: without the plugin when one plugin has them all."""
     plugins = {k.plugin for k in result.knobs}
     if len(plugins) == 1 and "" not in plugins:
@@ -148,11 +154,11 @@ def _short_names(result: TuneResult) -> list[str]:
     return [k.text for k in result.knobs]
 
 
-def _knob_text(knob: Any) -> str:
-    return f"{knob.text} {_value(knob.low)}..{_value(knob.high)} step {_value(knob.step)}"
+def knob_text(knob: Any) -> str:
+    return f"{knob.text} {shown(knob.low)}..{shown(knob.high)} step {shown(knob.step)}"
 
 
-def _value(value: Any) -> str:
+def shown(value: Any) -> str:
     if value is None:
         return "unset"
     if isinstance(value, bool):
@@ -230,7 +236,12 @@ def render_policy(result: TuneResult) -> str:
     return result.written
 
 
-def render(result: TuneResult, output: str) -> str:
+def render(result: TuneResult, output: str, reports: Mapping[Report, str] | None = None) -> str:
+    """`reports`: for html, the simulate reports the page embeds (Tuner.reports)."""
+    if output == "html":
+        from desched.tune.html import render_html
+
+        return render_html(result, reports or {})
     if output == "yaml":
         return render_policy(result)
     if output == "json":

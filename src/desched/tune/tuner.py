@@ -42,6 +42,12 @@ from desched.tune.search import (
 )
 from desched.tune.write import write_policy
 
+BASELINE = "baseline"  # the user's own policy among reports' keys
+# Candidates of the Pareto front that get their simulate report on the page (those nearest the
+# recommendation in evictions): each is one more run.
+FRONT_REPORTS = 12
+Report = Point | str  # a candidate's point, or BASELINE
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -153,6 +159,30 @@ class Tuner:
 
     def baseline(self) -> Measured:
         return measure(self.simulation.run(again=True), self.goals)
+
+    def report(self, key: Report) -> str:
+        """simulate's html report of the candidate at `key` (BASELINE: the user's policy): the
+        page `desched simulate -o html` gives for that policy with the same flags."""
+        from desched.report.html import render_html
+
+        policy = None if isinstance(key, str) else self.policy_for(self.values_at(key))
+        return render_html(self.simulation.run(again=True, policy=policy))
+
+    def reports(self, result: TuneResult) -> dict[Report, str]:
+        """The reports the html page embeds: the user's policy, the recommendation and the
+        Pareto front's candidates nearest it (FRONT_REPORTS at most). Each is run again, so
+        only the page pays for them."""
+        best = result.recommended
+        target = (best.measured.evictions if best is not None and best.measured is not None
+                  else result.baseline.evictions)
+        front = sorted((abs(c.measured.evictions - target), c.point)
+                       for c in result.front if c.measured is not None)[:FRONT_REPORTS]
+        keys: list[Report] = list(dict.fromkeys(
+            [BASELINE, *([best.point] if best is not None else []), *(p for _, p in front)]))
+        with _workers(self, min(self.settings.jobs, len(keys))) as pool:
+            pages = (list(pool.imap(_report_in_worker, keys, chunksize=1)) if pool is not None
+                     else [self.report(k) for k in keys])
+        return dict(zip(keys, pages, strict=True))
 
     def tune(self) -> TuneResult:
         started = time.monotonic()
@@ -272,6 +302,11 @@ _ACTIVE: Tuner | None = None
 def _run_in_worker(point: Point) -> Candidate:
     assert _ACTIVE is not None
     return _ACTIVE.run_point(point)
+
+
+def _report_in_worker(key: Report) -> str:
+    assert _ACTIVE is not None
+    return _ACTIVE.report(key)
 
 
 @contextmanager
