@@ -360,7 +360,7 @@ def tune(policy_path: str, snapshots: tuple[str, ...], goals: tuple[str, ...],
          output: str, out_path: str | None) -> None:
     """Find the balance thresholds that meet a goal with the fewest evictions."""
     from desched.tune.goals import parse_goals
-    from desched.tune.output import render
+    from desched.tune.render import render
     from desched.tune.tuner import Settings, Tuner, default_jobs
 
     _one_stdin(policy_path, snapshots, scheduler_config_path)

@@ -3,8 +3,6 @@ recommended policy file (yaml)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import Any
 
 from desched.errors import InputError
@@ -13,7 +11,7 @@ from desched.tune.evaluate import Measured
 from desched.tune.floor import Floor
 from desched.tune.goals import Goal
 from desched.tune.search import Candidate, churn_text
-from desched.tune.tuner import Report, Settings, TuneResult, values_text
+from desched.tune.tuner import Settings, TuneResult, values_text
 
 ASSUMES = ("Figures are simulate's, on one snapshot time: evicted pods replaced by the scheduler "
            "model named above with its scheduler configuration, kube-scheduler's random ties "
@@ -234,16 +232,3 @@ def render_policy(result: TuneResult) -> str:
     if result.written is None:
         raise InputError("--goal", f"no candidate meets the goals: {result.unreachable}")
     return result.written
-
-
-def render(result: TuneResult, output: str, reports: Mapping[Report, str] | None = None) -> str:
-    """`reports`: for html, the simulate reports the page embeds (Tuner.reports)."""
-    if output == "html":
-        from desched.tune.html import render_html
-
-        return render_html(result, reports or {})
-    if output == "yaml":
-        return render_policy(result)
-    if output == "json":
-        return json.dumps(to_json_obj(result), indent=2, default=str) + "\n"
-    return render_text(result)
