@@ -36,10 +36,10 @@ def highs(args: argparse.Namespace) -> None:
     now = snapshot.captured_at or datetime.now(UTC)
     goals = parse_goals(args.goal)
     started = time.monotonic()
-    relax = floor_module._Relax()
-    cluster = floor_module._cluster(snapshot, policy, goals, args.cycles, now,
+    relax = floor_module.Relax()
+    cluster = floor_module.read_cluster(snapshot, policy, goals, args.cycles, now,
                                     any(g.usage for g in goals), relax)
-    model, text = floor_module._build(cluster, goals, relax)
+    model, text = floor_module.build(cluster, goals, relax)
     print(f"model: {time.monotonic() - started:.1f} s; {text}")
     solution = solve(model, args.time_limit)
     print(f"HiGHS: {solution.status}, moves {solution.objective}, bound {solution.bound}, "

@@ -124,17 +124,23 @@ def build(cluster: Cluster, goals: list[Goal], relax: Relax,
     built = Built(model)
     allocatable = {n.name: n.allocatable for n in cluster.nodes}
     groups = node_groups(cluster, allocatable, relax)
-    where = places(cluster, relax, allocatable, groups)
+    where = places(cluster, relax, groups)
     arrivals = sum(len(p) for p in where.values())
     exact = arrivals <= EXACT_COLUMNS
     cost = 0.0 if feasibility else 1.0
     budget_terms: list[Terms] = [{} for _ in cluster.budgets]
-    group_of: dict[str, int] = {}
+    # Aggregated: the groups a type may arrive in, those holding a node it may go to (one
+    # answer per list of nodes: types share them).
+    reach: dict[int, list[int]] = {}
     if not exact:
-        for members in groups.values():
+        group_of: dict[str, int] = {}
+        for members in node_groups(cluster, allocatable, relax, coarse=True).values():
             for node in members:
                 group_of[node.name] = len(built.groups)
             built.groups.append((members, []))
+        for nodes in where.values():
+            if id(nodes) not in reach:
+                reach[id(nodes)] = list(dict.fromkeys(group_of[n.name] for n in nodes))
     for kind in cluster.types:
         if not kind.movable:
             continue
@@ -152,7 +158,7 @@ def build(cluster: Cluster, goals: list[Goal], relax: Relax,
                 built.arrive.setdefault(node.name, []).append((kind, column))
                 flow[column] = -1.0
         else:
-            for group in dict.fromkeys(group_of[n.name] for n in where[id(kind)]):
+            for group in reach[id(where[id(kind)])]:
                 column = model.var(0, total)
                 built.groups[group][1].append((kind, column))
                 flow[column] = -1.0

@@ -7,10 +7,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from desched.model.node import Node
-from desched.tune.floor_cluster import Cluster, PodType
+from desched.tune.floor_cluster import HOSTNAME, Cluster, PodType
 from desched.tune.milp import Model
-
-HOSTNAME = "kubernetes.io/hostname"
 
 Terms = dict[int, float]
 
