@@ -66,7 +66,7 @@ def floor(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal], *, cycle
     solution = solve(model, time_limit)
     if solution.status == "infeasible":
         reason = _why_infeasible(snapshot, policy, goals, cycles, now, usage,
-                                 max(1.0, time_limit / 3))
+                                 started + time_limit)
         return Floor(None, 0, "infeasible", reason, SOLVER, time.monotonic() - started, text)
     moves = round(solution.objective) if solution.objective is not None else None
     bound = max(0, math.ceil(solution.bound - 1e-6))
@@ -86,9 +86,10 @@ def _unmodelled(snapshot: ClusterSnapshot, goals: list[Goal], now: datetime) -> 
 
 
 def _why_infeasible(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal], cycles: int,
-                    now: datetime, usage: bool, limit: float) -> str:
+                    now: datetime, usage: bool, deadline: float) -> str:
     """Leave constraint families out one after another; the first whose absence lets the goals
-    be met is what stops them."""
+    be met is what stops them. The solves share what is left of the time limit (at least a
+    second each: a reason is worth that much)."""
     steps = [
         (Relax(budgets=True), "PodDisruptionBudgets: the goals need more disruptions than the "
                                f"budgets allow in {cycles} cycle{'s' if cycles != 1 else ''}"),
@@ -100,13 +101,14 @@ def _why_infeasible(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal]
          "too few nodes with room"),
     ]
     undecided = None
-    for relax, reason in steps:
+    for left, (relax, reason) in zip(range(len(steps), 0, -1), steps, strict=True):
         cluster = read_cluster(snapshot, policy, goals, cycles, now, usage, relax)
         model, _ = build(cluster, goals, relax, feasibility=True)
         # The linear relaxation first: infeasible, so is the model, and it is quick to prove.
+        limit = max(1.0, (deadline - time.monotonic()) / left)
         if solve(model, limit, continuous=True).status == "infeasible":
             continue
-        found = solve(model, limit)
+        found = solve(model, max(1.0, (deadline - time.monotonic()) / left))
         if found.objective is not None:
             return reason
         if found.status != "infeasible" and undecided is None:
