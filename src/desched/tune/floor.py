@@ -31,7 +31,7 @@ from desched.framework.policy import Policy
 from desched.simulate.frames import MeasuredUsage
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.tune.floor_cluster import Cluster, Relax, node_groups, places, read_cluster
-from desched.tune.floor_goals import REQUESTS, USAGE, goal_rows
+from desched.tune.floor_goals import REQUESTS, USAGE, goal_rows, individual_nodes
 from desched.tune.floor_model import Built, Terms, anti_affinity, capacity
 from desched.tune.goals import Goal
 from desched.tune.milp import Model, solve
@@ -120,6 +120,22 @@ def _why_infeasible(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal]
             "and placement rules left out")
 
 
+def _poolable(cluster: Cluster, goals: list[Goal]) -> set[str]:
+    """The nodes whose leaving pods may be counted per group with aggregated arrivals: no goal
+    caps them below what they hold now, and they are within their allocatable."""
+    bound = individual_nodes(cluster, goals)
+    resources = {r for k in cluster.types if k.movable for r in k.requests}
+    pool = set()
+    for node in cluster.nodes:
+        name = node.name
+        if name in bound:
+            continue
+        allocatable, load = node.allocatable, cluster.load[name]
+        if all(load.get(r, 0) <= allocatable.get(r, 0) for r in resources):
+            pool.add(name)
+    return pool
+
+
 def build(cluster: Cluster, goals: list[Goal], relax: Relax,
            feasibility: bool = False) -> tuple[Model, str]:
     model = Model()
@@ -134,8 +150,9 @@ def build(cluster: Cluster, goals: list[Goal], relax: Relax,
     # Aggregated: the groups a type may arrive in, those holding a node it may go to (one
     # answer per list of nodes: types share them).
     reach: dict[int, list[int]] = {}
+    group_of: dict[str, int] = {}
+    pool: set[str] = set()
     if not exact:
-        group_of: dict[str, int] = {}
         for members in node_groups(cluster, allocatable, relax, coarse=True).values():
             for node in members:
                 group_of[node.name] = len(built.groups)
@@ -143,14 +160,26 @@ def build(cluster: Cluster, goals: list[Goal], relax: Relax,
         for nodes in where.values():
             if id(nodes) not in reach:
                 reach[id(nodes)] = list(dict.fromkeys(group_of[n.name] for n in nodes))
+        if not any(g.usage for g in goals):
+            pool = _poolable(cluster, goals)
     for kind in cluster.types:
         if not kind.movable:
             continue
         flow: Terms = {}
         total = sum(kind.counts.values())
+        pooled: dict[int, int] = {}
         for name, count in kind.counts.items():
+            if name in pool:
+                pooled[group_of[name]] = pooled.get(group_of[name], 0) + count
+                continue
             column = model.var(0, count, cost)
             built.out.setdefault(name, []).append((kind, column))
+            flow[column] = 1.0
+            if kind.budget is not None:
+                budget_terms[kind.budget][column] = 1.0
+        for group, count in pooled.items():
+            column = model.var(0, count, cost)
+            built.pooled.setdefault(group, []).append((kind, column))
             flow[column] = 1.0
             if kind.budget is not None:
                 budget_terms[kind.budget][column] = 1.0
@@ -178,7 +207,8 @@ def build(cluster: Cluster, goals: list[Goal], relax: Relax,
     else:
         text = (f"relaxation (a lower bound): arrivals counted per group of alike nodes "
                 f"({len(built.groups):,} groups for {len(cluster.nodes):,} nodes), per-node "
-                f"rules summed over each group, anti-affinity left out; "
+                f"rules summed over each group, anti-affinity left out, what leaves the "
+                f"{len(pool):,} nodes no rule of their own binds counted per group; "
                 f"{len(cluster.types):,} pod types; {model.size()}")
     notes = list(dict.fromkeys(built.notes))
     return model, text + "".join(f"; {n}" for n in notes)
