@@ -36,10 +36,13 @@ def highs(args: argparse.Namespace) -> None:
     now = snapshot.captured_at or datetime.now(UTC)
     goals = parse_goals(args.goal)
     started = time.monotonic()
-    relax = floor_module._Relax()
-    cluster = floor_module._cluster(snapshot, policy, goals, args.cycles, now,
+    left_out = set(args.leave_out.split(",")) if args.leave_out else set()
+    relax = floor_module.Relax(budgets="budgets" in left_out,
+                               protections="protections" in left_out,
+                               placement="placement" in left_out)
+    cluster = floor_module.read_cluster(snapshot, policy, goals, args.cycles, now,
                                     any(g.usage for g in goals), relax)
-    model, text = floor_module._build(cluster, goals, relax)
+    model, text = floor_module.build(cluster, goals, relax)
     print(f"model: {time.monotonic() - started:.1f} s; {text}")
     solution = solve(model, args.time_limit)
     print(f"HiGHS: {solution.status}, moves {solution.objective}, bound {solution.bound}, "
@@ -47,7 +50,10 @@ def highs(args: argparse.Namespace) -> None:
     if args.dump:
         np.savez(args.dump, lower=model.lower, upper=model.upper, cost=model.cost,
                  integer=model.integer, row_lower=model.row_lower, row_upper=model.row_upper,
+                 row_unit=model.row_unit,
                  starts=model.starts, index=model.index, value=model.value)
+    if left_out:
+        return
     started = time.monotonic()
     found = floor_module.floor(snapshot, policy, goals, cycles=args.cycles, now=now,
                                time_limit=args.time_limit)
@@ -68,11 +74,14 @@ def cp_sat(args: argparse.Namespace) -> None:
             raise SystemExit("a continuous column: CP-SAT takes integer models only")
         columns.append(model.new_int_var(int(max(low, -big)), int(min(high, big)), ""))
     starts, index, value = data["starts"], data["index"], data["value"]
+    units = data["row_unit"]
     for row, (low, high) in enumerate(zip(data["row_lower"], data["row_upper"], strict=True)):
         span = range(starts[row], starts[row + 1])
-        if any(value[i] != int(value[i]) for i in span):
+        unit = units[row]  # the scaled rows back in whole units (bytes)
+        low, high = low * unit, high * unit
+        if any(value[i] * unit != int(value[i] * unit) for i in span):
             raise SystemExit("a fractional coefficient: CP-SAT takes integer rows only")
-        expr = sum(int(value[i]) * columns[index[i]] for i in span)
+        expr = sum(int(value[i] * unit) * columns[index[i]] for i in span)
         if low > -np.inf:
             model.add(expr >= int(np.ceil(low)))
         if high < np.inf:
@@ -95,6 +104,9 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=3)
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--dump")
+    parser.add_argument("--leave-out", help="budgets,protections,placement: the model without "
+                                            "them, to time a solve on a goal they make "
+                                            "unreachable")
     parser.add_argument("--cp-sat")
     args = parser.parse_args()
     if args.cp_sat:

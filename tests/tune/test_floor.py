@@ -16,6 +16,7 @@ from desched.framework.policy import Policy
 from desched.plugins.catalog import PLUGINS
 from desched.policy_files.loader import policy_from_document
 from desched.snapshot.cluster import ClusterSnapshot
+from desched.tune import floor as floor_module
 from desched.tune.floor import floor
 from desched.tune.goals import Goal, figure_of, parse_goal, parse_goals
 
@@ -271,3 +272,68 @@ def test_the_snapshot_is_left_as_it_was() -> None:
     after = ({k: p.node_name for k, p in snap.pods.items()},
              {n: dict(snap.node_requested(n)) for n in snap.nodes})
     assert before == after
+
+
+STD_GOALS = st.sampled_from([5, 10, 20, 30]).map(lambda b: f"std cpu requests <= {b}")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), STD_GOALS)
+def test_std_gives_a_lower_bound(case: Case, goal: str) -> None:
+    """Tangent cuts under-estimate the squares: never more moves than the true optimum."""
+    case = Case(case.nodes, case.pods, case.min_available, (goal,), case.cycles)
+    found = floor(build(case), policy(), parse_goals(case.goals), cycles=case.cycles, now=NOW,
+                  time_limit=30)
+    expected = brute_force(case)
+    if found.status == "infeasible":
+        assert expected is None, (found, case)
+    else:
+        assert found.status == "optimal"
+        assert expected is None or found.bound <= expected, (found, expected, case)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_aggregated_nodes_give_a_lower_bound(case: Case) -> None:
+    """Past EXACT_COLUMNS arrivals are counted per group of alike nodes: a relaxation, so its
+    optimum never exceeds the true one, and a goal it finds unreachable is unreachable."""
+    saved = floor_module.EXACT_COLUMNS
+    floor_module.EXACT_COLUMNS = -1
+    try:
+        found = floor(build(case), policy(), parse_goals(case.goals), cycles=case.cycles,
+                      now=NOW, time_limit=30)
+    finally:
+        floor_module.EXACT_COLUMNS = saved
+    expected = brute_force(case)
+    if found.status == "infeasible":
+        assert expected is None, (found, case)
+    else:
+        assert found.status == "optimal"
+        assert found.model.startswith("relaxation (a lower bound)")
+        assert expected is None or found.bound <= expected, (found, expected, case)
+
+
+def _metrics(kind: str, name: str, cpu: str, memory: str = "64Mi") -> Any:
+    usage = {"cpu": cpu, "memory": memory}
+    if kind == "NodeMetrics":
+        return decode("NodeMetrics", {"metadata": {"name": name}, "usage": usage,
+                                      "timestamp": "2026-11-22T11:59:30Z"})
+    return decode("PodMetrics", {"metadata": {"name": name, "namespace": "default"},
+                                 "timestamp": "2026-11-22T11:59:30Z",
+                                 "containers": [{"name": "c", "usage": usage}]})
+
+
+def test_usage_moves_with_the_pod() -> None:
+    """n1 measured at 3.6 cores of 4 (90%): 0.4 of its own, four pods using 0.8 each (their
+    requests say 100m); n2 idle. At most 50%: two pods must go (n1 2.0 cores, n2 1.6)."""
+    pods = [pod(f"p{i}", node_name="n1", cpu="100m", labels={"app": "a"}) for i in range(4)]
+    metrics = [_metrics("NodeMetrics", "n1", "3600m"), _metrics("NodeMetrics", "n2", "0"),
+               *(_metrics("PodMetrics", f"p{i}", "800m") for i in range(4))]
+    snap = snapshot(node("n1"), node("n2"), *pods, *metrics)
+    found = floor(snap, policy(), parse_goals(["max cpu usage <= 50%"]), cycles=1, now=NOW,
+                  time_limit=10)
+    assert (found.status, found.moves) == ("optimal", 2)
+    # The requests alone would need no move at all.
+    none = floor(snap, policy(), parse_goals(["max cpu requests <= 50%"]), cycles=1, now=NOW,
+                 time_limit=10)
+    assert none.moves == 0

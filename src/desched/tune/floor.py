@@ -31,7 +31,7 @@ from desched.framework.policy import Policy
 from desched.simulate.frames import MeasuredUsage
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.tune.floor_cluster import Cluster, Relax, node_groups, places, read_cluster
-from desched.tune.floor_goals import REQUESTS, USAGE, goal_rows
+from desched.tune.floor_goals import REQUESTS, USAGE, goal_rows, individual_nodes
 from desched.tune.floor_model import Built, Terms, anti_affinity, capacity
 from desched.tune.goals import Goal
 from desched.tune.milp import Model, solve
@@ -66,7 +66,7 @@ def floor(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal], *, cycle
     solution = solve(model, time_limit)
     if solution.status == "infeasible":
         reason = _why_infeasible(snapshot, policy, goals, cycles, now, usage,
-                                 max(1.0, time_limit / 3))
+                                 started + time_limit)
         return Floor(None, 0, "infeasible", reason, SOLVER, time.monotonic() - started, text)
     moves = round(solution.objective) if solution.objective is not None else None
     bound = max(0, math.ceil(solution.bound - 1e-6))
@@ -86,9 +86,10 @@ def _unmodelled(snapshot: ClusterSnapshot, goals: list[Goal], now: datetime) -> 
 
 
 def _why_infeasible(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal], cycles: int,
-                    now: datetime, usage: bool, limit: float) -> str:
+                    now: datetime, usage: bool, deadline: float) -> str:
     """Leave constraint families out one after another; the first whose absence lets the goals
-    be met is what stops them."""
+    be met is what stops them. The solves share what is left of the time limit (at least a
+    second each: a reason is worth that much)."""
     steps = [
         (Relax(budgets=True), "PodDisruptionBudgets: the goals need more disruptions than the "
                                f"budgets allow in {cycles} cycle{'s' if cycles != 1 else ''}"),
@@ -100,13 +101,14 @@ def _why_infeasible(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal]
          "too few nodes with room"),
     ]
     undecided = None
-    for relax, reason in steps:
+    for left, (relax, reason) in zip(range(len(steps), 0, -1), steps, strict=True):
         cluster = read_cluster(snapshot, policy, goals, cycles, now, usage, relax)
         model, _ = build(cluster, goals, relax, feasibility=True)
         # The linear relaxation first: infeasible, so is the model, and it is quick to prove.
+        limit = max(1.0, (deadline - time.monotonic()) / left)
         if solve(model, limit, continuous=True).status == "infeasible":
             continue
-        found = solve(model, limit)
+        found = solve(model, max(1.0, (deadline - time.monotonic()) / left))
         if found.objective is not None:
             return reason
         if found.status != "infeasible" and undecided is None:
@@ -118,31 +120,66 @@ def _why_infeasible(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal]
             "and placement rules left out")
 
 
+def _poolable(cluster: Cluster, goals: list[Goal]) -> set[str]:
+    """The nodes whose leaving pods may be counted per group with aggregated arrivals: no goal
+    caps them below what they hold now, and they are within their allocatable."""
+    bound = individual_nodes(cluster, goals)
+    resources = {r for k in cluster.types if k.movable for r in k.requests}
+    pool = set()
+    for node in cluster.nodes:
+        name = node.name
+        if name in bound:
+            continue
+        allocatable, load = node.allocatable, cluster.load[name]
+        if all(load.get(r, 0) <= allocatable.get(r, 0) for r in resources):
+            pool.add(name)
+    return pool
+
+
 def build(cluster: Cluster, goals: list[Goal], relax: Relax,
            feasibility: bool = False) -> tuple[Model, str]:
     model = Model()
     built = Built(model)
     allocatable = {n.name: n.allocatable for n in cluster.nodes}
     groups = node_groups(cluster, allocatable, relax)
-    where = places(cluster, relax, allocatable, groups)
+    where = places(cluster, relax, groups)
     arrivals = sum(len(p) for p in where.values())
     exact = arrivals <= EXACT_COLUMNS
     cost = 0.0 if feasibility else 1.0
     budget_terms: list[Terms] = [{} for _ in cluster.budgets]
+    # Aggregated: the groups a type may arrive in, those holding a node it may go to (one
+    # answer per list of nodes: types share them).
+    reach: dict[int, list[int]] = {}
     group_of: dict[str, int] = {}
+    pool: set[str] = set()
     if not exact:
-        for members in groups.values():
+        for members in node_groups(cluster, allocatable, relax, coarse=True).values():
             for node in members:
                 group_of[node.name] = len(built.groups)
             built.groups.append((members, []))
+        for nodes in where.values():
+            if id(nodes) not in reach:
+                reach[id(nodes)] = list(dict.fromkeys(group_of[n.name] for n in nodes))
+        if not any(g.usage for g in goals):
+            pool = _poolable(cluster, goals)
     for kind in cluster.types:
         if not kind.movable:
             continue
         flow: Terms = {}
         total = sum(kind.counts.values())
+        pooled: dict[int, int] = {}
         for name, count in kind.counts.items():
+            if name in pool:
+                pooled[group_of[name]] = pooled.get(group_of[name], 0) + count
+                continue
             column = model.var(0, count, cost)
             built.out.setdefault(name, []).append((kind, column))
+            flow[column] = 1.0
+            if kind.budget is not None:
+                budget_terms[kind.budget][column] = 1.0
+        for group, count in pooled.items():
+            column = model.var(0, count, cost)
+            built.pooled.setdefault(group, []).append((kind, column))
             flow[column] = 1.0
             if kind.budget is not None:
                 budget_terms[kind.budget][column] = 1.0
@@ -152,7 +189,7 @@ def build(cluster: Cluster, goals: list[Goal], relax: Relax,
                 built.arrive.setdefault(node.name, []).append((kind, column))
                 flow[column] = -1.0
         else:
-            for group in dict.fromkeys(group_of[n.name] for n in where[id(kind)]):
+            for group in reach[id(where[id(kind)])]:
                 column = model.var(0, total)
                 built.groups[group][1].append((kind, column))
                 flow[column] = -1.0
@@ -170,7 +207,8 @@ def build(cluster: Cluster, goals: list[Goal], relax: Relax,
     else:
         text = (f"relaxation (a lower bound): arrivals counted per group of alike nodes "
                 f"({len(built.groups):,} groups for {len(cluster.nodes):,} nodes), per-node "
-                f"rules summed over each group, anti-affinity left out; "
+                f"rules summed over each group, anti-affinity left out, what leaves the "
+                f"{len(pool):,} nodes no rule of their own binds counted per group; "
                 f"{len(cluster.types):,} pod types; {model.size()}")
     notes = list(dict.fromkeys(built.notes))
     return model, text + "".join(f"; {n}" for n in notes)

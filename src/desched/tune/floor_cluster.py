@@ -32,6 +32,8 @@ from desched.tune.goals import Goal
 from desched.usage.metrics_server import moved_usage
 from desched.usage.nodemetric import NodeLoad, read_node_load
 
+HOSTNAME = "kubernetes.io/hostname"
+
 
 @dataclass
 class PodType:
@@ -174,9 +176,18 @@ def read_cluster(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal], c
                 else:
                     amounts = moved_usage(pod, snapshot.metrics_pods.get(pod.key))
             spec = pod.spec
-            key = (movable, budget, pod.namespace, tuple(sorted(pod.metadata.labels.items())),
-                   tuple(sorted(requests.items())), tuple(sorted(amounts.items())),
-                   _encode((spec.tolerations, spec.affinity, spec.node_selector)))
+            labels = tuple(sorted(pod.metadata.labels.items()))
+            if movable:
+                key: tuple[object, ...] = (
+                    True, budget, pod.namespace, labels, tuple(sorted(requests.items())),
+                    tuple(sorted(amounts.items())),
+                    _encode((spec.tolerations, spec.affinity, spec.node_selector)))
+            else:
+                # A pod that stays is in the model only as a neighbour other pods' anti-
+                # affinity reads (its amounts are in its node's): DaemonSet pods, pinned by
+                # name to their node, make one type, not one per node.
+                anti = spec.affinity.pod_anti_affinity if spec.affinity is not None else None
+                key = (False, pod.namespace, labels, _encode(anti))
             kind = types.get(key)
             if kind is None:
                 kind = types[key] = PodType(pod, requests, amounts, movable, budget,
@@ -186,22 +197,16 @@ def read_cluster(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal], c
     return Cluster(nodes, load, measured, list(types.values()), budgets, schedulable)
 
 
-def _fits(kind: PodType, allocatable: dict[str, int]) -> bool:
-    return all(amount <= allocatable.get(r, 0) for r, amount in kind.requests.items())
-
-
 def _placement(cluster: Cluster, kind: PodType, relax: Relax,
-               allocatable: dict[str, dict[str, int]],
                groups: dict[tuple[object, ...], list[Node]]) -> list[Node]:
-    """The nodes the type may arrive at: checked once per group of nodes that look alike."""
+    """The nodes the type may arrive at: checked once per group of nodes that look alike.
+    Whether the pod fits the node's allocatable is the capacity rows' to say."""
     matcher = required_affinity_matcher(kind.pod)
     tolerations = kind.pod.spec.tolerations
     out: list[Node] = []
     for members in groups.values():
         first = members[0]
         if not cluster.schedulable[first.name]:
-            continue
-        if not _fits(kind, allocatable[first.name]):
             continue
         if not relax.placement and (
                 first_untolerated(first.spec.taints, tolerations, SCHEDULING_EFFECTS) is not None
@@ -211,30 +216,30 @@ def _placement(cluster: Cluster, kind: PodType, relax: Relax,
     return out
 
 
-def places(cluster: Cluster, relax: Relax, allocatable: dict[str, dict[str, int]],
-            groups: dict[tuple[object, ...], list[Node]]) -> dict[int, list[Node]]:
-    """Per movable type, the nodes it may arrive at; types alike in tolerations, node affinity
-    and requests (the replicas of a workload, whatever their labels) share one answer."""
-    known: dict[tuple[object, ...], list[Node]] = {}
+def places(cluster: Cluster, relax: Relax,
+           groups: dict[tuple[object, ...], list[Node]]) -> dict[int, list[Node]]:
+    """Per movable type, the nodes it may arrive at; types alike in tolerations and node
+    affinity (the replicas of a workload, whatever their labels) share one answer (one list)."""
+    known: dict[bytes, list[Node]] = {}
     out: dict[int, list[Node]] = {}
     for kind in cluster.types:
         if not kind.movable:
             continue
         spec = kind.pod.spec
         node_affinity = spec.affinity.node_affinity if spec.affinity is not None else None
-        key = (_encode((spec.tolerations, node_affinity, spec.node_selector)),
-               tuple(sorted(kind.requests.items())))
+        key = _encode((spec.tolerations, node_affinity, spec.node_selector))
         found = known.get(key)
         if found is None:
-            found = known[key] = _placement(cluster, kind, relax, allocatable, groups)
+            found = known[key] = _placement(cluster, kind, relax, groups)
         out[id(kind)] = found
     return out
 
 
-def node_groups(cluster: Cluster, allocatable: dict[str, dict[str, int]], relax: Relax
-                 ) -> dict[tuple[object, ...], list[Node]]:
+def node_groups(cluster: Cluster, allocatable: dict[str, dict[str, int]], relax: Relax,
+                coarse: bool = False) -> dict[tuple[object, ...], list[Node]]:
     """Nodes by what a pod's placement reads of them: the label keys pods select on (the name
-    when a pod selects by field), taints, allocatable and schedulability."""
+    when a pod selects by field), taints, allocatable and schedulability. `coarse`: not by
+    name nor hostname (the groups arrivals are aggregated over)."""
     keys: set[str] = set()
     by_name = False
     for kind in cluster.types if not relax.placement else ():
@@ -248,6 +253,9 @@ def node_groups(cluster: Cluster, allocatable: dict[str, dict[str, int]], relax:
         for term in required.node_selector_terms if required is not None else ():
             keys.update(r.key for r in term.match_expressions)
             by_name = by_name or bool(term.match_fields)
+    if coarse:
+        keys.discard(HOSTNAME)
+        by_name = False
     groups: dict[tuple[object, ...], list[Node]] = {}
     for node in cluster.nodes:
         labels = node.metadata.labels

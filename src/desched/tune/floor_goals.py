@@ -11,7 +11,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from desched.tune.floor_cluster import Cluster, PodType
-from desched.tune.floor_model import Built, Terms, add, node_terms
+from desched.tune.floor_model import Built, Terms, add, node_terms, pooled_terms
 from desched.tune.goals import EPSILON, Goal
 from desched.tune.milp import INF
 
@@ -45,6 +45,28 @@ def _at_least(percent: float, cap: int, strict: bool) -> int:
     if strict:
         return math.floor(Fraction(percent) * cap / 100) + 1
     return math.ceil((Fraction(percent) - _EPS) * cap / 100)
+
+
+def individual_nodes(cluster: Cluster, goals: list[Goal]) -> set[str]:
+    """The nodes a goal caps that are above its cap now: with aggregated arrivals these keep
+    their leaving pods counted apart (a rule of their own binds them); the others' are pooled
+    per group, which only their group's sums read."""
+    out: set[str] = set()
+    for goal in goals:
+        if not ((goal.stat == "max" and goal.op in ("<=", "<", "=="))
+                or (goal.stat == "over" and goal.op in ("<=", "<"))):
+            continue
+        now, _, caps = series_amounts(cluster, goal)
+        strict = goal.op == "<"
+        for n, amount in now.items():
+            cap = caps[n]
+            if cap <= 0:
+                continue
+            level = (_at_most(goal.bound, cap, strict) if goal.stat == "max"
+                     else _at_most(goal.level, cap, False))
+            if amount > level:
+                out.add(n)
+    return out
 
 
 def goal_rows(cluster: Cluster, built: Built, goal: Goal, exact: bool) -> None:
@@ -230,7 +252,7 @@ def _goal_relaxed(cluster: Cluster, built: Built, goal: Goal, now: dict[str, int
     if stat == "mean":
         terms: Terms = {}
         constant = 0.0
-        for members, arrivals in built.groups:
+        for index, (members, arrivals) in enumerate(built.groups):
             seen = [m for m in members if m.name in caps_ok]
             if seen and len(seen) < len([m for m in members if m.name in now]):
                 built.notes.append(f"{goal.text}: left out (a relaxation)")
@@ -246,6 +268,8 @@ def _goal_relaxed(cluster: Cluster, built: Built, goal: Goal, now: dict[str, int
                 scale = 100.0 / caps_ok[seen[0].name] / len(now)
                 for kind, column in arrivals:
                     add(terms, column, amount(kind) * scale)
+                for column, coef in pooled_terms(built, index, amount).items():
+                    add(terms, column, coef * scale)
             elif seen:
                 built.notes.append(f"{goal.text}: left out (a relaxation)")
                 return
@@ -260,7 +284,7 @@ def _goal_relaxed(cluster: Cluster, built: Built, goal: Goal, now: dict[str, int
         return
     strict = op in ("<", ">")
     flags: Terms = {}
-    for members, arrivals in built.groups:
+    for index, (members, arrivals) in enumerate(built.groups):
         limit_sum = 0
         group: Terms = {}
         constant = 0
@@ -294,6 +318,8 @@ def _goal_relaxed(cluster: Cluster, built: Built, goal: Goal, now: dict[str, int
         if len(seen) == len(members):
             for kind, column in arrivals:
                 add(group, column, amount(kind))
+            for column, coef in pooled_terms(built, index, amount).items():
+                add(group, column, coef)
         if cap_rule:
             model.row(group, upper=limit_sum - constant, family="goal")
         elif len(seen) == len(members):
@@ -316,7 +342,7 @@ def _std_relaxed(cluster: Cluster, built: Built, goal: Goal, now: dict[str, int]
     centre = model.var(-INF, INF, integer=False)
     spread: Terms = {}
     b = goal.bound
-    for members, arrivals in built.groups:
+    for index, (members, arrivals) in enumerate(built.groups):
         seen = [m for m in members if m.name in now]
         if not seen or caps[seen[0].name] <= 0:
             continue
@@ -331,6 +357,8 @@ def _std_relaxed(cluster: Cluster, built: Built, goal: Goal, now: dict[str, int]
         if size == len(members):
             for kind, column in arrivals:
                 add(mean_terms, column, amount(kind))
+            for column, coef in pooled_terms(built, index, amount).items():
+                add(mean_terms, column, coef)
         square = model.var(0, INF, integer=False)
         spread[square] = 1.0
         for point in sorted({p * b for p in _TANGENTS} | {-p * b for p in _TANGENTS} | {100.0}):

@@ -3,14 +3,12 @@ the moves as terms of the model's columns, capacity and required anti-affinity."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from desched.model.node import Node
-from desched.tune.floor_cluster import Cluster, PodType
+from desched.tune.floor_cluster import HOSTNAME, Cluster, PodType
 from desched.tune.milp import Model
-
-HOSTNAME = "kubernetes.io/hostname"
 
 Terms = dict[int, float]
 
@@ -22,11 +20,13 @@ def add(terms: Terms, column: int, coef: float) -> None:
 @dataclass
 class Built:
     model: Model
-    # node -> (terms, constant) of each resource's amount after the moves, for exact nodes.
+    # node -> the columns of the pods of each type leaving it.
     out: dict[str, list[tuple[PodType, int]]] = field(default_factory=dict)
     arrive: dict[str, list[tuple[PodType, int]]] = field(default_factory=dict)
     # aggregated: group id -> (its nodes, arrivals into it)
     groups: list[tuple[list[Node], list[tuple[PodType, int]]]] = field(default_factory=list)
+    # aggregated: group id -> what leaves its pooled nodes, per type
+    pooled: dict[int, list[tuple[PodType, int]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -43,9 +43,22 @@ def node_terms(built: Built, name: str, amount: Callable[[PodType], int]) -> Ter
     return terms
 
 
-def group_terms(built: Built, members: Iterable[Node], arrivals: list[tuple[PodType, int]],
-                 amount: Callable[[PodType], int]) -> Terms:
+def pooled_terms(built: Built, index: int, amount: Callable[[PodType], int]) -> Terms:
+    """What leaves the group's pooled nodes (the ones no rule of their own binds), counted
+    together."""
     terms: Terms = {}
+    for kind, column in built.pooled.get(index, ()):
+        a = amount(kind)
+        if a:
+            add(terms, column, -a)
+    return terms
+
+
+def group_terms(built: Built, index: int, amount: Callable[[PodType], int]) -> Terms:
+    """A group's amount after the moves, less its amount now: every member's leaving pods
+    and the arrivals into it."""
+    members, arrivals = built.groups[index]
+    terms = pooled_terms(built, index, amount)
     for node in members:
         terms.update(node_terms(built, node.name, amount))
     for kind, column in arrivals:
@@ -85,21 +98,14 @@ def capacity(cluster: Cluster, built: Built, allocatable: dict[str, dict[str, in
                 terms[landing] = high + have - cap
                 model.row(terms, upper=high, family="capacity")
         else:
-            for members, into in built.groups:
+            for index, (members, into) in enumerate(built.groups):
                 if not any(amount(k) for k, _ in into):
                     continue
-                room = 0
-                terms = group_terms(built, members, into, amount)
-                for node in members:
-                    have = cluster.load[node.name].get(resource, 0)
-                    cap = allocatable[node.name].get(resource, 0)
-                    if have <= cap:
-                        room += cap - have
-                    else:
-                        # Over already: at most what leaves it can come back (relaxed).
-                        for column, coef in node_terms(built, node.name, amount).items():
-                            terms[column] = terms.get(column, 0.0) - coef
-                model.row(terms, upper=room, family="capacity")
+                # A member over its allocatable already takes at most what leaves it: its
+                # room is left out, what leaves it stays in (a relaxation).
+                room = sum(max(0, allocatable[n.name].get(resource, 0)
+                               - cluster.load[n.name].get(resource, 0)) for n in members)
+                model.row(group_terms(built, index, amount), upper=room, family="capacity")
 
 
 def anti_affinity(cluster: Cluster, built: Built) -> None:
