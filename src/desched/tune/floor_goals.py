@@ -13,7 +13,7 @@ from fractions import Fraction
 from desched.tune.floor_cluster import Cluster, PodType
 from desched.tune.floor_model import Built, Terms, add, node_terms, pooled_terms
 from desched.tune.goals import EPSILON, Goal
-from desched.tune.milp import INF
+from desched.tune.milp import INF, Model
 
 REQUESTS = {"cpu requests": "cpu", "memory requests": "memory", "pods": "pods"}
 USAGE = {"cpu usage": "cpu", "memory usage": "memory"}
@@ -228,15 +228,26 @@ def _std(built: Built, names: list[str], exprs: dict[str, Terms], now: dict[str,
     for n in names:
         cap = caps[n]
         scale = 100.0 / cap if cap > 0 else 0.0
+        value = _percent_of(model, exprs[n], scale, scale * now[n])
         square = model.var(0, INF, integer=False)
         spread[square] = 1.0
         for point in sorted({p * b for p in _TANGENTS} | {-p * b for p in _TANGENTS} | {100.0}):
-            # square >= 2a (v - c) - a², v = scale * (now + expr)
-            terms: Terms = {square: 1.0, centre: 2 * point}
-            for column, coef in exprs[n].items():
-                add(terms, column, -2 * point * scale * coef)
-            model.row(terms, lower=2 * point * scale * now[n] - point * point, family="std")
+            # square >= 2a (v - c) - a²
+            model.row({square: 1.0, centre: 2 * point, value: -2 * point},
+                      lower=-point * point, family="std")
     model.row(spread, upper=len(names) * b * b + EPSILON, family="goal")
+
+
+def _percent_of(model: Model, expr: Terms, scale: float, constant: float) -> int:
+    """A continuous column equal to constant + scale * expr (a node's or group's percent): the
+    tangent rows name it instead of repeating the expression, which at 5,000 nodes made
+    millions of terms (docs/tune.md)."""
+    value = model.var(-INF, INF, integer=False)
+    terms: Terms = {value: 1.0}
+    for column, coef in expr.items():
+        add(terms, column, -scale * coef)
+    model.row(terms, lower=constant, upper=constant, family="std")
+    return value
 
 
 def _goal_relaxed(cluster: Cluster, built: Built, goal: Goal, now: dict[str, int],
@@ -359,15 +370,13 @@ def _std_relaxed(cluster: Cluster, built: Built, goal: Goal, now: dict[str, int]
                 add(mean_terms, column, amount(kind))
             for column, coef in pooled_terms(built, index, amount).items():
                 add(mean_terms, column, coef)
+        mean = _percent_of(model, mean_terms, scale, scale * constant)
         square = model.var(0, INF, integer=False)
         spread[square] = 1.0
         for point in sorted({p * b for p in _TANGENTS} | {-p * b for p in _TANGENTS} | {100.0}):
             # square >= size (2a (mean - c) - a²)
-            terms: Terms = {square: 1.0, centre: 2 * point * size}
-            for column, coef in mean_terms.items():
-                add(terms, column, -2 * point * size * scale * coef)
-            model.row(terms, lower=size * (2 * point * scale * constant - point * point),
-                      family="std")
+            model.row({square: 1.0, centre: 2 * point * size, mean: -2 * point * size},
+                      lower=-size * point * point, family="std")
     model.row(spread, upper=len(now) * b * b + EPSILON, family="goal")
 
 
