@@ -13,7 +13,9 @@ import pytest
 
 from desched.simulate.simulation import Simulation
 from desched.tune.evaluate import measure
+from desched.tune.floor import Floor
 from desched.tune.goals import parse_goals
+from desched.tune.output import floor_line
 from desched.tune.tuner import Settings, Tuner
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugins" / "LowNodeUtilization"
@@ -93,6 +95,15 @@ def test_cli_json_and_stdin_policy() -> None:
     assert out["recommended"]["values"]["LowNodeUtilization.targetThresholds.cpu"] == 55
     assert out["yourPolicy"]["evictions"] == 3
     assert "cpu: 55" in out["policyFile"]
+    assert out["now"] == [{"goal": GOAL, "figure": 80.0, "met": False}]  # worker-1: 3200m of 4
+
+
+def test_a_floor_of_no_moves_is_empty_when_the_cluster_misses_the_goals() -> None:
+    relaxed = Floor(0, 0, "optimal", None, "HiGHS", 1.0, "relaxation (a lower bound)")
+    assert floor_line(relaxed, None, met_now=True).startswith("floor: 0 pod moves (optimal")
+    empty = floor_line(relaxed, None, met_now=False)
+    assert empty.startswith("floor: no useful bound (optimal; HiGHS, relaxation")
+    assert empty.endswith("so all it says is at least 1")
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -186,8 +186,10 @@ def _floor_at(result: TuneResult) -> int | None:
     lowest = result.floor
     if lowest is None or lowest.status in ("infeasible", "not modelled"):
         return None
-    return (lowest.moves if lowest.status == "optimal" and lowest.moves is not None
-            else lowest.bound)
+    at = (lowest.moves if lowest.status == "optimal" and lowest.moves is not None
+          else lowest.bound)
+    # 0 moves while the cluster as it is misses the goals: an empty bound, not drawn.
+    return None if at == 0 and not result.met_now else at
 
 
 def _plot(result: TuneResult, index: int, goal: Goal, candidates: list[Candidate],
@@ -255,7 +257,8 @@ def _plot(result: TuneResult, index: int, goal: Goal, candidates: list[Candidate
         label = (f"floor: {floor_at} move(s), a bound" if lowest.status == "optimal"
                  else f"floor: at least {floor_at} move(s), a bound")
         anchor, dx = ("start", 4) if fx < left + plot_w - 150 else ("end", -4)
-        parts.append(f'<g class="floor"><title>{_e(floor_line(lowest, best))}</title>'
+        title = _e(floor_line(lowest, best, result.met_now))
+        parts.append(f'<g class="floor"><title>{title}</title>'
                      f'<line x1="{fx:.1f}" y1="{top}" x2="{fx:.1f}" y2="{top + plot_h}" '
                      f'stroke="{_FLOOR}" stroke-width="1.5" stroke-dasharray="2 3"/>'
                      f'<text x="{fx + dx:.1f}" y="{top + 11}" font-size="{_FONT}" '
@@ -382,7 +385,7 @@ def _balance_table(result: TuneResult, best: Measured) -> str:
 def _recommendation(result: TuneResult) -> str:
     best = result.recommended
     lowest = ("" if result.floor is None
-              else f'<p id="floor">{_e(floor_line(result.floor, best))}</p>')
+              else f'<p id="floor">{_e(floor_line(result.floor, best, result.met_now))}</p>')
     if best is None or best.measured is None:
         return (f'<div class="warn" id="unreachable"><b>No candidate meets the goals:</b> '
                 f'{_e(result.unreachable or "")}</div>{lowest}')

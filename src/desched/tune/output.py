@@ -67,13 +67,18 @@ def balance_line(after: list[Balance]) -> str:
     return "; ".join(f"{b.series} max {b.max:.1f}% std {b.std:.1f}" for b in after)
 
 
-def floor_line(lowest: Floor, best: Candidate | None) -> str:
+def floor_line(lowest: Floor, best: Candidate | None, met_now: bool = False) -> str:
+    """`met_now`: the cluster as it is meets the goals (else a floor of 0 moves is empty)."""
     head = {"optimal": "", "time limit": "at least "}.get(lowest.status, "")
     if lowest.status == "infeasible":
         return f"floor: no set of pod moves meets the goals ({lowest.reason})"
     if lowest.status == "not modelled":
         return f"floor: not computed ({lowest.reason})"
     moves = lowest.bound if lowest.status != "optimal" or lowest.moves is None else lowest.moves
+    if moves == 0 and not met_now:
+        return (f"floor: no useful bound ({lowest.status}; {lowest.solver}, {lowest.model}, "
+                f"{lowest.seconds:.1f} s): it proves 0 moves, and the cluster as it is misses "
+                f"the goals, so all it says is at least 1")
     how = (f"{lowest.status}; {lowest.solver}, {lowest.model}, {lowest.seconds:.1f} s"
            + (f"; best found {lowest.moves}" if lowest.status == "time limit"
               and lowest.moves is not None else ""))
@@ -105,6 +110,10 @@ def render_text(result: TuneResult) -> str:
              "goals: " + "; ".join(g.text for g in result.goals)
              + (f"; at most {s.max_evictions} evictions a cycle"
                 if s.max_evictions is not None else ""),
+             "the cluster now: " + "; ".join(
+                 f"{figure_name(g)} {'not measured' if v is None else g.shown(v)}"
+                 for g, v in zip(result.goals, result.now, strict=True))
+             + (" — meets the goals" if result.met_now else " — misses the goals"),
              "varied: " + "; ".join(knob_text(k) for k in result.knobs)]
     lines.append(f"searched: {search_text(result)}")
     lines.append("")
@@ -122,7 +131,7 @@ def render_text(result: TuneResult) -> str:
     else:
         lines.append(f"no candidate meets the goals: {result.unreachable}")
     if result.floor is not None:
-        lines.append(floor_line(result.floor, best))
+        lines.append(floor_line(result.floor, best, result.met_now))
     if result.front:
         lines.append("")
         lines.append("Pareto front (no other candidate has fewer evictions and better figures):")
@@ -203,6 +212,8 @@ def to_json_obj(result: TuneResult) -> dict[str, Any]:
         "cycles": s.cycles, "reschedule": s.reschedule, "scheduler": s.scheduler,
         "schedulerConfig": s.scheduler_config_path, "outcomes": 1,
         "goals": [g.text for g in result.goals], "maxEvictions": s.max_evictions,
+        "now": [{"goal": g.text, "figure": v, "met": v is not None and g.met(v)}
+                for g, v in zip(result.goals, result.now, strict=True)],
         "knobs": [{"knob": k.text, "low": k.low, "high": k.high, "step": k.step}
                   for k in result.knobs],
         "search": {"grid": result.found.grid, "ran": len(result.found.candidates),

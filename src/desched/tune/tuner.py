@@ -78,6 +78,7 @@ class TuneResult:
     knobs: list[Knob]
     baseline: Measured  # the user's policy as it is
     baseline_values: tuple[Value | None, ...]  # its value of each knob (None: unset)
+    now: tuple[float | None, ...]  # each goal's figure on the cluster as it is, before any move
     found: Search
     front: list[Candidate]
     contrasts: list[Contrast]
@@ -86,6 +87,11 @@ class TuneResult:
     seconds: float  # the search's wall time
     unreachable: str | None = None  # why no candidate meets the goals
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def met_now(self) -> bool:
+        """The cluster as it is meets every goal: no move is needed."""
+        return all(v is not None and g.met(v) for g, v in zip(self.goals, self.now, strict=True))
 
     @property
     def recommended(self) -> Candidate | None:
@@ -117,6 +123,7 @@ class Tuner:
         snapshot = self.simulation.snapshot
         now = self.simulation.clock.now
         before = take_frame(snapshot, "before", now, MeasuredUsage(snapshot, now))
+        self.now = tuple(goal.figure(before) for goal in goals)
         self.knobs = (parse_varies(vary, self.policy) if vary
                       else _for_goals(default_knobs(self.policy, before), goals))
         if not self.knobs:
@@ -203,7 +210,7 @@ class Tuner:
         result = TuneResult(
             self.label, self.simulation.snapshot_paths, len(snapshot.nodes), len(snapshot.pods),
             f"{self.simulation.clock.now.isoformat()} ({self.simulation.clock.source})",
-            settings, self.goals, self.knobs, baseline, current, found,
+            settings, self.goals, self.knobs, baseline, current, self.now, found,
             pareto(found.valid, self.goals,
                    rank(self.goals, settings.max_evictions, found.start)),
             contrasts(found, self.goals, settings.max_evictions),
