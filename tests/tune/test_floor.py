@@ -8,6 +8,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -201,6 +202,14 @@ def test_moves_for_a_hot_node() -> None:
     found = floor(_hot([], _pods()), policy(), GOAL, cycles=1, now=NOW, time_limit=10)
     assert (found.status, found.moves, found.bound) == ("optimal", 2, 2)
     assert found.solver.startswith("HiGHS")
+
+
+def test_without_highs_the_floor_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The image `desched run` ships in leaves the tune extra out.
+    monkeypatch.setattr(floor_module, "available", lambda: False)
+    found = floor(_hot([], _pods()), policy(), GOAL, cycles=1, now=NOW, time_limit=10)
+    assert (found.status, found.moves, found.solver) == ("not modelled", None, "HiGHS")
+    assert found.reason is not None and "pip install 'desched[tune]'" in found.reason
 
 
 def test_a_budget_that_allows_too_few_disruptions_is_named() -> None:

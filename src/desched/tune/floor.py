@@ -34,9 +34,15 @@ from desched.tune.floor_cluster import Cluster, Relax, node_groups, places, read
 from desched.tune.floor_goals import REQUESTS, USAGE, goal_rows, individual_nodes
 from desched.tune.floor_model import Built, Terms, anti_affinity, capacity
 from desched.tune.goals import Goal
-from desched.tune.milp import Model, solve
+from desched.tune.milp import Model, available, solve
 
-SOLVER = f"HiGHS {version('highspy')}"
+SOLVER = "HiGHS"
+_MISSING = ("the floor needs HiGHS, in desched's tune extra: pip install 'desched[tune]' (the "
+            "image `desched run` ships in leaves it out)")
+
+
+def solver_name() -> str:
+    return f"HiGHS {version('highspy')}"
 # Arrival counts per (pod type, node) above which destinations are aggregated (a relaxation).
 EXACT_COLUMNS = 200_000
 
@@ -57,9 +63,11 @@ def floor(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal], *, cycle
           now: datetime, time_limit: float) -> Floor:
     """The fewest pod moves that meet every goal; the snapshot is not modified."""
     started = time.monotonic()
+    if not available():
+        return Floor(None, 0, "not modelled", _MISSING, SOLVER, 0.0, "")
     unmodelled = _unmodelled(snapshot, goals, now)
     if unmodelled is not None:
-        return Floor(None, 0, "not modelled", unmodelled, SOLVER, 0.0, "")
+        return Floor(None, 0, "not modelled", unmodelled, solver_name(), 0.0, "")
     usage = any(g.usage for g in goals)
     cluster = read_cluster(snapshot, policy, goals, cycles, now, usage, Relax())
     model, text = build(cluster, goals, Relax())
@@ -67,12 +75,14 @@ def floor(snapshot: ClusterSnapshot, policy: Policy, goals: list[Goal], *, cycle
     if solution.status == "infeasible":
         reason = _why_infeasible(snapshot, policy, goals, cycles, now, usage,
                                  started + time_limit)
-        return Floor(None, 0, "infeasible", reason, SOLVER, time.monotonic() - started, text)
+        return Floor(None, 0, "infeasible", reason, solver_name(), time.monotonic() - started,
+                     text)
     moves = round(solution.objective) if solution.objective is not None else None
     bound = max(0, math.ceil(solution.bound - 1e-6))
     if solution.status == "optimal" and moves is not None:
         bound = moves
-    return Floor(moves, bound, solution.status, None, SOLVER, time.monotonic() - started, text)
+    return Floor(moves, bound, solution.status, None, solver_name(), time.monotonic() - started,
+                 text)
 
 
 def _unmodelled(snapshot: ClusterSnapshot, goals: list[Goal], now: datetime) -> str | None:

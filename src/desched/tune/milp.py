@@ -7,15 +7,17 @@ solver (bench/floor_solvers.py). HiGHS was chosen by measurement: see docs/tune.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import sys
 import time
 from array import array
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import highspy
-import numpy as np
+if TYPE_CHECKING:
+    import highspy
 
 INF = math.inf
 # Columns above which HiGHS runs without presolve.
@@ -107,9 +109,17 @@ class Solution:
 _BANNER_SHOWN = [False]
 
 
+def available() -> bool:
+    """HiGHS is installed: the `tune` extra (`pip install 'desched[tune]'`), left out of the
+    image `desched run` ships in (docs/tune.md)."""
+    return importlib.util.find_spec("highspy") is not None
+
+
 def _highs() -> highspy.Highs:
     """A HiGHS instance; the first one made in a process prints a banner to file descriptor 1,
     which a `-o json` reader must not get: sent to /dev/null."""
+    import highspy
+
     if _BANNER_SHOWN[0]:
         return highspy.Highs()  # type: ignore[no-untyped-call]
     sys.stdout.flush()
@@ -128,6 +138,9 @@ def _highs() -> highspy.Highs:
 def solve(model: Model, time_limit: float, continuous: bool = False) -> Solution:
     """Minimize the model's cost with HiGHS within `time_limit` seconds; `continuous`: its
     linear relaxation (integrality left out)."""
+    import highspy
+    import numpy as np
+
     started = time.monotonic()
     if not model.columns:
         # Nothing can move: the rows are constants, met or not (HiGHS calls this model empty).
