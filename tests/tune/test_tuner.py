@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from desched.simulate.simulation import Simulation
 from desched.tune.evaluate import measure
@@ -114,3 +115,16 @@ def test_bad_flags_are_one_line(args: list[str], message: str) -> None:
     proc = desched("tune", "--policy", POLICY, "--snapshot", CLUSTER, *args)
     assert proc.returncode == 2 and message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_warnings_are_said_once_whatever_the_workers(tmp_path: Path) -> None:
+    docs = list(yaml.safe_load_all(Path(CLUSTER).read_text()))
+    docs[0]["items"] = [i for i in docs[0]["items"] if i["kind"] != "Service"]
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(docs))
+    proc = desched("tune", "--policy", POLICY, "--snapshot", str(cluster), "--goal", GOAL,
+                   "--jobs", "2", "--floor-time-limit", "10", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    warnings = proc.stderr.strip().splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith("warning: the snapshot holds no Service")
+    assert json.loads(proc.stdout)["yourPolicy"]["evictions"] == 3

@@ -261,6 +261,34 @@ class Simulation:
         # What the first run found matching nothing and warned about, told once.
         self._preflight: tuple[list[Unmatched], list[str]] | None = None
 
+    def _descheduler(self, policy: Policy, snapshot: ClusterSnapshot,
+                     executor: SimulationExecutor, clock: Clock, log: DecisionLog) -> Descheduler:
+        # Pods the snapshot shows with an eviction in background in progress count against the
+        # limits and are not evicted again, as in a run with upstream's gate on.
+        return Descheduler(policy, snapshot, executor, clock, log,
+                           moves=MoveTracker(simulated=True), queries=self.queries,
+                           background=InBackground())
+
+    def _said(self, descheduler: Descheduler,
+              model: SchedulerModel) -> tuple[list[Unmatched], list[str]]:
+        """What matches nothing and the lines warned about it: found and said by the first
+        run (or `preflight`), kept for the others."""
+        if self._preflight is None:
+            self._preflight = _preflight(descheduler, model if self.reschedule else None)
+            for line in self._preflight[1]:
+                self.warn(line)
+        return self._preflight
+
+    def preflight(self) -> None:
+        """Say now what the runs would say once before their first cycle: `tune` does, in the
+        process that holds the command's warnings, before it forks the workers that run its
+        candidates (which inherit it and say nothing again)."""
+        if self._preflight is None:
+            snapshot = self.snapshot.copy()
+            descheduler = self._descheduler(self.policy, snapshot, SimulationExecutor(snapshot),
+                                            Clock(self.clock.now), DecisionLog())
+            self._said(descheduler, scheduler_model(self.scheduler, self.scheduler_config))
+
     def outcomes(self, count: int) -> SimulationResult:
         """The run with kube-scheduler's ties broken by node name; with `reschedule` and
         frames, `count` - 1 more with them broken at random (seeds 1, 2, ...), whose last
@@ -298,16 +326,8 @@ class Simulation:
         now = self.clock.now
         executor = SimulationExecutor(snapshot)
         clock = Clock(now)
-        # Pods the snapshot shows with an eviction in background in progress count against the
-        # limits and are not evicted again, as in a run with upstream's gate on.
-        descheduler = Descheduler(policy, snapshot, executor, clock, log,
-                                  moves=MoveTracker(simulated=True), queries=self.queries,
-                                  background=InBackground())
-        if self._preflight is None:
-            self._preflight = _preflight(descheduler, model if do_reschedule else None)
-            for line in self._preflight[1]:
-                self.warn(line)
-        found, warnings = self._preflight
+        descheduler = self._descheduler(policy, snapshot, executor, clock, log)
+        found, warnings = self._said(descheduler, model)
         summaries = []
         resolver = WorkloadResolver(snapshot)
         with_frames = self.with_frames

@@ -193,13 +193,19 @@ class Tuner:
 
     def tune(self) -> TuneResult:
         started = time.monotonic()
-        baseline = self.baseline()
         current = tuple(_as_knob_value(k, current_value(self.policy, k)) for k in self.knobs)
         start = _point_of(self.knobs, current)
+        # Said here, where the command holds its warnings, before the workers are forked.
+        self.simulation.preflight()
         with _workers(self, self.settings.jobs) as self._pool:
+            # The user's policy runs in a worker too, beside the first candidates: the parent
+            # keeps only the loaded snapshot, which the workers share (bench/README.md).
+            pending = (self._pool.apply_async(_baseline_in_worker)
+                       if self._pool is not None else None)
             found = search(self.knobs, self.run_points, self.goals,
                            max_evictions=self.settings.max_evictions,
                            budget=self.settings.budget, start=start, check=self.check)
+            baseline = pending.get() if pending is not None else self.baseline()
         self._pool = None
         seconds = time.monotonic() - started
         settings = self.settings
@@ -309,6 +315,11 @@ _ACTIVE: Tuner | None = None
 def _run_in_worker(point: Point) -> Candidate:
     assert _ACTIVE is not None
     return _ACTIVE.run_point(point)
+
+
+def _baseline_in_worker() -> Measured:
+    assert _ACTIVE is not None
+    return _ACTIVE.baseline()
 
 
 def _report_in_worker(key: Report) -> str:
