@@ -3,15 +3,14 @@ extended by FakeApiServer where the emulator lacks API-server behaviour."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import kmock
-import pytest
 import pytest_asyncio
 from fake_apiserver import Emulator, FakeApiServer
 
 from desched.live.client import ApiClient
-from usage.fake_prometheus import FakePrometheus, serve
+from usage.fake_prometheus import prometheus
 
 
 @pytest_asyncio.fixture
@@ -32,15 +31,4 @@ async def client(emulator: Emulator) -> AsyncIterator[ApiClient]:
                                     trust_env=False, timeout=5.0) as c:
         yield c
 
-
-@pytest.fixture
-def prometheus() -> Iterator[FakePrometheus]:
-    """A fake Prometheus on 127.0.0.1 (tests/usage/fake_prometheus.py), stopped after the
-    test."""
-    fake, server, thread = serve()
-    try:
-        yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+__all__ = ["prometheus"]  # the fake Prometheus, tests/usage/fake_prometheus.py

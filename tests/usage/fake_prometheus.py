@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import threading
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
 
 
 @dataclass
@@ -92,3 +94,16 @@ def serve() -> tuple[FakePrometheus, ThreadingHTTPServer, threading.Thread]:
                               daemon=True)
     thread.start()
     return fake, server, thread
+
+
+@pytest.fixture
+def prometheus() -> Iterator[FakePrometheus]:
+    """A fake Prometheus on 127.0.0.1, stopped after the test: the fixture of the usage and
+    the live tests (each conftest imports it)."""
+    fake, server, thread = serve()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
