@@ -7,7 +7,7 @@ them, so max, min, nodes over a level and mean are exact; std is cut by tangents
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 
 from desched.tune.floor_cluster import Cluster, PodType
@@ -213,29 +213,41 @@ _TANGENTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0)
 
 def _std(built: Built, names: list[str], exprs: dict[str, Terms], now: dict[str, int],
          caps: dict[str, int], goal: Goal) -> None:
+    """std <= b over every node's own percent (see _std_rows)."""
+    def percents() -> Iterator[tuple[int, int]]:
+        for n in names:
+            scale = 100.0 / caps[n] if caps[n] > 0 else 0.0
+            yield 1, _percent_of(built.model, exprs[n], scale, scale * now[n])
+    _std_rows(built, goal, "squares cut by tangents (a relaxation, a lower bound)", percents(),
+              len(names))
+
+
+def _std_rows(built: Built, goal: Goal, note: str, percents: Iterable[tuple[int, int]],
+              count: int) -> None:
     """std <= b: the variance is at most b², and the variance is the least mean square distance
-    to any centre c (the mean minimizes it), so: some c with sum (v_n - c)² <= N b². Each
-    square is bounded below by tangent lines (under-estimators): a relaxation."""
+    to any centre c (the mean minimizes it), so: some c with the sum of (v - c)² over the
+    `count` nodes <= count b². `percents` gives (nodes, column of their percent): a node, or a
+    group whose squares sum to at least its size times its mean's (convexity). Each square is
+    bounded below by tangent lines (under-estimators): a relaxation. Columns are made as
+    `percents` is drawn, after the centre's."""
     model = built.model
     if goal.op not in ("<=", "<"):
         built.notes.append(f"{goal.text}: a lower limit on std is not modelled (left out: a "
                            f"relaxation)")
         return
-    built.notes.append(f"{goal.text}: squares cut by tangents (a relaxation, a lower bound)")
+    built.notes.append(f"{goal.text}: {note}")
     centre = model.var(-INF, INF, integer=False)
     spread: Terms = {}
     b = goal.bound
-    for n in names:
-        cap = caps[n]
-        scale = 100.0 / cap if cap > 0 else 0.0
-        value = _percent_of(model, exprs[n], scale, scale * now[n])
+    points = sorted({p * b for p in _TANGENTS} | {-p * b for p in _TANGENTS} | {100.0})
+    for size, value in percents:
         square = model.var(0, INF, integer=False)
         spread[square] = 1.0
-        for point in sorted({p * b for p in _TANGENTS} | {-p * b for p in _TANGENTS} | {100.0}):
-            # square >= 2a (v - c) - a²
-            model.row({square: 1.0, centre: 2 * point, value: -2 * point},
-                      lower=-point * point, family="std")
-    model.row(spread, upper=len(names) * b * b + EPSILON, family="goal")
+        for point in points:
+            # square >= size (2a (v - c) - a²)
+            model.row({square: 1.0, centre: 2 * point * size, value: -2 * point * size},
+                      lower=-size * point * point, family="std")
+    model.row(spread, upper=count * b * b + EPSILON, family="goal")
 
 
 def _percent_of(model: Model, expr: Terms, scale: float, constant: float) -> int:
@@ -343,40 +355,27 @@ def _goal_relaxed(cluster: Cluster, built: Built, goal: Goal, now: dict[str, int
 def _std_relaxed(cluster: Cluster, built: Built, goal: Goal, now: dict[str, int],
                  amount: Callable[[PodType], int], caps: dict[str, int]) -> None:
     """std <= b over aggregated arrivals: by convexity a group's squares sum to at least its
-    size times the square of its mean distance, cut by tangents (a relaxation)."""
-    model = built.model
-    if goal.op not in ("<=", "<"):
-        built.notes.append(f"{goal.text}: a lower limit on std is not modelled (left out: a "
-                           f"relaxation)")
-        return
-    built.notes.append(f"{goal.text}: squares cut by tangents per node group (a relaxation)")
-    centre = model.var(-INF, INF, integer=False)
-    spread: Terms = {}
-    b = goal.bound
-    for index, (members, arrivals) in enumerate(built.groups):
-        seen = [m for m in members if m.name in now]
-        if not seen or caps[seen[0].name] <= 0:
-            continue
-        size = len(seen)
-        scale = 100.0 / caps[seen[0].name] / size  # the group's mean percent per unit
-        mean_terms: Terms = {}
-        constant = 0.0
-        for node in seen:
-            constant += now[node.name]
-            for column, coef in node_terms(built, node.name, amount).items():
-                add(mean_terms, column, coef)
-        if size == len(members):
-            for kind, column in arrivals:
-                add(mean_terms, column, amount(kind))
-            for column, coef in pooled_terms(built, index, amount).items():
-                add(mean_terms, column, coef)
-        mean = _percent_of(model, mean_terms, scale, scale * constant)
-        square = model.var(0, INF, integer=False)
-        spread[square] = 1.0
-        for point in sorted({p * b for p in _TANGENTS} | {-p * b for p in _TANGENTS} | {100.0}):
-            # square >= size (2a (mean - c) - a²)
-            model.row({square: 1.0, centre: 2 * point * size, mean: -2 * point * size},
-                      lower=-size * point * point, family="std")
-    model.row(spread, upper=len(now) * b * b + EPSILON, family="goal")
+    size times the square of its mean distance (see _std_rows)."""
+    def percents() -> Iterator[tuple[int, int]]:
+        for index, (members, arrivals) in enumerate(built.groups):
+            seen = [m for m in members if m.name in now]
+            if not seen or caps[seen[0].name] <= 0:
+                continue
+            size = len(seen)
+            scale = 100.0 / caps[seen[0].name] / size  # the group's mean percent per unit
+            mean_terms: Terms = {}
+            constant = 0.0
+            for node in seen:
+                constant += now[node.name]
+                for column, coef in node_terms(built, node.name, amount).items():
+                    add(mean_terms, column, coef)
+            if size == len(members):
+                for kind, column in arrivals:
+                    add(mean_terms, column, amount(kind))
+                for column, coef in pooled_terms(built, index, amount).items():
+                    add(mean_terms, column, coef)
+            yield size, _percent_of(built.model, mean_terms, scale, scale * constant)
+    _std_rows(built, goal, "squares cut by tangents per node group (a relaxation)", percents(),
+              len(now))
 
 
