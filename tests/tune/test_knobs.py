@@ -311,12 +311,15 @@ def test_knobs_are_hashable_keys() -> None:
 
 
 def test_current_is_the_loaded_policys_value() -> None:
-    doc, policy = load(POOLS)
+    _, policy = load(POOLS)
     knobs = [parse_vary(t, policy) for t in (
         "LowNodeLoad.nodePools.batch.lowThresholds.cpu=10:30", "LowNodeLoad.numberOfNodes=0:3",
         "maxNoOfPodsToEvictPerNode=1:3", "LowNodeLoad.useDeviationThresholds=false:true")]
-    assert [k.current(doc, policy) for k in knobs] == [20, None, None, None]  # inherited, unset
+    assert [current(policy, k) for k in knobs] == [20, None, None, None]  # inherited, unset
     _, lnu = load(LNU.read_text())
-    assert parse_vary("LowNodeUtilization.numberOfNodes=0:3", lnu).current({}, lnu) == 0
+    assert current(lnu, parse_vary("LowNodeUtilization.numberOfNodes=0:3", lnu)) == 0
     flag = parse_vary("LowNodeUtilization.useDeviationThresholds=false:true", lnu)
-    assert flag.current({}, lnu) is False
+    assert current(lnu, flag) is False
+    # Written as the knob writes its own values: 50, not the 50.0 the args hold.
+    high = current(lnu, parse_vary("LowNodeUtilization.targetThresholds.cpu=50:80:5", lnu))
+    assert high == 50 and isinstance(high, int)

@@ -24,10 +24,9 @@ from desched.tune.output import (
     scheduler_text,
     search_text,
     short_names,
-    shown,
 )
 from desched.tune.search import Candidate, churn_text, meets, rank
-from desched.tune.tuner import BASELINE, Report, TuneResult, values_text
+from desched.tune.tuner import BASELINE, Report, TuneResult, shown, values_text
 
 # What a point is, by its glyph and colour (the legend names both): colour alone tells none.
 _KINDS = {

@@ -75,13 +75,6 @@ class Knob:
     def boolean(self) -> bool:
         return isinstance(self.low, bool)
 
-    def current(self, document: Mapping[str, Any], policy: Policy) -> Value | None:
-        """The knob's value in the user's policy (None: unset), as loaded from `document`:
-        the loaded policy holds it defaulted (numberOfNodes 0) and inherited (a pool's
-        thresholds from the top level), so `document` itself need not be read."""
-        del document
-        return current(policy, self)
-
     def values(self) -> list[Value]:
         if self.boolean:
             return sorted({bool(self.low), bool(self.high)})
@@ -321,7 +314,10 @@ def _shown(value: float | None) -> str:
 
 
 def current(policy: Policy, knob: Knob) -> Value | None:
-    """The knob's value in `policy` (its first profile with the plugin); None when unset."""
+    """The knob's value in `policy` (its first profile with the plugin), written as the knob
+    writes its own (40, not the 40.0 the args hold, on a whole-number knob); None when unset.
+    The loaded policy holds it defaulted (numberOfNodes 0) and inherited (a pool's thresholds
+    from the top level)."""
     if not knob.plugin:
         limit = getattr(policy.limits, _LIMIT_ATTRS[knob.path[0]])
         return limit if isinstance(limit, int) else None
@@ -331,7 +327,10 @@ def current(policy: Policy, knob: Knob) -> Value | None:
                         list(knob.path))
     except InputError:  # a map key or pool another policy has
         return None
-    return leaf.current
+    value = leaf.current
+    if isinstance(value, float) and knob.integer and value.is_integer():
+        return int(value)
+    return value
 
 
 # -- defaults from the snapshot's spread ---------------------------------------------------------

@@ -11,7 +11,7 @@ from desched.tune.evaluate import Measured
 from desched.tune.floor import Floor
 from desched.tune.goals import Goal
 from desched.tune.search import Candidate, churn_text
-from desched.tune.tuner import Settings, TuneResult, values_text
+from desched.tune.tuner import Settings, TuneResult, shown, values_text
 
 ASSUMES = ("Figures are simulate's, on one snapshot time: evicted pods replaced by the scheduler "
            "model named above with its scheduler configuration, kube-scheduler's random ties "
@@ -163,14 +163,6 @@ def short_names(result: TuneResult) -> list[str]:
 
 def knob_text(knob: Any) -> str:
     return f"{knob.text} {shown(knob.low)}..{shown(knob.high)} step {shown(knob.step)}"
-
-
-def shown(value: Any) -> str:
-    if value is None:
-        return "unset"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _measured_json(result: TuneResult, m: Measured) -> dict[str, Any]:

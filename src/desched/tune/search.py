@@ -21,8 +21,8 @@ from typing import Protocol
 
 from desched.tune.evaluate import Measured
 from desched.tune.goals import Goal
+from desched.tune.knobs import Value
 
-Value = float | int | bool
 Point = tuple[int, ...]  # one value index per knob
 
 

@@ -26,14 +26,13 @@ from desched.snapshot.loader import Warn
 from desched.tune.evaluate import Measured, measure
 from desched.tune.floor import Floor, floor
 from desched.tune.goals import Goal
-from desched.tune.knobs import Knob, candidate, default_knobs, parse_varies
+from desched.tune.knobs import Knob, Value, candidate, default_knobs, parse_varies
 from desched.tune.knobs import current as current_value
 from desched.tune.search import (
     Candidate,
     Contrast,
     Point,
     Search,
-    Value,
     contrasts,
     meets,
     pareto,
@@ -193,7 +192,7 @@ class Tuner:
 
     def tune(self) -> TuneResult:
         started = time.monotonic()
-        current = tuple(_as_knob_value(k, current_value(self.policy, k)) for k in self.knobs)
+        current = tuple(current_value(self.policy, k) for k in self.knobs)
         start = _point_of(self.knobs, current)
         # Said here, where the command holds its warnings, before the workers are forked.
         self.simulation.preflight()
@@ -248,14 +247,6 @@ def _read_policy(path: str) -> str:
                          f'failed to read policy config file "{path}": {detail}') from None
 
 
-def _as_knob_value(knob: Knob, value: Value | None) -> Value | None:
-    """The policy's value as the knob's own are written: 40, not 40.0, on a whole-number knob."""
-    if (knob.integer and isinstance(value, float) and not isinstance(value, bool)
-            and value.is_integer()):
-        return int(value)
-    return value
-
-
 def _point_of(knobs: list[Knob], values: tuple[Value | None, ...]) -> Point | None:
     point = []
     for knob, value in zip(knobs, values, strict=True):
@@ -295,10 +286,11 @@ def unreachable(result: TuneResult) -> str:
 
 
 def values_text(knobs: list[Knob], values: tuple[Value | None, ...]) -> str:
-    return ", ".join(f"{k.text}={_shown(v)}" for k, v in zip(knobs, values, strict=True))
+    return ", ".join(f"{k.text}={shown(v)}" for k, v in zip(knobs, values, strict=True))
 
 
-def _shown(value: Value | None) -> str:
+def shown(value: Value | None) -> str:
+    """A knob's value as the reports write it: 55, 0.5, true, unset."""
     if value is None:
         return "unset"
     if isinstance(value, bool):
