@@ -139,18 +139,22 @@ def parse_policy(path: str, data: bytes, plugins: Plugins) -> Policy:
     return policy_from_document(path, _parse(path, text), plugins)
 
 
-def load_policy(path: str, plugins: Plugins) -> Policy:
-    """The policy in file `path` (`-`: standard input)."""
+def read_policy(path: str) -> tuple[str, str]:
+    """The name errors give file `path` (`-`: standard input, "<stdin>") and its text."""
     if path == STDIN:
         try:
-            text = sys.stdin.buffer.read().decode("utf-8")
+            return "<stdin>", sys.stdin.buffer.read().decode("utf-8")
         except (OSError, UnicodeDecodeError) as err:
             raise InputError("<stdin>", f"failed to read policy config: {err}") from None
-        return policy_from_document("<stdin>", _parse("<stdin>", text), plugins)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return path, Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise InputError("", f"failed to read policy config file {path!r}: {detail}"
                          .replace(f"'{path}'", f'"{path}"')) from None
-    return policy_from_document(path, _parse(path, text), plugins)
+
+
+def load_policy(path: str, plugins: Plugins) -> Policy:
+    """The policy in file `path` (`-`: standard input)."""
+    label, text = read_policy(path)
+    return policy_from_document(label, _parse(label, text), plugins)

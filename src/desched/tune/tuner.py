@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 from desched.decoding.document import one_document
 from desched.errors import InputError, warn
 from desched.framework.policy import Policy
-from desched.policy_files.loader import STDIN
+from desched.policy_files.loader import read_policy
 from desched.scheduler.model import KUBE_DEFAULT
 from desched.scheduler.profile import DEFAULT_CONFIG, SchedulerConfig
 from desched.simulate.frames import MeasuredUsage, take_frame
@@ -107,9 +105,8 @@ class Tuner:
                  vary: list[str], settings: Settings, warn: Warn = warn) -> None:
         self.settings = settings
         self.goals = goals
-        label = "<stdin>" if policy_path == STDIN else policy_path
+        label, self.text = read_policy(policy_path)
         self.label = label
-        self.text = _read_policy(policy_path)
         self.simulation = Simulation(
             label, snapshot_paths, settings.now, cycles=settings.cycles,
             reschedule=settings.reschedule, scheduler=settings.scheduler,
@@ -235,16 +232,6 @@ def _for_goals(knobs: list[Knob], goals: list[Goal]) -> list[Knob]:
     resources = {g.resource for g in goals}
     mine = [k for k in knobs if k.path and k.path[-1] in resources]
     return mine or knobs
-
-
-def _read_policy(path: str) -> str:
-    try:
-        data = sys.stdin.buffer.read() if path == STDIN else Path(path).read_bytes()
-        return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise InputError("" if path != STDIN else "<stdin>",
-                         f'failed to read policy config file "{path}": {detail}') from None
 
 
 def _point_of(knobs: list[Knob], values: tuple[Value | None, ...]) -> Point | None:
