@@ -162,7 +162,8 @@ document.body.dataset.ready = '1';
 """
 
 
-def _e(text: object) -> str:
+def esc(text: object) -> str:
+    """`text` as HTML text (quotes escaped too, so it is safe in an attribute)."""
     return html.escape(str(text))
 
 
@@ -258,16 +259,16 @@ def _threshold(mark: _Mark, x: float, top: float, row: int, anchor: str,
                     for y0, y1 in lines)
     dx = -3 if anchor == "end" else 3
     t = mark.threshold
-    return (f'<g class="threshold" data-role="{t.role}"><title>{_e(t.plugin)} {_e(t.arg)}'
-            f'{_e(" (node pool " + t.pool + ")") if t.pool else ""}: {t.percent:g}%</title>'
+    return (f'<g class="threshold" data-role="{t.role}"><title>{esc(t.plugin)} {esc(t.arg)}'
+            f'{esc(" (node pool " + t.pool + ")") if t.pool else ""}: {t.percent:g}%</title>'
             f'{drawn}<text x="{x + dx:.1f}" y="{label_y:.1f}" font-size="{_FONT}" '
-            f'fill="{color}" text-anchor="{anchor}">{_e(mark.label)}</text></g>')
+            f'fill="{color}" text-anchor="{anchor}">{esc(mark.label)}</text></g>')
 
 
 def _figure(series: str, width: int, height: int, body: str, caption: str) -> str:
     return (f'<figure style="max-width:{width}px"><svg width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" '
-            f'role="img" aria-label="{_e(series)}" font-family="system-ui,sans-serif">{body}'
+            f'role="img" aria-label="{esc(series)}" font-family="system-ui,sans-serif">{body}'
             f'</svg><figcaption>{caption}</figcaption></figure>')
 
 
@@ -312,7 +313,7 @@ def _histogram(series: str, before: list[float], after: list[float], marks: list
             h = max(plot_h * n / peak, 2.0 if n else 0.0)  # one node of 5,000 stays visible
             w = (band - 4) / 2
             parts.append(f'<rect x="{left + i * band + 2 + j * w:.1f}" y="{top + plot_h - h:.1f}" '
-                         f'width="{w:.1f}" height="{h:.1f}" fill="{color}"><title>{_e(names[j])}'
+                         f'width="{w:.1f}" height="{h:.1f}" fill="{color}"><title>{esc(names[j])}'
                          f': {n} node(s) at {span}</title></rect>')
     # The overflow band's own label replaces 100's, which would run into it.
     for i in range(0, _BANDS + 1 - overflow, 2):
@@ -337,9 +338,9 @@ def _caption(series: str, marks: list[_Mark]) -> str:
     """The series and its thresholds; by plugin when several plugins draw on it."""
     plugins = dict.fromkeys(m.threshold.plugin for m in marks)
     if len(plugins) < 2:
-        return "".join([f"<b>{_e(series)}</b>", *(f" · {_e(m.label)}" for m in marks)])
-    return "".join([f"<b>{_e(series)}</b>", *(
-        f" · {_e(plugin)}: " + ", ".join(_e(m.label) for m in marks
+        return "".join([f"<b>{esc(series)}</b>", *(f" · {esc(m.label)}" for m in marks)])
+    return "".join([f"<b>{esc(series)}</b>", *(
+        f" · {esc(plugin)}: " + ", ".join(esc(m.label) for m in marks
                                          if m.threshold.plugin == plugin)
         for plugin in plugins)])
 
@@ -416,14 +417,14 @@ def _node_bars(series: str, before: dict[str, float], after: dict[str, float],
     for i, name in enumerate(names):
         y = top + i * row
         parts.append(f'<text x="{left - 6}" y="{y + row / 2 + 4:.1f}" font-size="{_FONT}" '
-                     f'text-anchor="end"><title>{_e(name)}</title>{_e(labels[name])}</text>')
+                     f'text-anchor="end"><title>{esc(name)}</title>{esc(labels[name])}</text>')
         for j, (value, color, label) in enumerate(((before.get(name), _BEFORE, "before"),
                                                    (after.get(name), _AFTER, after_label))):
             if value is None:
                 continue
             by = y + 4 + j * (bar + 1)
             parts.append(f'<rect x="{left}" y="{by}" width="{x(value) - left:.1f}" '
-                         f'height="{bar}" fill="{color}"><title>{_e(name)} {_e(label)}: '
+                         f'height="{bar}" fill="{color}"><title>{esc(name)} {esc(label)}: '
                          f'{value:.1f}%</title></rect>')
             crossing = [at for at, m in zip(xs, marks, strict=True)
                         if m.nodes is None or name in m.nodes]
@@ -497,10 +498,10 @@ def _plots(result: SimulationResult) -> str:
     keys, named = [], set()
     for role, plugin, arg in sorted(drawn, key=lambda k: (k[1], k[0] != "low", k[2])):
         keys.append(f'<span class="line {role}"></span>{role}: '
-                    f'{"" if plugin in named else _e(plugin) + " "}{_e(arg)}')
+                    f'{"" if plugin in named else esc(plugin) + " "}{esc(arg)}')
         named.add(plugin)
     legend = (f'<p class="legend">{kind}:<span style="background:{_BEFORE}"></span>before'
-              f'<span style="background:{_AFTER}"></span>{_e(after_label)}{"".join(keys)}</p>')
+              f'<span style="background:{_AFTER}"></span>{esc(after_label)}{"".join(keys)}</p>')
     return f'{legend}<div class="plots">{"".join(out)}</div>'
 
 
@@ -525,7 +526,7 @@ def _balance_rows(result: SimulationResult, limits: dict[str, float],
                 else f" · <span><b>{b.over}</b> over {limits[b.series]:g}%</span>")
         return f"<td><span>std {b.std:.1f}</span> · <span>max {b.max:.1f}%</span>{over}</td>"
 
-    head = "".join(f"<th>{_e(s)}</th>" for s in shown)
+    head = "".join(f"<th>{esc(s)}</th>" for s in shown)
     cells = ["".join(cell(row.get(s)) for s in shown) for row in table]
     # Cycles in a row that left the same figures share a row: fourteen equal rows hide what
     # changed (and that nothing did is itself the news).
@@ -538,9 +539,9 @@ def _balance_rows(result: SimulationResult, limits: dict[str, float],
         label = result.frames[i].label if i == j else f"after cycles {i}–{j}"
         rows.append((label + suffix, cells[i]))
         i = j + 1
-    body = "".join(f"<tr><td>{_e(label)}</td>{shown_cells}</tr>" for label, shown_cells in rows)
+    body = "".join(f"<tr><td>{esc(label)}</td>{shown_cells}</tr>" for label, shown_cells in rows)
     banner = (f'<p class="warn" id="not-replaced"><b>Every "after" on this page:</b> '
-              f'{_e(not_replaced or whatif.NOT_REPLACED)}.</p>' if suffix else "")
+              f'{esc(not_replaced or whatif.NOT_REPLACED)}.</p>' if suffix else "")
     return (f'{banner}<div class="scroll"><table class="balance"><tr><th>when</th>{head}</tr>'
             f'{body}</table></div>')
 
@@ -548,7 +549,7 @@ def _balance_rows(result: SimulationResult, limits: dict[str, float],
 def _counts(title: str, counter: Counter[str], limit: int = _TOP_NODES) -> str:
     if not counter:
         return f'<h3>{title}</h3><p class="none">none</p>'
-    rows = "".join(f"<tr><td>{_e(k)}</td><td class=n>{n}</td></tr>"
+    rows = "".join(f"<tr><td>{esc(k)}</td><td class=n>{n}</td></tr>"
                    for k, n in counter.most_common(limit))
     more = (f'<p class="muted">and {len(counter) - limit} more (search the table of '
             f'evictions)</p>' if len(counter) > limit else "")
@@ -585,7 +586,7 @@ def _churn(result: SimulationResult, churn: whatif.Churn, live: bool = False) ->
         items.append((sum(i.evictions for i in churn.idle),
                       f"eviction(s) by a balancing plugin that changed no balance figure "
                       f"(cycle(s) {cycles})", whatif.REMEDY_IDLE))
-    lis = "".join(f'<li><b>{n}</b> {_e(what)}. <span class="remedy">Remedy: {_e(fix)}.</span>'
+    lis = "".join(f'<li><b>{n}</b> {esc(what)}. <span class="remedy">Remedy: {esc(fix)}.</span>'
                   f'</li>' for n, what, fix in items)
     tables = ""
     if churn.back_on_source:
@@ -602,7 +603,7 @@ def _paced(story: whatif.Story) -> str:
     return (f'<h3>Paced, not churn</h3><p id="paced-note"><b>{story.paced_pods:,}</b> of the '
             f'evicted pods, of <b>{len(story.paced):,}</b> workload(s), were evicted in a later '
             f'cycle than one that held their workload back (a budget, a limit, the policy\'s '
-            f'moves): {_e(whatif.PACED)}.</p><div id="paced"></div>')
+            f'moves): {esc(whatif.PACED)}.</p><div id="paced"></div>')
 
 
 def _groups(result: SimulationResult, limits: dict[str, float]) -> tuple[str, dict[str, Any]]:
@@ -632,8 +633,8 @@ def _groups(result: SimulationResult, limits: dict[str, float]) -> tuple[str, di
                 row.append(_arrow(b.over, a.over))
         rows.append(row)
     after = " (not replaced)" if result.optimistic else ""
-    body = (f'<h2>By {_e(result.group_label)}</h2><p class="muted">{len(groups)} group(s) of '
-            f'nodes by their label {_e(result.group_label)}: before → after{_e(after)}; a '
+    body = (f'<h2>By {esc(result.group_label)}</h2><p class="muted">{len(groups)} group(s) of '
+            f'nodes by their label {esc(result.group_label)}: before → after{esc(after)}; a '
             f'column sorts by its after value.</p><div id="groups"></div>')
     # 20 rows a page: the section is an aggregate, it must not push the plots' neighbours away.
     return body, {"columns": columns, "rows": rows, "page": 20}
@@ -746,20 +747,20 @@ def _cards(items: Iterable[tuple[int, str, bool]]) -> str:
     out = []
     for value, label, warn in items:
         title = _CARD_TITLES.get(label.split(" (")[0])
-        hover = f' title="{_e(title)}"' if title else ""
+        hover = f' title="{esc(title)}"' if title else ""
         out.append(f'<div class="card{" warn" if warn else ""}"{hover}><b>{value:,}</b>'
-                   f'{_e(label)}</div>')
+                   f'{esc(label)}</div>')
     return "".join(out)
 
 
 def render_html(result: SimulationResult) -> str:
     title = f"desched simulation: {result.policy.path}"
-    intro = (f'<p class="muted">snapshot {_e(", ".join(result.snapshot_files))} · clock\n'
-             f'{_e(result.clock.describe())} · policy format {_e(result.policy.format)} · tables '
+    intro = (f'<p class="muted">snapshot {esc(", ".join(result.snapshot_files))} · clock\n'
+             f'{esc(result.clock.describe())} · policy format {esc(result.policy.format)} · tables '
              f'sort by a\nclick on a column header; #sort=TABLE:COLUMN:desc in the address sorts '
              f'at load</p>\n')
     body, tables = report_body(result)
-    return html_page(title, f"<h1>{_e(title)}</h1>\n{intro}{body}", tables)
+    return html_page(title, f"<h1>{esc(title)}</h1>\n{intro}{body}", tables)
 
 
 def report_body(result: SimulationResult, id_prefix: str = "",
@@ -819,7 +820,7 @@ def report_body(result: SimulationResult, id_prefix: str = "",
     # What the snapshot lacks and the selectors that match nothing: read before the figures.
     warnings = ("" if not result.warnings else
                 '<div class="warn" id="warnings"><b>Warnings</b><ul>'
-                + "".join(f"<li>{_e(line)}</li>" for line in result.warnings) + "</ul></div>")
+                + "".join(f"<li>{esc(line)}</li>" for line in result.warnings) + "</ul></div>")
     body = f"""{warnings}<div class="cards">{cards}</div>
 <h2>Churn</h2>{_churn(result, churn, live)}{_paced(story)}
 <h2>Balance per cycle</h2>{_balance_rows(result, limits, LIVE_NOT_REPLACED if live else None)}
@@ -854,7 +855,7 @@ def html_page(title: str, body: str, tables: dict[str, Any] | str, head: str = "
     members = tables if isinstance(tables, str) else table_data(tables)
     data = '{"tables":{' + members + "}}"
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{_STYLE}</style>{head}</head>
 <body>{body}<script type="application/json" id="report-data">{data}</script>
 <script>{SCRIPT}</script>

@@ -9,9 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from html import escape
 
-from desched.report.html import html_page
+from desched.report.html import esc, html_page
 from desched.tune.evaluate import Measured
 from desched.tune.goals import Goal
 from desched.tune.output import (
@@ -82,9 +81,6 @@ document.querySelectorAll('button.copy').forEach(b => b.addEventListener('click'
 })();
 </script>"""
 
-
-def _e(text: object) -> str:
-    return escape(str(text))
 
 
 def section_id(key: Report) -> str:
@@ -198,8 +194,8 @@ def _plot(result: TuneResult, index: int, goal: Goal, candidates: list[Candidate
     recommendation ringed, the floor's moves a vertical line."""
     dots = _dots(result, index, candidates)
     if not dots:
-        return (f'<p class="none">No candidate has a figure for {_e(goal.text)}: the snapshot '
-                f'does not give {_e(goal.series)}.</p>')
+        return (f'<p class="none">No candidate has a figure for {esc(goal.text)}: the snapshot '
+                f'does not give {esc(goal.series)}.</p>')
     best = result.recommended
     base = result.baseline.figures[index]
     lowest = result.floor
@@ -244,24 +240,24 @@ def _plot(result: TuneResult, index: int, goal: Goal, candidates: list[Candidate
         f'stroke="#999"/><text x="{left + plot_w / 2:.1f}" y="{height - 6}" font-size="{_FONT}" '
         f'text-anchor="middle">pods evicted over {result.settings.cycles} cycle(s)</text>'
         f'<text transform="translate(13 {top + plot_h / 2:.1f}) rotate(-90)" '
-        f'font-size="{_FONT}" text-anchor="middle">{_e(figure_name(goal))} ({unit})</text>')
+        f'font-size="{_FONT}" text-anchor="middle">{esc(figure_name(goal))} ({unit})</text>')
     # The goal's bound across the plot, its text above the line at the right.
     gy = py(goal.bound)
     parts.append(f'<g class="goal"><line x1="{left}" y1="{gy:.1f}" x2="{left + plot_w}" '
                  f'y2="{gy:.1f}" stroke="{_GOAL}" stroke-width="1.5" stroke-dasharray="6 3"/>'
                  f'<text x="{left + plot_w - 4}" y="{gy - 5:.1f}" font-size="{_FONT}" '
-                 f'fill="{_GOAL}" text-anchor="end" {_HALO}>goal: {_e(goal.text)}</text></g>')
+                 f'fill="{_GOAL}" text-anchor="end" {_HALO}>goal: {esc(goal.text)}</text></g>')
     if floor_at is not None and lowest is not None:
         fx = px(floor_at)
         label = (f"floor: {floor_at} move(s), a bound" if lowest.status == "optimal"
                  else f"floor: at least {floor_at} move(s), a bound")
         anchor, dx = ("start", 4) if fx < left + plot_w - 150 else ("end", -4)
-        title = _e(floor_line(lowest, best, result.met_now))
+        title = esc(floor_line(lowest, best, result.met_now))
         parts.append(f'<g class="floor"><title>{title}</title>'
                      f'<line x1="{fx:.1f}" y1="{top}" x2="{fx:.1f}" y2="{top + plot_h}" '
                      f'stroke="{_FLOOR}" stroke-width="1.5" stroke-dasharray="2 3"/>'
                      f'<text x="{fx + dx:.1f}" y="{top + 11}" font-size="{_FONT}" '
-                     f'fill="{_FLOOR}" text-anchor="{anchor}" {_HALO}>{_e(label)}</text></g>')
+                     f'fill="{_FLOOR}" text-anchor="{anchor}" {_HALO}>{esc(label)}</text></g>')
     true_at = {d.key: (px(d.evictions), py(d.figure)) for d in dots}
     at = _spread(dots, true_at)
     front = [c for c in result.front if c.point in at]
@@ -272,7 +268,7 @@ def _plot(result: TuneResult, index: int, goal: Goal, candidates: list[Candidate
     for d in dots:
         x, y = at[d.key]
         parts.append(f'<a class="point" data-kind="{d.kind}" href="#{section_id(d.key)}">'
-                     f'<title>{_e(d.tip)}</title>{_glyph(d.kind, x, y)}</a>')
+                     f'<title>{esc(d.tip)}</title>{_glyph(d.kind, x, y)}</a>')
     edge = left + plot_w - 110  # a label right of this goes left of its ring
     if best is not None and best.point in at:
         parts.append(_mark("best", at[best.point], edge, f"recommended: "
@@ -286,9 +282,9 @@ def _plot(result: TuneResult, index: int, goal: Goal, candidates: list[Candidate
     note = f" · {missing} candidate(s) without this figure (not measured)" if missing else ""
     return (f'<figure style="max-width:{width}px"><svg class="tradeoff" width="{width}" '
             f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-            f'aria-label="evictions against {_e(figure_name(goal))}" '
+            f'aria-label="evictions against {esc(figure_name(goal))}" '
             f'font-family="system-ui,sans-serif">{"".join(parts)}'
-            f'</svg><figcaption><b>{_e(figure_name(goal))}</b> against evictions: '
+            f'</svg><figcaption><b>{esc(figure_name(goal))}</b> against evictions: '
             f'{len(dots)} candidate(s){note}; a point opens its candidate</figcaption></figure>')
 
 
@@ -302,7 +298,7 @@ def _mark(which: str, at: tuple[float, float], edge: float, tip: str, href: str)
     color, radius, stroke, label, dy = _MARKS[which]
     x, y = at
     anchor, dx = ("start", radius + 3) if x < edge else ("end", -radius - 3)
-    return (f'<a class="mark" data-mark="{which}" href="#{href}"><title>{_e(tip)}</title>'
+    return (f'<a class="mark" data-mark="{which}" href="#{href}"><title>{esc(tip)}</title>'
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="none" stroke="{color}" '
             f'stroke-width="{stroke}"/><text x="{x + dx:.1f}" y="{y + dy:.1f}" '
             f'font-size="{_FONT}" font-weight="600" fill="{color}" text-anchor="{anchor}" '
@@ -312,7 +308,7 @@ def _mark(which: str, at: tuple[float, float], edge: float, tip: str, href: str)
 def _legend(result: TuneResult) -> str:
     kinds = ["meets", "churn", *(["over"] if result.settings.max_evictions is not None else []),
              "misses"]
-    items = [f"<span>{_legend_glyph(k)}{_e(_KINDS[k][2])}</span>" for k in kinds]
+    items = [f"<span>{_legend_glyph(k)}{esc(_KINDS[k][2])}</span>" for k in kinds]
     if result.recommended is not None:
         items.append(f"<span>{_ring(_BEST, 8, 2.5)}recommended</span>")
     items += [f"<span>{_ring(_YOURS, 6, 2)}your policy</span>",
@@ -357,21 +353,21 @@ def _inputs(result: TuneResult) -> str:
     ]
     if s.group_by:
         rows.append(("grouped by", f"node label {s.group_by}"))
-    body = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
+    body = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows)
     usage = [g.text for g in result.goals if g.usage]
     note = (f" Usage goals here ({'; '.join(usage)}): the measured usage of a pod is assumed "
             f"to move with it to its new node, the node's own usage to stay." if usage else "")
     warnings = ("" if not result.warnings else
                 '<div class="warn" id="warnings"><b>Warnings</b><ul>'
-                + "".join(f"<li>{_e(w)}</li>" for w in result.warnings) + "</ul></div>")
+                + "".join(f"<li>{esc(w)}</li>" for w in result.warnings) + "</ul></div>")
     return (f'{warnings}<dl class="inputs" id="inputs">{body}</dl>'
-            f'<p class="assumes" id="assumes">{_e(ASSUMES)}{_e(note)}</p>')
+            f'<p class="assumes" id="assumes">{esc(ASSUMES)}{esc(note)}</p>')
 
 
 def _balance_table(result: TuneResult, best: Measured) -> str:
     mine = {b.series: b for b in result.baseline.after}
     rows = "".join(
-        f"<tr><td>{_e(b.series)}</td>"
+        f"<tr><td>{esc(b.series)}</td>"
         + (f'<td class="n">{mine[b.series].max:.1f}%</td><td class="n">'
            f'{mine[b.series].std:.1f}</td>' if b.series in mine else "<td></td><td></td>")
         + f'<td class="n">{b.max:.1f}%</td><td class="n">{b.std:.1f}</td></tr>'
@@ -384,21 +380,21 @@ def _balance_table(result: TuneResult, best: Measured) -> str:
 def _recommendation(result: TuneResult) -> str:
     best = result.recommended
     lowest = ("" if result.floor is None
-              else f'<p id="floor">{_e(floor_line(result.floor, best, result.met_now))}</p>')
+              else f'<p id="floor">{esc(floor_line(result.floor, best, result.met_now))}</p>')
     if best is None or best.measured is None:
         return (f'<div class="warn" id="unreachable"><b>No candidate meets the goals:</b> '
-                f'{_e(result.unreachable or "")}</div>{lowest}')
+                f'{esc(result.unreachable or "")}</div>{lowest}')
     values = "".join(
-        f"<tr><td>{_e(k.text)}</td><td class=n>{_e(shown(mine))}</td><td class=n>"
-        + (f"<b>{_e(shown(v))}</b>" if v != mine else _e(shown(v))) + "</td></tr>"
+        f"<tr><td>{esc(k.text)}</td><td class=n>{esc(shown(mine))}</td><td class=n>"
+        + (f"<b>{esc(shown(v))}</b>" if v != mine else esc(shown(v))) + "</td></tr>"
         for k, mine, v in zip(result.knobs, result.baseline_values, best.values, strict=True))
-    why = "".join(f"<li>{_e(c.knob)} {_e(shown(c.other))} (instead of {_e(shown(c.value))}) "
-                  f"{_e(c.verdict)}</li>" for c in result.contrasts)
+    why = "".join(f"<li>{esc(c.knob)} {esc(shown(c.other))} (instead of {esc(shown(c.value))}) "
+                  f"{esc(c.verdict)}</li>" for c in result.contrasts)
     return (f'<div id="recommended"><p><b>Recommended</b> '
             f'(<a href="#{section_id(best.point)}">its section</a>): '
-            f'{_e(run_line(result, best.measured))}</p><p>your policy '
+            f'{esc(run_line(result, best.measured))}</p><p>your policy '
             f'(<a href="#{section_id(BASELINE)}">its section</a>): '
-            f'{_e(run_line(result, result.baseline))}</p><div class="plots"><table><tr><th>'
+            f'{esc(run_line(result, result.baseline))}</p><div class="plots"><table><tr><th>'
             f'setting</th><th>your policy</th><th>recommended</th></tr>{values}</table>'
             f'{_balance_table(result, best.measured)}</div>'
             + (f'<h3>Why it beat its neighbours</h3><ul id="why">{why}</ul>' if why else "")
@@ -411,7 +407,7 @@ def _policy_file(result: TuneResult) -> str:
     return ('<h2>The recommended policy file</h2><p class="muted">In your file\'s own format, '
             'comments kept where it allows; the same as <code>-o yaml</code>. A click selects '
             'it all. <button class="copy" data-for="policy-file">copy</button></p>'
-            f'<pre class="policy" id="policy-file">{_e(result.written)}</pre>')
+            f'<pre class="policy" id="policy-file">{esc(result.written)}</pre>')
 
 
 def _ordered(result: TuneResult) -> list[Candidate]:
@@ -436,18 +432,18 @@ def _table(result: TuneResult, ordered: list[Candidate]) -> str:
     names = short_names(result)
     front = {c.point for c in result.front}
     best = result.recommended
-    head = "".join(f"<th>{_e(h)}</th>" for h in [
+    head = "".join(f"<th>{esc(h)}</th>" for h in [
         "#", *names, "evictions", "by cycle", "refused", "churn",
         *(figure_name(g) for g in result.goals), "verdict"])
     rows = []
     for i, c in enumerate(ordered, 1):
-        values = "".join(f"<td class=n>{_e(shown(v))}</td>" for v in c.values)
+        values = "".join(f"<td class=n>{esc(shown(v))}</td>" for v in c.values)
         m = c.measured
         if m is None:
             rows.append(f'<tr class="invalid"><td class=n>{i}</td>{values}<td colspan="'
-                        f'{4 + len(result.goals) + 1}">no valid policy: {_e(c.invalid)}</td></tr>')
+                        f'{4 + len(result.goals) + 1}">no valid policy: {esc(c.invalid)}</td></tr>')
             continue
-        figures = "".join(f"<td class=n>{'-' if v is None else _e(g.shown(v))}</td>"
+        figures = "".join(f"<td class=n>{'-' if v is None else esc(g.shown(v))}</td>"
                           for g, v in zip(result.goals, m.figures, strict=True))
         cls = ("best " if best is not None and c.point == best.point else "") + (
             "yours" if c.point == result.found.start else "")
@@ -455,7 +451,7 @@ def _table(result: TuneResult, ordered: list[Candidate]) -> str:
         rows.append(f'<tr class="{cls.strip()}"><td class=n><a href="#{section_id(c.point)}">'
                     f'{i}</a></td>{values}<td class=n>{m.evictions}</td><td class=n>'
                     f'{"+".join(map(str, m.per_cycle))}</td><td class=n>{m.refused}</td>'
-                    f'<td class=n>{m.churn}</td>{figures}<td>{_e(verdict)}'
+                    f'<td class=n>{m.churn}</td>{figures}<td>{esc(verdict)}'
                     f'{_tags(result, c, front)}</td></tr>')
     return (f'<div class="scroll"><table id="candidates"><tr>{head}</tr>{"".join(rows)}'
             f'</table></div>')
@@ -464,8 +460,8 @@ def _table(result: TuneResult, ordered: list[Candidate]) -> str:
 def _groups(m: Measured) -> str:
     if not m.groups:
         return ""
-    rows = "".join(f"<tr><td>{_e(g.value)}</td><td class=n>{g.nodes}</td><td>"
-                   f"{_e(balance_line(g.after))}</td></tr>" for g in m.groups)
+    rows = "".join(f"<tr><td>{esc(g.value)}</td><td class=n>{g.nodes}</td><td>"
+                   f"{esc(balance_line(g.after))}</td></tr>" for g in m.groups)
     return f"<table><tr><th>group</th><th>nodes</th><th>balance after</th></tr>{rows}</table>"
 
 
@@ -477,18 +473,18 @@ def _report(key: Report, reports: Mapping[Report, str]) -> str:
     return ('<details class="report"><summary>simulate report of this candidate (the page '
             '<code>desched simulate -o html</code> gives with these values)</summary>'
             f'<iframe class="report" title="simulate report" loading="lazy" '
-            f'data-srcdoc="{escape(page, quote=True)}"></iframe></details>')
+            f'data-srcdoc="{esc(page)}"></iframe></details>')
 
 
 def _section(result: TuneResult, key: Report, title: str, m: Measured, tags: str,
              reports: Mapping[Report, str]) -> str:
-    held = ("" if not m.held_by else "<p class=muted>held back: " + _e(", ".join(
+    held = ("" if not m.held_by else "<p class=muted>held back: " + esc(", ".join(
         f"{by} ({n})" for by, n in sorted(m.held_by.items(), key=lambda kv: (-kv[1], kv[0]))))
         + "</p>")
-    churn = f"<p class=muted>churn: {_e(churn_text(m))}</p>" if m.churn else ""
-    return (f'<section class="candidate" id="{section_id(key)}"><h3>{_e(title)}{tags}</h3>'
-            f'<p>{_e(run_line(result, m))}</p><p class="muted">balance after: '
-            f'{_e(balance_line(m.after))}</p>{churn}{held}{_groups(m)}'
+    churn = f"<p class=muted>churn: {esc(churn_text(m))}</p>" if m.churn else ""
+    return (f'<section class="candidate" id="{section_id(key)}"><h3>{esc(title)}{tags}</h3>'
+            f'<p>{esc(run_line(result, m))}</p><p class="muted">balance after: '
+            f'{esc(balance_line(m.after))}</p>{churn}{held}{_groups(m)}'
             f'{_report(key, reports)}</section>')
 
 
@@ -513,7 +509,7 @@ def render_html(result: TuneResult, reports: Mapping[Report, str] | None = None)
     width = 760 if len(result.goals) == 1 else 580
     plots = "".join(_plot(result, i, g, ordered, width) for i, g in enumerate(result.goals))
     title = f"desched tune: {result.policy_path}"
-    body = f"""<h1>{_e(title)}</h1>
+    body = f"""<h1>{esc(title)}</h1>
 {_inputs(result)}
 <h2>The answer</h2>{_recommendation(result)}
 <h2>Evictions against the goals</h2>{_legend(result)}<div class="plots" id="tradeoff">{plots}</div>
