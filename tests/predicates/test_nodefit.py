@@ -3,6 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from desched.predicates.nodefit import (
     ANTI_AFFINITY,
@@ -10,9 +12,11 @@ from desched.predicates.nodefit import (
     SELECTOR_MISMATCH,
     UNTOLERATED_TAINT,
     fit_failures,
+    insufficient_resource,
     node_fit,
     pod_fits_any_node,
     pod_fits_any_other_node,
+    scheduler_fit,
 )
 
 HOST = "kubernetes.io/hostname"
@@ -178,3 +182,35 @@ def test_fit_failures(make_pod: Any, make_node: Any, make_snapshot: Any) -> None
     snap.add(other)
     assert fit_failures(other, nodes[:1], snap) == {"n1": "insufficient cpu"}
     assert fit_failures(other, nodes[1:2], snap, skip_current=True) == {}
+
+
+_AMOUNTS = st.one_of(st.none(), st.sampled_from(["0", "100m", "500m", "1", "2", "3"]))
+_MEMORY = st.one_of(st.none(), st.sampled_from(["0", "512Mi", "1Gi", "4Gi"]))
+_EXTENDED = st.one_of(st.none(), st.sampled_from(["0", "1", "2"]))
+
+
+def _amounts(cpu: str | None, memory: str | None, gpu: str | None) -> dict[str, str]:
+    named = {"cpu": cpu, "memory": memory, "example.com/gpu": gpu}
+    return {name: value for name, value in named.items() if value is not None}
+
+
+# The builders are stateless functions: one fixture serves every example.
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pod=st.tuples(_AMOUNTS, _MEMORY, _EXTENDED),
+       running=st.lists(st.tuples(_AMOUNTS, _MEMORY, _EXTENDED), max_size=4),
+       node=st.tuples(_AMOUNTS, _MEMORY, _EXTENDED), pods_cap=st.sampled_from(["0", "2", "5"]),
+       bound=st.booleans())
+def test_scheduler_fit_is_insufficient_resource_none(
+        make_pod: Any, make_node: Any, make_snapshot: Any, pod: tuple[str | None, ...],
+        running: list[tuple[str | None, ...]], node: tuple[str | None, ...], pods_cap: str,
+        bound: bool) -> None:
+    """The Ranking's resource check answers as kube-scheduler's NodeResourcesFit check does,
+    extended resources the node lacks and zero requests included."""
+    target = make_node("n1", allocatable={**_amounts(*node), "pods": pods_cap})
+    others = [make_pod(f"r{i}", node="n1", requests=_amounts(*amounts))
+              for i, amounts in enumerate(running)]
+    subject = make_pod("p", node="n1" if bound else "", requests=_amounts(*pod))
+    snap = make_snapshot(target, *others)
+    expected = insufficient_resource(subject, target, snap, scheduler=True) is None
+    assert scheduler_fit(subject)(target, snap) is expected

@@ -6,7 +6,7 @@ explain why a pod fits nowhere. Nodes are tried in order and the search stops at
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -59,6 +59,25 @@ def insufficient_resource(pod: Pod, node: Node, snapshot: ClusterSnapshot,
     if allocatable.get("pods", 0) - used.get("pods", 0) - sent_pods <= 0:
         return "insufficient pods"
     return None
+
+
+def scheduler_fit(pod: Pod) -> Callable[[Node, ClusterSnapshot], bool]:
+    """Whether kube-scheduler's NodeResourcesFit passes the pod on a node: the verdict of
+    insufficient_resource(pod, node, snapshot, scheduler=True) is None, with what it reads of
+    the pod read once (a Ranking asks it of every node of a pool)."""
+    wanted = [(name, amount, name in _BASIC) for name, amount in pod.requests.items()
+              if amount > 0]
+
+    def fits(node: Node, snapshot: ClusterSnapshot) -> bool:
+        allocatable = node.allocatable
+        used = snapshot.node_requested(node.metadata.name)
+        for name, amount, basic in wanted:
+            if not basic and name not in allocatable:
+                return False  # nothing of it to give
+            if amount > allocatable.get(name, 0) - used.get(name, 0):
+                return False
+        return allocatable.get("pods", 0) - used.get("pods", 0) > 0
+    return fits
 
 
 class _Prepared(NamedTuple):

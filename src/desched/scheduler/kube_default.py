@@ -212,10 +212,10 @@ class KubeDefault:
 
     # -- filters -------------------------------------------------------------------------------
 
-    def node_filter(self, pod: Pod, profile: Profile) -> Callable[[Node, ClusterSnapshot],
-                                                                  str | None]:
-        """The node-local filters of the profile, compiled for `pod`: why a node is refused,
-        or None."""
+    def static_filter(self, pod: Pod, profile: Profile) -> Callable[[Node], str | None]:
+        """The node-local filters of the profile that read the node alone (NodeUnschedulable,
+        NodeAffinity, TaintToleration), compiled for `pod`: why a node is refused, or None.
+        Their verdict on a node holds while the node object does."""
         on = profile.filters
         unschedulable = "NodeUnschedulable" in on and not tolerates_taint(
             pod.spec.tolerations, _UNSCHEDULABLE)
@@ -226,10 +226,9 @@ class KubeDefault:
         added_terms = ([compile_term(t) for t in added_required.node_selector_terms]
                        if added_required is not None and "NodeAffinity" in on else None)
         taints = "TaintToleration" in on
-        resources = "NodeResourcesFit" in on
         tolerations = pod.spec.tolerations
 
-        def refuse(node: Node, snapshot: ClusterSnapshot) -> str | None:
+        def refuse(node: Node) -> str | None:
             if unschedulable and node.spec.unschedulable:
                 return "node(s) were unschedulable"
             if affinity is not None and not affinity(node):
@@ -239,6 +238,20 @@ class KubeDefault:
             if taints and node.spec.taints and first_untolerated(
                     node.spec.taints, tolerations, SCHEDULING_EFFECTS) is not None:
                 return "node(s) had untolerated taint"
+            return None
+        return refuse
+
+    def node_filter(self, pod: Pod, profile: Profile) -> Callable[[Node, ClusterSnapshot],
+                                                                  str | None]:
+        """The node-local filters of the profile, compiled for `pod`: why a node is refused,
+        or None (NodeResourcesFit last: it reads the node's pods)."""
+        static = self.static_filter(pod, profile)
+        resources = "NodeResourcesFit" in profile.filters
+
+        def refuse(node: Node, snapshot: ClusterSnapshot) -> str | None:
+            problem = static(node)
+            if problem is not None:
+                return problem
             if resources and pod.spec.node_name != node.metadata.name:
                 problem = insufficient_resource(pod, node, snapshot, scheduler=True)
                 if problem is not None:

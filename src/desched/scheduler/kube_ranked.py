@@ -19,13 +19,15 @@ from typing import TYPE_CHECKING
 from desched.model.node import Node
 from desched.model.pod import Pod
 from desched.predicates.nodeaffinity import required_affinity_matcher
+from desched.predicates.nodefit import scheduler_fit
 from desched.scheduler import node_scores as ns
 from desched.scheduler import scores as sc
 from desched.scheduler import spread
 from desched.scheduler.interpod import blocked_by_running_anti_affinity
 from desched.scheduler.model import Placement
 from desched.scheduler.profile import Profile
-from desched.scheduler.ranking import Class, Entry, simple_key
+from desched.scheduler.ranking import Class, Entry, simple_key, static_key
+from desched.scheduler.verdicts import kept_table
 from desched.snapshot.cluster import ClusterSnapshot
 
 if TYPE_CHECKING:  # kube_default calls this module
@@ -34,6 +36,7 @@ if TYPE_CHECKING:  # kube_default calls this module
 SpreadOf = Callable[[Class, "str | None"], int]
 
 _HOSTNAME = "kubernetes.io/hostname"
+_STATICS = "scheduler.ranked_statics"  # snapshot cache: static verdicts and classes
 
 
 def domain_keys(profile: Profile) -> tuple[str, ...]:
@@ -43,23 +46,40 @@ def domain_keys(profile: Profile) -> tuple[str, ...]:
                                if c.topology_key != _HOSTNAME))
 
 
-def entry(model: KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: ClusterSnapshot,
-          profile: Profile) -> Entry:
+def entry(model: KubeDefault, pod: Pod, snapshot: ClusterSnapshot, profile: Profile) -> Entry:
     """A node's class (untolerated soft taints, preferred affinity weight, hostname label
-    present, its domain values) and resource score, or None when a filter refuses it."""
-    refuse = model.node_filter(pod, profile)
+    present, its domain values) and resource score, or None when a filter refuses it.
+
+    What reads the node alone (the static filters and the class) is kept per node object for
+    the pods with the pod's static_key, across their signatures: a signature's Ranking over
+    5,000 nodes then checks and scores only the resources of the nodes that pass."""
+    table = kept_table(snapshot, _STATICS, (static_key(pod), id(profile)), profile,
+                       len(snapshot.nodes))
+    static: Callable[[Node], str | None] | None = None
     tolerations = ns.prefer_no_schedule_tolerations(pod)
     weigh = ns.node_affinity_weigher(pod, profile)
     keys = domain_keys(profile)
+    fits = scheduler_fit(pod) if "NodeResourcesFit" in profile.filters else None
     score = ns.resource_scorer(pod, profile, not ns.best_effort(pod, profile))
+    bound = pod.spec.node_name
 
     def of(node: Node) -> tuple[Class, float] | None:
-        if refuse(node, snapshot) is not None:
+        nonlocal static
+        name = node.metadata.name
+        known = table.get(name)
+        if known is None or known[0] is not node:
+            if static is None:
+                static = model.static_filter(pod, profile)
+            cls: Class | None = None
+            if static(node) is None:
+                labels = node.metadata.labels
+                cls = (ns.untolerated_soft_taints(tolerations, node),
+                       weigh(node) if weigh is not None else 0,
+                       _HOSTNAME in labels, tuple(labels.get(k) for k in keys))
+            known = table[name] = (node, cls)
+        cls = known[1]
+        if cls is None or (fits is not None and name != bound and not fits(node, snapshot)):
             return None
-        labels = node.metadata.labels
-        cls = (ns.untolerated_soft_taints(tolerations, node),
-               weigh(node) if weigh is not None else 0,
-               _HOSTNAME in labels, tuple(labels.get(k) for k in keys))
         return cls, float(score(node, snapshot))
     return of
 
@@ -72,7 +92,7 @@ def place(model: KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Cluster
     everywhere = snapshot.all_nodes()
     key = (simple_key(pod), id(profile))
     ranking = model.rankings.get(key, pod, nodes, snapshot,
-                                 lambda p: entry(model, p, everywhere, snapshot, profile),
+                                 lambda p: entry(model, p, snapshot, profile),
                                  candidates=model.space(pod, nodes, snapshot, profile))
     exclude = (blocked_by_running_anti_affinity(snapshot, pod, gone)
                if "InterPodAffinity" in profile.filters else set())
@@ -96,7 +116,7 @@ def place(model: KubeDefault, pod: Pod, nodes: Sequence[Node], snapshot: Cluster
                 alone[name] = found
     own = ranking.nodes.get(pod.node_name) if pod.node_name else None
     if own is not None and own.metadata.name not in exclude:
-        found = entry(model, pod, everywhere, snapshot, profile)(own)
+        found = entry(model, pod, snapshot, profile)(own)
         if found is not None:
             alone[own.metadata.name] = found
     tops = ranking.tops(exclude | set(per_node) | set(images)

@@ -34,6 +34,13 @@ def simple_key(pod: Pod) -> bytes:
                             pod.non_zero_requests))
 
 
+def static_key(pod: Pod) -> bytes:
+    """What a simple pod's node-static filters and score classes read of it: simple_key less
+    the requests."""
+    spec = pod.spec
+    return _encoder.encode((spec.node_selector, spec.affinity, spec.tolerations))
+
+
 def simple(pod: Pod) -> bool:
     """No filter of the pod depends on pods of other nodes (no topology spread, no pod
     (anti-)affinity of its own)."""
@@ -73,8 +80,24 @@ class Ranking:
         # before anything moved: the guard asks about every candidate pod).
         self._tops: dict[Class, tuple[float, str]] = {}
         self._mark(snapshot)
+        # update() for each node, less what a first look needs not undo.
+        classes, where, score_counts = self.classes, self.where, self.score_counts
         for node in candidates:
-            self.update(node)
+            found = entry(node)
+            if found is None:
+                continue
+            name = node.metadata.name
+            if name in where:  # listed twice: the later look stands, as update's would
+                self.update(node)
+                continue
+            cls, score = found
+            members = classes.get(cls)
+            if members is None:
+                members = classes[cls] = {}
+                score_counts[cls] = Counter()
+            members[name] = (score, name)
+            score_counts[cls][score] += 1
+            where[name] = cls
 
     def _mark(self, snapshot: ClusterSnapshot) -> None:
         self.added, self.removed = len(snapshot.added_since_finish), snapshot.removed_from

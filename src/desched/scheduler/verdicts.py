@@ -12,6 +12,7 @@ bumped whenever a pod comes or goes) and asked again once that changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import msgspec
 
@@ -41,9 +42,27 @@ _CACHE = "scheduler.verdicts"
 MAX = 1024
 MAX_VERDICTS = 500_000
 
-# (local_key, id of the profile) -> (the profile, the node list, node name -> (its version when
-# asked, why the filters refused it or None)).
-Tables = dict[tuple[bytes, int], tuple[object, list[Node], dict[str, tuple[int, str | None]]]]
+# (a pod's key, id of the profile) -> (the profile, the node list, node name -> verdict): here
+# the verdict is (the node's version when asked, why the filters refused it or None).
+Tables = dict[tuple[bytes, int], tuple[object, list[Node], dict[str, Any]]]
+
+
+def kept_table(snapshot: ClusterSnapshot, cache: str, key: tuple[bytes, int], profile: object,
+               size: int) -> dict[str, Any]:
+    """The table of node verdicts kept under `key` (a pod's key, the profile's id) in the
+    snapshot's cache `cache`, made the most recently used; a new one when the profile or the
+    node list changed. The least recently used tables go past MAX tables, or past MAX_VERDICTS
+    verdicts with `size` more to come."""
+    nodes = snapshot.all_nodes()
+    tables: Tables = snapshot.caches.setdefault(cache, {})
+    found = tables.pop(key, None)
+    if found is None or found[0] is not profile or found[1] is not nodes:
+        kept = sum(len(t[2]) for t in tables.values())
+        while tables and (len(tables) >= MAX or kept + size > MAX_VERDICTS):
+            kept -= len(tables.pop(next(iter(tables)))[2])
+        found = (profile, nodes, {})
+    tables[key] = found
+    return found[2]
 
 
 def refusals(pod: Pod, profile: object, candidates: Sequence[Node], snapshot: ClusterSnapshot,
@@ -51,17 +70,8 @@ def refusals(pod: Pod, profile: object, candidates: Sequence[Node], snapshot: Cl
     """Each candidate with why the profile's node-local filters refuse the pod there (None: it
     passes), in order; `refuse` compiles the filters for the pod, called only when a node must
     be asked."""
-    key = (local_key(pod), id(profile))
-    nodes = snapshot.all_nodes()
-    tables: Tables = snapshot.caches.setdefault(_CACHE, {})
-    found = tables.pop(key, None)
-    if found is None or found[0] is not profile or found[1] is not nodes:
-        kept = sum(len(t[2]) for t in tables.values())
-        while tables and (len(tables) >= MAX or kept + len(candidates) > MAX_VERDICTS):
-            kept -= len(tables.pop(next(iter(tables)))[2])
-        found = (profile, nodes, {})
-    tables[key] = found
-    table = found[2]
+    table = kept_table(snapshot, _CACHE, (local_key(pod), id(profile)), profile,
+                       len(candidates))
     versions = snapshot.node_version
     check: Refuse | None = None
     out: list[tuple[Node, str | None]] = []
