@@ -60,3 +60,19 @@ def test_a_pod_added_back_is_counted_again() -> None:
     assert snap.node_requested("n1")["cpu"] == 750
     snap.add_pod(a)
     assert _same(snap.node_requested("n1"), _sums(pods, "n1")[0])
+
+
+def test_sums_follow_each_addition() -> None:
+    """A pod coming to a node (a replacement placed) adds to its sums, finished ones not."""
+    pods = _pods()
+    snap = snapshot(node("n1", cpu="8", extra={GPU: "2"}), node("n2"))
+    snap.node_requested("n1")
+    snap.node_non_zero_requested("n1")
+    came: list[Pod] = []
+    for arriving in pods:
+        snap.add_pod(arriving)
+        came.append(arriving)
+        requested, non_zero = _sums(came, "n1")
+        assert _same(snap.node_requested("n1"), requested), arriving.name
+        assert snap.node_non_zero_requested("n1") == non_zero, arriving.name
+    assert snap.node_requested("n1") == {"cpu": 1750, "memory": 1 << 30, GPU: 1, "pods": 3}

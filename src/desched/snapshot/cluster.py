@@ -188,8 +188,7 @@ class ClusterSnapshot:
             self.added_since_finish.append(pod)
         node_name = pod.spec.node_name
         if node_name:
-            self._node_requested.pop(node_name, None)
-            self._node_non_zero.pop(node_name, None)
+            self._shift_requested(node_name, pod, 1)
             self.node_version[node_name] = self.node_version.get(node_name, 0) + 1
             on_node = self.pods_by_node.get(node_name)
             if on_node is None:
@@ -277,7 +276,7 @@ class ClusterSnapshot:
         self.removals += 1
         node_name = pod.spec.node_name
         if node_name:
-            self._take_off_requested(node_name, pod)
+            self._shift_requested(node_name, pod, -1)
             self.node_version[node_name] = self.node_version.get(node_name, 0) + 1
             if len(self.removed_from) >= _REMOVAL_LOG_MAX:
                 self.removed_from = []  # a new list: readers notice the restart
@@ -325,25 +324,26 @@ class ClusterSnapshot:
             self.additions += 1
         return True
 
-    def _take_off_requested(self, node_name: str, pod: Pod) -> None:
-        """The node's request sums, where kept, less a pod leaving it (new dicts: a caller may
-        hold the old ones). Evictions remove pods one by one from nodes whose sums NodeFit and
-        the utilization plugins read again after each."""
+    def _shift_requested(self, node_name: str, pod: Pod, sign: int) -> None:
+        """The node's request sums, where kept, plus (sign 1) a pod coming to it or less (sign
+        -1) one leaving it; new dicts, as a caller may hold the old ones. Evictions remove pods
+        one by one from nodes whose sums NodeFit and the utilization plugins read again after
+        each, and replacements are placed one by one on nodes the scheduler model reads."""
         if pod.status.phase in _TERMINAL:
             return  # never counted
         cached = self._node_requested.get(node_name)
         if cached is not None:
-            less = dict(cached)
+            shifted = dict(cached)
             for name, amount in pod.requests.items():
                 if name != "pods":  # the count below replaces a request of that name
-                    less[name] = less.get(name, 0) - amount
-            less["pods"] = cached["pods"] - 1
-            self._node_requested[node_name] = less
+                    shifted[name] = shifted.get(name, 0) + sign * amount
+            shifted["pods"] = cached["pods"] + sign
+            self._node_requested[node_name] = shifted
         non_zero = self._node_non_zero.get(node_name)
         if non_zero is not None:
             requests = pod.non_zero_requests
-            self._node_non_zero[node_name] = (non_zero[0] - requests.get("cpu", 0),
-                                              non_zero[1] - requests.get("memory", 0))
+            self._node_non_zero[node_name] = (non_zero[0] + sign * requests.get("cpu", 0),
+                                              non_zero[1] + sign * requests.get("memory", 0))
 
     # -- queries -----------------------------------------------------------------------------------
     def pods_on_node(self, node_name: str, include_terminal: bool = False) -> list[Pod]:
