@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from builders import decode
 
@@ -132,3 +134,43 @@ def test_the_first_ready_condition_decides_readiness_either_way() -> None:
     decoded_first = JSON_DECODERS["Pod"].decode(body)
     assert decoded_first.condition("Ready") is not None
     assert decoded_first.ready is False
+
+
+_CONDITION = st.fixed_dictionaries(
+    {"type": st.sampled_from(["Ready", "PodScheduled", "ContainersReady", "Initialized"]),
+     "status": st.sampled_from(["True", "False", "Unknown"])},
+    optional={"reason": st.sampled_from(["Ready", "PodCompleted", 'say "Ready"', ""]),
+              "message": st.text(alphabet='Ready"{},:[] \\', max_size=30),
+              "lastProbeTime": st.none()})
+
+
+@settings(max_examples=400, deadline=None)
+@given(conditions=st.lists(st.tuples(_CONDITION, st.booleans()), max_size=4),
+       compact=st.booleans())
+def test_readiness_read_off_the_text_is_the_decoders(
+        conditions: list[tuple[dict[str, Any], bool]], compact: bool) -> None:
+    """Conditions as an API server writes them are read without decoding; written any other
+    way (spaces, status before type, Ready twice, a reason of Ready) they are decoded: either
+    way the answer is the first Ready condition's."""
+    import json
+
+    from desched.model.kinds import JSON_DECODERS
+
+    # Each condition with its status first or its type first.
+    written = [{"status": c["status"], **c} if status_first else c
+               for c, status_first in conditions]
+    separators = (",", ":") if compact else (", ", ": ")
+    body = json.dumps({"metadata": {"name": "p"}, "status": {"conditions": written}},
+                      separators=separators).encode()
+    expected = next((c["status"] == "True" for c in written if c["type"] == "Ready"), False)
+    assert JSON_DECODERS["Pod"].decode(body).ready is expected
+
+
+def test_readiness_of_conditions_written_two_ways_is_the_first_ready_ones() -> None:
+    """Hand-edited text: the first Ready condition is not written as an API server writes it,
+    a later one is: the decoder answers, from the first."""
+    from desched.model.kinds import JSON_DECODERS
+
+    body = (b'{"metadata":{"name":"p"},"status":{"conditions":[{"type": "Ready", '
+            b'"status": "False"},{"type":"Ready","status":"True"}]}}')
+    assert JSON_DECODERS["Pod"].decode(body).ready is False

@@ -196,6 +196,27 @@ class _TypeAndStatus(msgspec.Struct, gc=False):
 # with the collector running (desched run) tracked ones took twice as long to decode.
 _readiness_decoder = msgspec.json.Decoder(list[_TypeAndStatus])
 
+_READY = b'"type":"Ready"'
+_READY_STATUS = ((b',"status":"True"', True), (b',"status":"False"', False),
+                 (b',"status":"Unknown"', False))
+
+
+def _written_ready(raw: bytes) -> bool | None:
+    """Readiness read off conditions as an API server writes them (compact JSON, `type` then
+    `status`), without decoding them: None when they are written otherwise, or name Ready more
+    than once, so the decoder answers. The text is valid JSON (the page's decode checked it),
+    and a quote inside a string is escaped: `"Ready"` is a string token, and `{"type":"Ready"`
+    the start of an object whose key is `type`."""
+    at = raw.find(_READY)
+    if at < 1 or raw[at - 1] != 0x7B or raw.count(b'"Ready"') != 1:  # 0x7B: "{"
+        return None
+    after = at + len(_READY)
+    for text, ready in _READY_STATUS:
+        if raw.startswith(text, after):
+            return ready
+    return None
+
+
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SOURCE_ANNOTATION = "kubernetes.io/config.source"
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
@@ -359,6 +380,8 @@ class Pod(msgspec.Struct, tag_field="kind", tag="Pod", rename="camel", omit_defa
                 ready = found is not None and found.status == "True"
             elif not self.status.conditions:
                 ready = False
+            elif (ready := _written_ready(bytes(self.status.conditions))) is not None:
+                pass
             else:
                 try:
                     conditions = _readiness_decoder.decode(self.status.conditions)
