@@ -83,12 +83,12 @@ class Ranking:
         # update() for each node, less what a first look needs not undo.
         classes, where, score_counts = self.classes, self.where, self.score_counts
         for node in candidates:
+            name = node.metadata.name
+            if name in where:  # listed twice: the later look stands
+                self.update(node)
+                continue
             found = entry(node)
             if found is None:
-                continue
-            name = node.metadata.name
-            if name in where:  # listed twice: the later look stands, as update's would
-                self.update(node)
                 continue
             cls, score = found
             members = classes.get(cls)
