@@ -349,3 +349,23 @@ def test_the_expected_count_stays_while_evicted_workloads_stay_wanted() -> None:
     outcomes = [executor.evict(p, "default", "Test", "r") for p in pods]
     assert [o.ok for o in outcomes] == [True, True, False, False]
     assert outcomes[3].message.endswith("healthy 2, desired healthy 2, disruptionsAllowed 0)")
+
+
+def test_a_budget_with_its_status_is_not_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot taken from a cluster has the disruption controller's numbers in each
+    budget's status: a refusal names them, and the snapshot's pods are not counted for it."""
+    import desched.executors.pdb as pdb_module
+
+    def no_count(*_: Any) -> Any:
+        raise AssertionError("counted a budget that has its status")
+    monkeypatch.setattr(pdb_module, "count_namespace", no_count)
+    status = {"disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2,
+              "expectedPods": 3}
+    pods = [web("u", ready=False), *healthy(3)]
+    snap = snapshot(node("n1"), node("n2"), budget(maxUnavailable=1, status=status), *pods)
+    executor = SimulationExecutor(snap)
+    went = [executor.evict(snap.pods[f"default/{name}"], "default", "Test", "r")
+            for name in ("u", "h0", "h1")]
+    assert [result.ok for result in went] == [True, True, False]
+    assert went[2].message == (f"{TOO_MANY_REQUESTS} (PodDisruptionBudget default/web: "
+                               f"healthy 3, desired healthy 2, disruptionsAllowed 0)")

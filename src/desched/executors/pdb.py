@@ -184,6 +184,16 @@ class BudgetTracker:
             desired = expected  # a budget that names neither allows no voluntary disruption
         return expected, healthy, desired
 
+    def _healthy(self, pdb: PodDisruptionBudget) -> tuple[int, int]:
+        """(current healthy, desired healthy): the budget's status where it has them (the
+        disruption controller's), else counted from the snapshot."""
+        status = pdb.status
+        if status is not None and status.current_healthy is not None \
+                and status.desired_healthy is not None:
+            return status.current_healthy, status.desired_healthy
+        _, healthy, desired = self._counts(pdb)
+        return healthy, desired
+
     def allowed(self, pdb: PodDisruptionBudget) -> int:
         status = pdb.status
         if status is not None and status.disruptions_allowed is not None:
@@ -219,11 +229,7 @@ class BudgetTracker:
             policy = pdb.spec.unhealthy_pod_eviction_policy
             if policy == "AlwaysAllow":
                 return None, None
-            _, healthy, desired = self._counts(pdb)
-            status = pdb.status
-            if status is not None and status.current_healthy is not None \
-                    and status.desired_healthy is not None:
-                healthy, desired = status.current_healthy, status.desired_healthy
+            healthy, desired = self._healthy(pdb)
             if healthy >= desired and desired > 0:
                 return None, None  # an unhealthy pod of a healthy budget: no disruption used
             # Otherwise the ordinary check decides, as the API's checkAndDecrement does.
@@ -274,11 +280,7 @@ class BudgetTracker:
 
     def describe(self, pdb: PodDisruptionBudget) -> str:
         """The budget and its numbers, as `kubectl get pdb` would show them now."""
-        _, healthy, desired = self._counts(pdb)
-        status = pdb.status
-        if status is not None and status.current_healthy is not None \
-                and status.desired_healthy is not None:
-            healthy, desired = status.current_healthy, status.desired_healthy
+        healthy, desired = self._healthy(pdb)
         meta = pdb.metadata
         return (f"PodDisruptionBudget {meta.namespace or 'default'}/{meta.name}: healthy "
                 f"{healthy}, desired healthy {desired}, disruptionsAllowed "
