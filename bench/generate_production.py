@@ -33,6 +33,7 @@ import argparse
 import json
 import random
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -780,6 +781,8 @@ def generate(N: int, P: int, out: str, seed: int, work: bool = False) -> dict[st
                      NEEDS_WORK_DRIFT_SHARE if work else DRIFT_SHARE)
     retainted = _retaint(nodes, pools, untainted, set(drifted), rng) if work else []
     states = _pod_states(pods, rng) if work else {}
+    if work:  # as `desched snapshot` or `kubectl get pdb -o json` captures them
+        _budget_statuses(pdbs, pods, for_workload)
     # What `desched snapshot` also captures: the workloads behind the pods (the production
     # scenario keeps its published shape without them).
     owners = _owners(for_workload, pods) if work else []
@@ -978,6 +981,31 @@ def _pod_states(pods: list[dict[str, Any]], rng: random.Random) -> dict[str, int
             _not_ready(status, since, "ContainersNotReady",
                        f"containers with unready status: [{main['name']}]")
     return {"failed": failed, "unready": unready}
+
+
+def _budget_statuses(pdbs: list[dict[str, Any]], pods: list[dict[str, Any]],
+                     workloads: list[_Workload]) -> None:
+    """Each budget's status as the disruption controller writes it: its pods are its workload's
+    (the selector is the app label); expected, the replicas its Deployment wants (the
+    controller's scale, for maxUnavailable); healthy, those Ready and not being deleted."""
+    replicas = {(wl.template["metadata"]["namespace"], wl.template["metadata"]["labels"]["app"]):
+                len(wl.pods) for wl in workloads}
+    healthy: Counter[tuple[str, str]] = Counter()
+    for pod in pods:
+        meta = pod["metadata"]
+        app = meta["labels"].get("app")
+        if app is None or "deletionTimestamp" in meta:
+            continue
+        if any(c["type"] == "Ready" and c["status"] == "True"
+               for c in pod["status"].get("conditions", ())):
+            healthy[meta["namespace"], app] += 1
+    for pdb in pdbs:
+        key = (pdb["metadata"]["namespace"], pdb["spec"]["selector"]["matchLabels"]["app"])
+        expected = replicas[key]
+        desired = max(0, expected - pdb["spec"]["maxUnavailable"])
+        pdb["status"] = {"observedGeneration": 1, "disruptionsAllowed":
+                         max(0, healthy[key] - desired), "currentHealthy": healthy[key],
+                         "desiredHealthy": desired, "expectedPods": expected}
 
 
 def _not_ready(status: dict[str, Any], since: str, reason: str, message: str) -> None:

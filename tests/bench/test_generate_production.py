@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from desched.executors.pdb import BudgetTracker
 from desched.predicates.nodeaffinity import required_affinity_matcher
 from desched.predicates.taints import SCHEDULING_EFFECTS, first_untolerated
 from desched.simulate.simulation import run_simulation
@@ -122,6 +123,18 @@ def test_needs_work_cluster_is_schedulable_and_gives_every_kind_of_plugin_work(
     assert len(unready) == summary["unready"]
     text = path.read_text(encoding="utf-8")
     assert text.count('"message":"containers with unready status: [main]"') == 2 * len(unready)
+    # Each budget's status is what the disruption controller, and desched counting the
+    # snapshot's pods itself, make of them.
+    tracker = BudgetTracker(snapshot)
+    budgets = [pdb for pdbs in snapshot.pdbs_by_namespace.values() for pdb in pdbs]
+    assert budgets
+    for pdb in budgets:
+        expected, healthy, desired = tracker._counts(pdb)
+        status = pdb.status
+        assert status is not None, pdb.metadata.name
+        assert (status.expected_pods, status.current_healthy, status.desired_healthy,
+                status.disruptions_allowed) == (expected, healthy, desired,
+                                                max(0, healthy - desired)), pdb.metadata.name
     result = run_simulation(str(REPO / "bench" / "all-strategies.yaml"), [str(path)],
                             BASE_NOW, 1, False)
     plugins = Counter(d.plugin for d in result.log.decisions if d.outcome == "evicted")
