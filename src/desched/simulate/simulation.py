@@ -20,6 +20,7 @@ from desched.framework.moves.inflight import vanished
 from desched.framework.policy import Policy
 from desched.framework.runner import Descheduler, check_policy
 from desched.framework.types import Clock, UsageQueries
+from desched.model.objects import PodDisruptionBudget
 from desched.model.pod import Pod
 from desched.plugins.catalog import PLUGINS
 from desched.policy_files.loader import load_policy, parse_policy
@@ -45,7 +46,7 @@ from desched.snapshot.clock import (
 from desched.snapshot.cluster import ClusterSnapshot
 from desched.snapshot.completeness import LoadWarnings, missing, require_nodes
 from desched.snapshot.loader import STDIN, STDIN_LABEL, Warn, load_snapshot
-from desched.snapshot.workloads import Workload, WorkloadResolver
+from desched.snapshot.workloads import WorkloadResolver
 from desched.util.duration import MAX_SECONDS, format_duration
 
 # Plugins add and subtract policy durations (Go's, at most about 292 years) to and from the
@@ -119,6 +120,7 @@ def held(decided: Iterable[Decision], snapshot: ClusterSnapshot,
     """The pods a cycle's decisions held back, each once: its last refusal tells what held
     it."""
     out: dict[str, Held] = {}
+    budgets: dict[int, tuple[list[PodDisruptionBudget], str]] = {}  # replicas share theirs
     for d in decided:
         if d.outcome not in HELD_OUTCOMES:
             continue
@@ -129,15 +131,22 @@ def held(decided: Iterable[Decision], snapshot: ClusterSnapshot,
         pod = snapshot.pods.get(key)
         workload = (before.workload if before is not None
                     else workload_name(resolver, pod) if pod is not None else f"Pod {key}")
-        out[key] = Held(d.outcome, _held_by(d, pod, snapshot), workload)
+        out[key] = Held(d.outcome, _held_by(d, pod, snapshot, budgets), workload)
     return out
 
 
-def _held_by(d: Decision, pod: Pod | None, snapshot: ClusterSnapshot) -> str:
+def _held_by(d: Decision, pod: Pod | None, snapshot: ClusterSnapshot,
+             named: dict[int, tuple[list[PodDisruptionBudget], str]]) -> str:
+    """What held the pod back; `named`: the budgets' text by their list, which pods with
+    the same labels share (ClusterSnapshot.pdbs_for_pod), kept with the list."""
     if d.outcome == "pdb-blocked":
         budgets = snapshot.pdbs_for_pod(pod) if pod is not None else []
-        return ", ".join(f"PodDisruptionBudget {b.metadata.namespace}/{b.metadata.name}"
-                         for b in budgets) or "a PodDisruptionBudget"
+        known = named.get(id(budgets))
+        if known is None or known[0] is not budgets:
+            text = ", ".join(f"PodDisruptionBudget {b.metadata.namespace}/{b.metadata.name}"
+                             for b in budgets) or "a PodDisruptionBudget"
+            known = named[id(budgets)] = (budgets, text)
+        return known[1]
     if d.outcome == "limited":
         return LIMIT_FIELDS.get(d.reason, d.reason)
     if d.outcome == "deferred":
@@ -146,15 +155,8 @@ def _held_by(d: Decision, pod: Pod | None, snapshot: ClusterSnapshot) -> str:
 
 
 def workload_name(resolver: WorkloadResolver, pod: Pod) -> str:
-    """The workload a pod belongs to, as a report names it: the Deployment behind its
-    ReplicaSet where the snapshot has both, else its controller, else the pod itself."""
-    found = resolver.resolve(pod)
-    if isinstance(found, Workload):
-        return str(found)
-    ref = pod.controller
-    if ref is not None:
-        return f"{ref.kind} {pod.namespace}/{ref.name}"
-    return f"Pod {pod.key}"
+    """The workload a pod belongs to, as a report names it (WorkloadResolver.name_of)."""
+    return resolver.name_of(pod)
 
 
 @dataclass

@@ -70,6 +70,7 @@ class WorkloadResolver:
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
         self._memo: dict[tuple[str, str, str, str], Workload | Unresolved] = {}
+        self._names: dict[tuple[str, str, str, str], str] = {}  # name_of's, by the same key
         self._replica_sets: dict[tuple[str, str], list[Any]] | None = None
         # workload key -> (snapshot.additions, its unavailable pods then)
         self._unavailable: dict[str, tuple[int, list[Pod]]] = {}
@@ -85,6 +86,21 @@ class WorkloadResolver:
             found = self._memo[memo_key] = self._resolve(ref.kind, pod.namespace, ref.name,
                                                          ref.uid)
         return found
+
+    def name_of(self, pod: Pod) -> str:
+        """The workload a pod belongs to, as a report names it: the Deployment behind its
+        ReplicaSet where the snapshot has both, else its controller, else the pod itself.
+        Kept per controller: a report names the workload of every pod a cycle held back."""
+        ref = controller_ref(pod.metadata)
+        if ref is None:
+            return f"Pod {pod.key}"
+        memo_key = (ref.kind, pod.namespace, ref.name, ref.uid)
+        name = self._names.get(memo_key)
+        if name is None:
+            found = self.resolve(pod)
+            name = self._names[memo_key] = (str(found) if isinstance(found, Workload)
+                                            else f"{ref.kind} {pod.namespace}/{ref.name}")
+        return name
 
     def _object(self, kind: str, namespace: str, name: str, uid: str) -> Any:
         """The object, or an Unresolved saying why not."""
