@@ -141,13 +141,13 @@ class DecisionLog:
             self.protections.setdefault((self.cycle, profile, pod_key), {}).setdefault(reason,
                                                                                        by)
 
-    def kept_count(self, leaving: set[str] | frozenset[str] = frozenset()) -> int:
-        """The pods kept, each once, but those in `leaving` ("namespace/name": evicted in
+    def kept_count(self, leaving: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
+                   ) -> int:
+        """The pods kept, each once, but those in `leaving` ((namespace, name): evicted in
         another cycle or by another plugin)."""
         if not self.kept_pods:
             return self._kept_count
-        return sum(1 for ns, name in self.kept_pods if f"{ns}/{name}" not in leaving) \
-            if leaving else len(self.kept_pods)
+        return len(self.kept_pods - leaving) if leaving else len(self.kept_pods)
 
     def compact_kept(self) -> None:
         """Keep the number of kept pods, not the pods (a log kept after its cycle)."""

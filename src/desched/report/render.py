@@ -216,6 +216,11 @@ def _change(b: Balance, a: Balance, every: list[Balance], replaced: bool,
             f"{over}")
 
 
+# The other outcomes a cycle lists, each with its word as the line starts.
+_LISTED = {"deferred": "defer  ", "limited": "limited", "pdb-blocked": "pdb-blocked",
+           "failed": "failed ", "dry-run": "dry-run"}
+
+
 def render_text(result: SimulationResult) -> str:
     lines = [f"policy {result.policy.path} ({result.policy.format}); snapshot: "
              f"{result.nodes} nodes, {result.pods} pods",
@@ -223,28 +228,32 @@ def render_text(result: SimulationResult) -> str:
              *(f"  warning: {line}" for line in result.warnings),
              f"clock: {result.clock.describe()}", *summary_lines(result)]
     by_cycle: dict[int, list[str]] = {}
+    evicted_in: Counter[int] = Counter()
     restarts = _restart_lines(result.log)
+    # One pass over the decisions (~170,000 in a 5,000-node cycle), the line's head fixed per
+    # outcome.
     for d in result.log.decisions:
-        if d.outcome == "evicted":
+        outcome = d.outcome
+        if outcome == "evicted":
+            evicted_in[d.cycle] += 1
             text = (f"  evict   {d.namespace}/{d.pod} on {d.node} [{d.profile}/{d.plugin}]: "
                     f"{d.reason}")
-        elif d.outcome == "restarted":
+        elif outcome == "restarted":
             text = restarts.pop((d.cycle, f"{d.namespace}/{d.pod}"), "")
             if not text:
                 continue
-        elif d.outcome == "deferred":
-            text = (f"  defer   {d.namespace}/{d.pod} on {d.node} [{d.profile}/{d.plugin}]: "
-                    f"{d.reason}")
-        elif d.outcome in ("limited", "pdb-blocked", "failed", "dry-run"):
-            text = (f"  {d.outcome:7} {d.namespace}/{d.pod} on {d.node} "
+        elif outcome in _LISTED:
+            text = (f"  {_LISTED[outcome]} {d.namespace}/{d.pod} on {d.node} "
                     f"[{d.profile}/{d.plugin}]: {d.reason}")
         else:
             continue
-        by_cycle.setdefault(d.cycle, []).append(text)
+        lines_of = by_cycle.get(d.cycle)
+        if lines_of is None:
+            lines_of = by_cycle[d.cycle] = []
+        lines_of.append(text)
     back = {b.replacement for b in whatif.churn(result).back_on_source}
     for summary in result.summaries:
-        evicted = sum(1 for d in result.log.decisions
-                      if d.cycle == summary.cycle and d.outcome == "evicted")
+        evicted = evicted_in[summary.cycle]
         head = (f"cycle {summary.cycle}: {evicted} pod(s) evicted"
                 f"{moves_counts(result.log, summary.cycle)}")
         if summary.skipped:

@@ -276,15 +276,17 @@ def story(result: SimulationResult) -> Story:
     """Evicted, refused (distinct pods never evicted, with their attempts), paced, kept: one pod
     counted once, however many cycles tried it."""
     log = result.log
-    evicted = {f"{d.namespace}/{d.pod}" for d in log.decisions if d.outcome in EVICTED_OUTCOMES}
-    last: dict[str, str] = {}
-    attempts: Counter[str] = Counter()
+    # Pods by (namespace, name): a cycle at 5,000 nodes logs ~170,000 decisions.
+    evicted = {(d.namespace, d.pod) for d in log.decisions if d.outcome in EVICTED_OUTCOMES}
+    last: dict[tuple[str, str], str] = {}
+    attempts: dict[tuple[str, str], int] = {}
     for d in log.decisions:
-        if d.outcome in _KINDS:
-            key = f"{d.namespace}/{d.pod}"
+        kind = d.outcome
+        if kind in _KINDS:
+            key = (d.namespace, d.pod)
             if key not in evicted:
-                last[key] = d.outcome
-                attempts[key] += 1
+                last[key] = kind
+                attempts[key] = attempts.get(key, 0) + 1
     held: dict[str, dict[str, int]] = {}  # workload -> what held it back -> the first cycle
     paced_pods: Counter[str] = Counter()
     cycles: dict[str, set[int]] = defaultdict(set)
