@@ -208,18 +208,19 @@ profiles:
         cluster.client.delete(Pod, "vm-a", namespace=cluster.ns, grace_period=0)
         wait_until("web-0 evicted once the VM's pod has left",
                    lambda: cluster.pod_state("web-0") in ("terminating", "gone"), 90)
-        # /metrics counts it with upstream's result labels.
-        metrics = _get(port, "/metrics")
-
+        # /metrics counts it with upstream's result labels. The API server shows web-0
+        # terminating before desched has its answer and counts it: read until it has.
         def evicted(result: str, node: str) -> float:
             labels = (f'result="{result}"', 'strategy="PodLifeTime"', 'profile="background"',
                       f'namespace="{cluster.ns}"', f'node="{node}"')
-            return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-                       if line.startswith("descheduler_pods_evicted_total{")
+            return sum(float(line.rsplit(" ", 1)[1]) for line in _get(port, "/metrics")
+                       .splitlines() if line.startswith("descheduler_pods_evicted_total{")
                        and all(label in line for label in labels))
 
+        # web-0 evicted; the VM's eviction ended
+        wait_until("web-0's eviction counted", lambda: evicted("success", n1) >= 2, 30)
         assert evicted("background", n1) == 1
-        assert evicted("success", n1) == 2  # web-0 evicted; the VM's eviction ended
+        assert evicted("success", n1) == 2
         assert evicted("success", n2) == 1
     finally:
         proc.send_signal(signal.SIGTERM)
