@@ -216,9 +216,9 @@ def _change(b: Balance, a: Balance, every: list[Balance], replaced: bool,
             f"{over}")
 
 
-# The other outcomes a cycle lists, each with its word as the line starts.
-_LISTED = {"deferred": "defer  ", "limited": "limited", "pdb-blocked": "pdb-blocked",
-           "failed": "failed ", "dry-run": "dry-run"}
+# The other outcomes a cycle lists, each with the word its line starts with.
+_LISTED = {"deferred": "defer", "limited": "limited", "pdb-blocked": "pdb-blocked",
+           "failed": "failed", "dry-run": "dry-run"}
 
 
 def render_text(result: SimulationResult) -> str:
@@ -230,8 +230,7 @@ def render_text(result: SimulationResult) -> str:
     by_cycle: dict[int, list[str]] = {}
     evicted_in: Counter[int] = Counter()
     restarts = _restart_lines(result.log)
-    # One pass over the decisions (~170,000 in a 5,000-node cycle), the line's head fixed per
-    # outcome.
+    # One pass over the decisions (~170,000 in a 5,000-node cycle).
     for d in result.log.decisions:
         outcome = d.outcome
         if outcome == "evicted":
@@ -243,7 +242,7 @@ def render_text(result: SimulationResult) -> str:
             if not text:
                 continue
         elif outcome in _LISTED:
-            text = (f"  {_LISTED[outcome]} {d.namespace}/{d.pod} on {d.node} "
+            text = (f"  {_LISTED[outcome]:7} {d.namespace}/{d.pod} on {d.node} "
                     f"[{d.profile}/{d.plugin}]: {d.reason}")
         else:
             continue

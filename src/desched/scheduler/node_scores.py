@@ -111,10 +111,6 @@ def resource_scorer(pod: Pod, profile: Profile, balance: bool
     own_cpu, own_memory = requests.get("cpu", 0), requests.get("memory", 0)
     bound = pod.spec.node_name
 
-    half = sc.MAX // 2
-
-    # least_requested and go_div inlined where their operands are non-negative (the same
-    # integer steps): a Ranking scores every node of a pool with this.
     def score(node: Node, snapshot: ClusterSnapshot) -> int:
         name = node.metadata.name
         allocatable = node.allocatable
@@ -125,23 +121,10 @@ def resource_scorer(pod: Pod, profile: Profile, balance: bool
             if bound == name:  # leaving: its own requests no longer count
                 zero_cpu -= pod_cpu
                 zero_memory -= pod_memory
-            parts = count = 0
-            if cpu_cap:
-                count = 1
-                requested = zero_cpu + pod_cpu
-                if cpu_cap > 0 and 0 <= requested <= cpu_cap:
-                    parts = (cpu_cap - requested) * sc.MAX // cpu_cap
-                elif requested <= cpu_cap:
-                    parts = sc.least_requested(requested, cpu_cap)
+            parts = [sc.least_requested(zero_cpu + pod_cpu, cpu_cap)] if cpu_cap else []
             if memory_cap:
-                count += 1
-                requested = zero_memory + pod_memory
-                if memory_cap > 0 and 0 <= requested <= memory_cap:
-                    parts += (memory_cap - requested) * sc.MAX // memory_cap
-                elif requested <= memory_cap:
-                    parts += sc.least_requested(requested, memory_cap)
-            if count:
-                total = fit_weight * (parts // count)
+                parts.append(sc.least_requested(zero_memory + pod_memory, memory_cap))
+            total += fit_weight * (sum(parts) // len(parts) if parts else 0)
         if balance_weight:
             if cpu_cap and memory_cap:
                 used = snapshot.node_requested(name)
@@ -154,8 +137,7 @@ def resource_scorer(pod: Pod, profile: Profile, balance: bool
                         - _balance(used_cpu / cpu_cap, used_memory / memory_cap))
             else:
                 gain = 0  # one fraction or none: no deviation, with the pod or without
-            halved = half + gain
-            total += balance_weight * (half + (halved // 2 if halved >= 0 else -(-halved // 2)))
+            total += balance_weight * (sc.MAX // 2 + sc.go_div(sc.MAX // 2 + gain, 2))
         return total
     return score
 

@@ -80,24 +80,8 @@ class Ranking:
         # before anything moved: the guard asks about every candidate pod).
         self._tops: dict[Class, tuple[float, str]] = {}
         self._mark(snapshot)
-        # update() for each node, less what a first look needs not undo.
-        classes, where, score_counts = self.classes, self.where, self.score_counts
         for node in candidates:
-            name = node.metadata.name
-            if name in where:  # listed twice: the later look stands
-                self.update(node)
-                continue
-            found = entry(node)
-            if found is None:
-                continue
-            cls, score = found
-            members = classes.get(cls)
-            if members is None:
-                members = classes[cls] = {}
-                score_counts[cls] = Counter()
-            members[name] = (score, name)
-            score_counts[cls][score] += 1
-            where[name] = cls
+            self.update(node)
 
     def _mark(self, snapshot: ClusterSnapshot) -> None:
         self.added, self.removed = len(snapshot.added_since_finish), snapshot.removed_from
